@@ -1,0 +1,28 @@
+// Runs every test file under test/ (node --test on Node 20 does not expand globs for .ts files).
+// Usage: node scripts/run-tests.mjs [dir or file ...]; TEST_STORE=postgres selects PostgreSQL + Redis.
+import { spawnSync } from 'node:child_process';
+import { readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+
+function collect(path, out) {
+  if (statSync(path).isDirectory()) {
+    for (const name of readdirSync(path).sort()) collect(join(path, name), out);
+  } else if (path.endsWith('.test.ts')) {
+    out.push(path);
+  }
+  return out;
+}
+
+const roots = process.argv.slice(2).filter((a) => !a.startsWith('--'));
+const files = (roots.length ? roots : ['test']).flatMap((r) => collect(r, []));
+if (files.length === 0) {
+  console.error('No test files found.');
+  process.exit(1);
+}
+const concurrency = process.env.TEST_CONCURRENCY ?? '2';
+const result = spawnSync(
+  process.execPath,
+  ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, '--test-reporter=spec', ...files],
+  { stdio: 'inherit', env: process.env },
+);
+process.exit(result.status ?? 1);

@@ -1,0 +1,204 @@
+// Owns building the application from config: store, shared services, validation, plugins and
+// routes. It never listens; server.ts does, and tests call buildApp and use inject.
+import swagger from '@fastify/swagger';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import { Redis } from 'ioredis';
+import type { Config } from './config.js';
+import { migrate } from './db/migrate.js';
+import { openStore, type Store } from './db/store.js';
+import { TokenService } from './lib/jwt.js';
+import { type Counter, MemoryCounter, RedisCounter } from './lib/rate-limiter.js';
+import { ErrorBody } from './lib/schemas.js';
+import { makeAjv } from './lib/validation.js';
+import { authRoutes } from './modules/auth/routes.js';
+import { conversationsRoutes } from './modules/conversations/routes.js';
+import { guestsRoutes } from './modules/guests/routes.js';
+import { healthRoutes } from './modules/health/routes.js';
+import { knowledgeRoutes } from './modules/knowledge/routes.js';
+import { settingsRoutes } from './modules/settings/routes.js';
+import { staffRoutes } from './modules/staff/routes.js';
+import { tasksRoutes } from './modules/tasks/routes.js';
+import docs from './plugins/docs.js';
+import errors from './plugins/errors.js';
+import gate from './plugins/gate.js';
+
+export interface AppContext {
+  config: Config;
+  store: Store;
+  tokens: TokenService;
+  counter: Counter;
+  redis: Redis | null;
+  /** Revokes a token id until its expiry (logout, refresh, password change). */
+  revoke(jti: string, expSec: number): Promise<void>;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    ctx: AppContext;
+  }
+}
+
+export interface BuildOptions {
+  /** Use this store instead of opening one from config (tests share or prepare stores). */
+  store?: Store;
+  logger?: FastifyServerOptions['logger'];
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+export function loggerOptions(config: Config): FastifyServerOptions['logger'] {
+  return {
+    level: config.logLevel,
+    redact: {
+      paths: [
+        'req.headers.authorization',
+        'req.headers.cookie',
+        '*.password',
+        '*.newPassword',
+        '*.currentPassword',
+        '*.token',
+        '*.temporaryPassword',
+      ],
+      censor: '[redacted]',
+    },
+  };
+}
+
+export async function buildApp(config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: options.logger ?? loggerOptions(config),
+    trustProxy: config.trustProxy,
+    bodyLimit: 1024 * 1024,
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : crypto.randomUUID();
+    },
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
+    onProtoPoisoning: 'error',
+    onConstructorPoisoning: 'error',
+    return503OnClosing: true,
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  const store = options.store ?? openStore(config.store, { sqliteSynchronous: config.sqliteSynchronous });
+  const ownsStore = options.store === undefined;
+  if (ownsStore) await migrate(store);
+
+  let redis: Redis | null = null;
+  let counter: Counter;
+  if (config.redisUrl !== null) {
+    redis = new Redis(config.redisUrl, {
+      keyPrefix: config.redisKeyPrefix,
+      lazyConnect: false,
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 1,
+      connectTimeout: 2000,
+      retryStrategy: (times) => Math.min(times * 200, 2000),
+    });
+    let warned = 0;
+    redis.on('error', (err) => {
+      if (Date.now() - warned > 10_000) {
+        warned = Date.now();
+        app.log.warn({ err: err.message }, 'redis unavailable; rate limits count in process until it returns');
+      }
+    });
+    counter = new RedisCounter(redis, () => {});
+    // Give Redis a moment to connect so the first requests share counters; if it does not,
+    // start anyway: counting falls back to the process and /readyz reports it.
+    const r = redis;
+    await new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        r.off('ready', done);
+        resolve();
+      };
+      const timer = setTimeout(done, 2000);
+      r.once('ready', done);
+    });
+  } else {
+    counter = new MemoryCounter();
+  }
+
+  app.decorate('ctx', {
+    config,
+    store,
+    tokens: new TokenService(config.jwtSecret, config.jwtPreviousSecrets, config.tokenTtlSeconds),
+    counter,
+    redis,
+    async revoke(jti, expSec) {
+      await store.db
+        .insertInto('revoked_tokens')
+        .values({ jti, expires_at: expSec })
+        .onConflict((oc) => oc.column('jti').doNothing())
+        .execute();
+    },
+  } satisfies AppContext);
+
+  // Revocations are kept only until the token would have expired anyway.
+  const purge = setInterval(() => {
+    const now = Math.floor(Date.now() / 1000);
+    store.db
+      .deleteFrom('revoked_tokens')
+      .where('expires_at', '<', now)
+      .execute()
+      .catch(() => {});
+  }, 3600_000);
+  purge.unref();
+
+  const bodyAjv = makeAjv('body');
+  const otherAjv = makeAjv('other');
+  app.setValidatorCompiler(({ schema, httpPart }) =>
+    (httpPart === 'body' ? bodyAjv : otherAjv).compile(schema as object),
+  );
+  app.addSchema(ErrorBody);
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+  app.addHook('onClose', async () => {
+    clearInterval(purge);
+    (counter as { close?: () => void }).close?.();
+    if (redis) redis.disconnect();
+    if (ownsStore) await store.close();
+  });
+
+  await app.register(errors);
+  await app.register(gate);
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Guest Messaging and Operations API',
+        version: '1.0.0',
+        description:
+          'JSON REST API for guest conversations over WhatsApp, SMS, e-mail and web chat, and the operations that follow.',
+      },
+      servers: [{ url: '/' }],
+      components: { securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } } },
+    },
+    refResolver: { buildLocalReference: (json, _base, _frag, i) => String(json.$id ?? `def-${i}`) },
+  });
+  app.addHook('onRoute', (route) => {
+    const access = route.config?.access;
+    if (route.schema && access !== undefined && access !== 'public') {
+      route.schema.security = [{ bearerAuth: [] }];
+    }
+  });
+
+  await app.register(healthRoutes);
+  await app.register(docs);
+  await app.register(
+    async (api) => {
+      await api.register(authRoutes, { prefix: '/auth' });
+      await api.register(staffRoutes, { prefix: '/staff' });
+      await api.register(settingsRoutes, { prefix: '/settings' });
+      await api.register(conversationsRoutes, { prefix: '/conversations' });
+      await api.register(guestsRoutes, { prefix: '/guests' });
+      await api.register(tasksRoutes, { prefix: '/tasks' });
+      await api.register(knowledgeRoutes, { prefix: '/knowledge' });
+    },
+    { prefix: '/api/v1' },
+  );
+  await app.ready();
+  return app;
+}

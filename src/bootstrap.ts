@@ -1,0 +1,27 @@
+// Owns the first admin: on an empty store, create one from ADMIN_EMAIL/ADMIN_PASSWORD, or an
+// admin@example.com admin with a random password printed once, so a bare `npm start` is usable.
+import type { Config } from './config.js';
+import type { Db } from './db/types.js';
+import { generatePassword, hashPassword } from './lib/password.js';
+import { countStaff, insertStaff } from './modules/staff/repository.js';
+
+export interface CreatedAdmin {
+  email: string;
+  /** Set only when the password was generated and must be shown to the operator. */
+  generatedPassword?: string;
+}
+
+export async function ensureAdmin(db: Db, config: Config): Promise<CreatedAdmin | null> {
+  if ((await countStaff(db)) > 0) return null;
+  const email = config.adminEmail ?? 'admin@example.com';
+  const generatedPassword = config.adminPassword === null ? generatePassword() : undefined;
+  const password = config.adminPassword ?? generatedPassword!;
+  await insertStaff(db, {
+    name: 'Administrator',
+    email,
+    role: 'admin',
+    department: null,
+    passwordHash: await hashPassword(password),
+  });
+  return generatedPassword === undefined ? { email } : { email, generatedPassword };
+}

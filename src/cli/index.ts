@@ -1,0 +1,73 @@
+// Owns the command line: `migrate` and `admin:create` (and, later, demo data).
+import { parseArgs } from 'node:util';
+import { ConfigError, loadConfig } from '../config.js';
+import { migrate } from '../db/migrate.js';
+import { isUniqueViolation, openStore } from '../db/store.js';
+import { hashPassword, MIN_PASSWORD_LENGTH } from '../lib/password.js';
+import { insertStaff } from '../modules/staff/repository.js';
+
+const USAGE = `Usage: npm run cli -- <command> [options]
+
+Commands:
+  migrate                                       apply pending migrations
+  admin:create --email E --name N --password P  create an admin
+`;
+
+function fail(message: string): never {
+  process.stderr.write(`${message}\n`);
+  process.exit(1);
+}
+
+async function main(argv: string[]) {
+  const [command, ...rest] = argv;
+  if (command === undefined || command === 'help' || command === '--help') {
+    process.stdout.write(USAGE);
+    return;
+  }
+  let config: ReturnType<typeof loadConfig>;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) fail(`Configuration error: ${err.message}`);
+    throw err;
+  }
+  const store = openStore(config.store, { sqliteSynchronous: config.sqliteSynchronous });
+  try {
+    const applied = await migrate(store);
+    if (command === 'migrate') {
+      process.stdout.write(applied.length ? `Applied: ${applied.join(', ')}\n` : 'Already up to date.\n');
+      return;
+    }
+    if (command === 'admin:create') {
+      const { values } = parseArgs({
+        args: rest,
+        options: { email: { type: 'string' }, name: { type: 'string' }, password: { type: 'string' } },
+      });
+      const { email, name, password } = values;
+      if (!email || !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email)) fail('--email: an e-mail address is required');
+      if (!name) fail('--name: a name is required');
+      if (!password || [...password].length < MIN_PASSWORD_LENGTH) {
+        fail(`--password: at least ${MIN_PASSWORD_LENGTH} characters are required`);
+      }
+      try {
+        const admin = await insertStaff(store.db, {
+          name,
+          email,
+          role: 'admin',
+          department: null,
+          passwordHash: await hashPassword(password),
+        });
+        process.stdout.write(`Created admin ${admin.id} <${admin.email}>\n`);
+      } catch (err) {
+        if (isUniqueViolation(err)) fail(`--email: a staff member with ${email} already exists`);
+        throw err;
+      }
+      return;
+    }
+    fail(`Unknown command "${command}".\n\n${USAGE}`);
+  } finally {
+    await store.close();
+  }
+}
+
+main(process.argv.slice(2)).catch((err) => fail(`Failed: ${err instanceof Error ? err.message : String(err)}`));

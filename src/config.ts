@@ -1,0 +1,161 @@
+// Owns the process configuration: read from the environment once, validated, typed and frozen.
+import { randomBytes } from 'node:crypto';
+
+export type StoreConfig = { kind: 'sqlite'; path: string } | { kind: 'postgres'; url: string };
+
+export interface Config {
+  readonly nodeEnv: string;
+  readonly host: string;
+  readonly port: number;
+  readonly logLevel: string;
+  readonly store: StoreConfig;
+  readonly sqliteSynchronous: 'FULL' | 'NORMAL';
+  readonly redisUrl: string | null;
+  /** Prefix of every Redis key, so several deployments (or test runs) can share one Redis. */
+  readonly redisKeyPrefix: string;
+  readonly jwtSecret: string;
+  readonly jwtSecretGenerated: boolean;
+  readonly jwtPreviousSecrets: readonly string[];
+  readonly tokenTtlSeconds: number;
+  readonly rateLimitStandard: number;
+  readonly rateLimitBulk: number;
+  readonly rateLimitWindowSeconds: number;
+  readonly loginLimit: number;
+  readonly adminEmail: string | null;
+  readonly adminPassword: string | null;
+  readonly trustProxy: boolean;
+}
+
+/** Thrown for a bad or missing variable; start-up prints its message on one line and exits 1. */
+export class ConfigError extends Error {
+  constructor(
+    readonly variable: string,
+    message: string,
+  ) {
+    super(`${variable}: ${message}`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+function str(env: Env, name: string): string | undefined {
+  const v = env[name];
+  return v === undefined || v === '' ? undefined : v;
+}
+
+function int(env: Env, name: string, def: number, min: number, max: number): number {
+  const raw = str(env, name);
+  if (raw === undefined) return def;
+  if (!/^\d+$/.test(raw)) throw new ConfigError(name, `must be a whole number, got "${raw}"`);
+  const n = Number(raw);
+  if (n < min || n > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${n}`);
+  return n;
+}
+
+function bool(env: Env, name: string, def: boolean): boolean {
+  const raw = str(env, name);
+  if (raw === undefined) return def;
+  if (raw === 'true' || raw === '1') return true;
+  if (raw === 'false' || raw === '0') return false;
+  throw new ConfigError(name, `must be true or false, got "${raw}"`);
+}
+
+function parseStore(env: Env): StoreConfig {
+  const url = str(env, 'DATABASE_URL');
+  if (url === undefined) return { kind: 'sqlite', path: './data/guest-api.db' };
+  if (url.startsWith('sqlite:')) {
+    const path = url.slice('sqlite:'.length);
+    if (path === '') throw new ConfigError('DATABASE_URL', 'sqlite: needs a path, or sqlite::memory:');
+    return { kind: 'sqlite', path };
+  }
+  if (url.startsWith('postgres://') || url.startsWith('postgresql://')) {
+    try {
+      new URL(url);
+    } catch {
+      throw new ConfigError('DATABASE_URL', 'is not a valid postgres:// URL');
+    }
+    return { kind: 'postgres', url };
+  }
+  throw new ConfigError('DATABASE_URL', 'must be sqlite:<path>, sqlite::memory: or postgres://…');
+}
+
+function parseRedis(env: Env): string | null {
+  const url = str(env, 'REDIS_URL');
+  if (url === undefined) return null;
+  if (!/^rediss?:\/\//.test(url)) throw new ConfigError('REDIS_URL', 'must start with redis:// or rediss://');
+  try {
+    new URL(url);
+  } catch {
+    throw new ConfigError('REDIS_URL', 'is not a valid URL');
+  }
+  return url;
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+export function loadConfig(env: Env = process.env): Config {
+  const nodeEnv = str(env, 'NODE_ENV') ?? 'development';
+  const logLevel = str(env, 'LOG_LEVEL') ?? 'info';
+  if (!LOG_LEVELS.includes(logLevel)) {
+    throw new ConfigError('LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}`);
+  }
+
+  let jwtSecret = str(env, 'JWT_SECRET');
+  let jwtSecretGenerated = false;
+  if (jwtSecret === undefined) {
+    if (nodeEnv === 'production') throw new ConfigError('JWT_SECRET', 'is required when NODE_ENV=production');
+    jwtSecret = randomBytes(48).toString('base64url');
+    jwtSecretGenerated = true;
+  } else if (Buffer.byteLength(jwtSecret) < 32) {
+    throw new ConfigError('JWT_SECRET', 'must be at least 32 bytes');
+  }
+  const jwtPreviousSecrets = (str(env, 'JWT_SECRET_PREVIOUS') ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+  for (const s of jwtPreviousSecrets) {
+    if (Buffer.byteLength(s) < 32)
+      throw new ConfigError('JWT_SECRET_PREVIOUS', 'each secret must be at least 32 bytes');
+  }
+
+  const adminEmail = str(env, 'ADMIN_EMAIL') ?? null;
+  const adminPassword = str(env, 'ADMIN_PASSWORD') ?? null;
+  if ((adminEmail === null) !== (adminPassword === null)) {
+    throw new ConfigError(
+      adminEmail === null ? 'ADMIN_EMAIL' : 'ADMIN_PASSWORD',
+      'ADMIN_EMAIL and ADMIN_PASSWORD go together',
+    );
+  }
+  if (adminEmail !== null && !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(adminEmail)) {
+    throw new ConfigError('ADMIN_EMAIL', 'is not an e-mail address');
+  }
+  if (adminPassword !== null && [...adminPassword].length < 12) {
+    throw new ConfigError('ADMIN_PASSWORD', 'must be at least 12 characters');
+  }
+
+  const sync = (str(env, 'SQLITE_SYNCHRONOUS') ?? 'FULL').toUpperCase();
+  if (sync !== 'FULL' && sync !== 'NORMAL') throw new ConfigError('SQLITE_SYNCHRONOUS', 'must be FULL or NORMAL');
+
+  return Object.freeze({
+    nodeEnv,
+    host: str(env, 'HOST') ?? '127.0.0.1',
+    port: int(env, 'PORT', 3000, 0, 65535),
+    logLevel,
+    store: parseStore(env),
+    sqliteSynchronous: sync,
+    redisUrl: parseRedis(env),
+    redisKeyPrefix: str(env, 'REDIS_KEY_PREFIX') ?? 'gma:',
+    jwtSecret,
+    jwtSecretGenerated,
+    jwtPreviousSecrets: Object.freeze(jwtPreviousSecrets),
+    tokenTtlSeconds: int(env, 'TOKEN_TTL_SECONDS', 86400, 60, 30 * 86400),
+    rateLimitStandard: int(env, 'RATE_LIMIT_STANDARD', 100, 1, 10_000_000),
+    rateLimitBulk: int(env, 'RATE_LIMIT_BULK', 10, 1, 10_000_000),
+    rateLimitWindowSeconds: int(env, 'RATE_LIMIT_WINDOW_SECONDS', 60, 1, 3600),
+    loginLimit: int(env, 'LOGIN_RATE_LIMIT', 10, 1, 10_000_000),
+    adminEmail,
+    adminPassword,
+    trustProxy: bool(env, 'TRUST_PROXY', false),
+  });
+}

@@ -1,0 +1,23 @@
+// Owns the column types that differ between SQLite and PostgreSQL, so each migration is written once.
+import type { ColumnDataType, Kysely } from 'kysely';
+import type { DialectName } from '../store.js';
+
+export interface ColumnTypes {
+  dialect: DialectName;
+  /** ISO 8601 text on SQLite, timestamptz on PostgreSQL. */
+  ts: ColumnDataType;
+  json: ColumnDataType;
+  bool: ColumnDataType;
+}
+
+export function columnTypes(dialect: DialectName): ColumnTypes {
+  return dialect === 'postgres'
+    ? { dialect, ts: 'timestamptz', json: 'jsonb', bool: 'boolean' }
+    : { dialect, ts: 'text', json: 'text', bool: 'integer' };
+}
+
+export interface MigrationDef {
+  name: string;
+  // biome-ignore lint/suspicious/noExplicitAny: migrations run before and outside the typed schema.
+  up(db: Kysely<any>, t: ColumnTypes): Promise<void>;
+}

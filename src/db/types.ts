@@ -1,0 +1,129 @@
+// Owns the table types of the store. Timestamps are ISO strings on SQLite and Date on PostgreSQL
+// (see `toIso`), booleans 0/1 on SQLite, JSON is text on SQLite and jsonb on PostgreSQL.
+import type { Insertable, Kysely, Selectable, Transaction, Updateable } from 'kysely';
+
+export type Timestamp = string | Date;
+export type Bool = number | boolean;
+export type Json = unknown;
+
+export interface StaffTable {
+  id: string;
+  name: string;
+  email: string;
+  email_lower: string;
+  role: 'admin' | 'manager' | 'staff';
+  department: string | null;
+  active: Bool;
+  password_hash: string;
+  /** Tokens issued (iat, in seconds) before this are no longer valid: set by a password change. */
+  tokens_valid_after: number;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface GuestTable {
+  id: string;
+  name: string;
+  email: string | null;
+  email_lower: string | null;
+  phone: string | null;
+  tags: Json;
+  notes: string | null;
+  /** Lower-cased "name email phone", searched by substring. */
+  search_text: string;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface GuestTagTable {
+  guest_id: string;
+  tag: string;
+}
+
+export interface ConversationTable {
+  id: string;
+  guest_id: string;
+  channel: 'whatsapp' | 'sms' | 'email' | 'web';
+  status: 'open' | 'closed' | 'pending';
+  assignee: string | null;
+  subject: string | null;
+  last_message_at: Timestamp;
+  message_count: number;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface MessageTable {
+  id: string;
+  conversation_id: string;
+  direction: 'inbound' | 'outbound';
+  type: 'text' | 'note';
+  content: string;
+  sender_type: 'guest' | 'staff' | 'system';
+  sender_id: string | null;
+  delivery_status: 'received' | 'queued' | 'sent' | 'delivered' | 'failed';
+  created_at: Timestamp;
+}
+
+export interface TaskTable {
+  id: string;
+  title: string;
+  description: string | null;
+  department: string;
+  priority: 'low' | 'normal' | 'high' | 'urgent';
+  status: 'open' | 'in_progress' | 'completed' | 'cancelled';
+  guest_id: string | null;
+  conversation_id: string | null;
+  assignee: string | null;
+  notes: string | null;
+  due_at: Timestamp | null;
+  completed_at: Timestamp | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface KnowledgeTable {
+  id: string;
+  title: string;
+  content: string;
+  category: string;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface SettingTable {
+  key: string;
+  value: Json;
+  updated_at: Timestamp;
+  updated_by: string | null;
+}
+
+export interface RevokedTokenTable {
+  jti: string;
+  expires_at: number;
+}
+
+export interface Database {
+  staff: StaffTable;
+  guests: GuestTable;
+  guest_tags: GuestTagTable;
+  conversations: ConversationTable;
+  messages: MessageTable;
+  tasks: TaskTable;
+  knowledge_entries: KnowledgeTable;
+  settings: SettingTable;
+  revoked_tokens: RevokedTokenTable;
+}
+
+export type Db = Kysely<Database>;
+export type DbOrTx = Kysely<Database> | Transaction<Database>;
+
+export type StaffRow = Selectable<StaffTable>;
+export type NewStaff = Insertable<StaffTable>;
+export type StaffUpdate = Updateable<StaffTable>;
+export type GuestRow = Selectable<GuestTable>;
+export type ConversationRow = Selectable<ConversationTable>;
+export type MessageRow = Selectable<MessageTable>;
+export type TaskRow = Selectable<TaskTable>;
+export type KnowledgeRow = Selectable<KnowledgeTable>;
+export type SettingRow = Selectable<SettingTable>;

@@ -1,0 +1,72 @@
+// Owns bulk operations (CONTRACT §8): a body of 1–100 items, each validated against the single
+// item's schema and carried out on its own, atomically; the answer lists every item's outcome.
+import type { FastifyBaseLogger } from 'fastify';
+import { type TSchema, Type } from 'typebox';
+import { AppError } from './errors.js';
+import { bodyChecker } from './validation.js';
+
+export const MAX_BULK_ITEMS = 100;
+
+/** The request body: items are checked one by one later, so one bad item fails only itself. */
+export const BulkBody = Type.Object(
+  {
+    items: Type.Array(Type.Object({}, { additionalProperties: true }), {
+      minItems: 1,
+      maxItems: MAX_BULK_ITEMS,
+      description: `1 to ${MAX_BULK_ITEMS} items, each validated and applied on its own`,
+    }),
+  },
+  { additionalProperties: false },
+);
+
+const ItemError = Type.Object({
+  code: Type.String(),
+  message: Type.String(),
+  details: Type.Optional(Type.Unknown()),
+});
+
+export const BulkResponse = <T extends TSchema>(data: T) =>
+  Type.Object({
+    success: Type.Literal(true),
+    data: Type.Array(
+      Type.Object({
+        index: Type.Integer(),
+        success: Type.Boolean(),
+        data: Type.Optional(data),
+        error: Type.Optional(ItemError),
+      }),
+    ),
+  });
+
+export type BulkItemResult<O> =
+  | { index: number; success: true; data: O }
+  | { index: number; success: false; error: { code: string; message: string; details?: unknown } };
+
+/**
+ * Validates each item with `itemSchema` and runs `apply` on it in order. `apply` must be atomic
+ * for its item (open its own transaction); a failure is reported for that item only.
+ */
+export async function runBulk<I, O>(
+  items: unknown[],
+  itemSchema: TSchema,
+  apply: (item: I, index: number) => Promise<O>,
+  log: FastifyBaseLogger,
+): Promise<{ success: true; data: BulkItemResult<O>[] }> {
+  const check = bodyChecker<I>(itemSchema, '');
+  const data: BulkItemResult<O>[] = [];
+  for (let index = 0; index < items.length; index++) {
+    try {
+      data.push({ index, success: true, data: await apply(check(items[index]), index) });
+    } catch (err) {
+      if (err instanceof AppError) {
+        const error: { code: string; message: string; details?: unknown } = { code: err.code, message: err.message };
+        if (err.details !== undefined) error.details = err.details;
+        data.push({ index, success: false, error });
+      } else {
+        log.error({ err, index }, 'bulk item failed');
+        data.push({ index, success: false, error: { code: 'INTERNAL_ERROR', message: 'An internal error occurred' } });
+      }
+    }
+  }
+  return { success: true, data };
+}

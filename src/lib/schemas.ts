@@ -1,0 +1,60 @@
+// Owns the schemas every route shares: the success and error envelopes, list metadata,
+// pagination query and the standard error responses, so OpenAPI documents each of them once.
+import { type Static, type TSchema, Type } from 'typebox';
+
+export const ErrorBody = Type.Object(
+  {
+    success: Type.Literal(false),
+    error: Type.Object({
+      code: Type.String({ examples: ['NOT_FOUND'] }),
+      message: Type.String(),
+      details: Type.Optional(Type.Unknown()),
+    }),
+  },
+  { $id: 'Error', description: 'Error envelope' },
+);
+
+export const ListMeta = Type.Object({
+  page: Type.Integer(),
+  limit: Type.Integer(),
+  total: Type.Integer(),
+  pages: Type.Integer(),
+});
+export type ListMeta = Static<typeof ListMeta>;
+
+export const PageQuery = {
+  page: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000, default: 1 })),
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
+};
+
+export const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64 }) });
+
+export const Ok = <T extends TSchema>(data: T) => Type.Object({ success: Type.Literal(true), data });
+export const OkList = <T extends TSchema>(item: T) =>
+  Type.Object({ success: Type.Literal(true), data: Type.Array(item), meta: ListMeta });
+
+export const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
+
+const err = (description: string) => ({ ...Type.Ref('Error'), description });
+
+/** The error responses every authenticated route can give; routes add their own on top. */
+export const STANDARD_ERRORS = {
+  400: err('VALIDATION_ERROR: the request is malformed or a field is invalid'),
+  401: err('TOKEN_MISSING, TOKEN_INVALID, TOKEN_EXPIRED or UNAUTHORIZED'),
+  403: err('FORBIDDEN: the role may not do this'),
+  404: err('NOT_FOUND'),
+  429: err('RATE_LIMITED'),
+  500: err('INTERNAL_ERROR'),
+};
+export const CONFLICT_ERROR = { 409: err('CONFLICT: a unique value is taken') };
+export const BODY_ERRORS = {
+  413: err('PAYLOAD_TOO_LARGE: the body is over 1 MiB'),
+  415: err('UNSUPPORTED_MEDIA_TYPE: the body is not JSON'),
+};
+
+export function pageMeta(page: number, limit: number, total: number): ListMeta {
+  return { page, limit, total, pages: Math.ceil(total / limit) };
+}
+
+export const ok = <T>(data: T) => ({ success: true as const, data });
+export const okList = <T>(data: T[], meta: ListMeta) => ({ success: true as const, data, meta });

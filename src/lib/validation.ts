@@ -1,0 +1,99 @@
+// Owns request validation: the Ajv instances (bodies strict: no coercion, no dropped fields;
+// query and params coerced from strings), and turning Ajv errors into { field, message } details.
+import { Ajv, type Options as AjvOptions } from 'ajv';
+import addFormats from 'ajv-formats';
+import type { TSchema } from 'typebox';
+import { type FieldError, validation } from './errors.js';
+import { ErrorBody } from './schemas.js';
+
+export function makeAjv(part: 'body' | 'other'): Ajv {
+  const options: AjvOptions = {
+    allErrors: true,
+    coerceTypes: part === 'body' ? false : 'array',
+    removeAdditional: false,
+    useDefaults: true,
+    strict: false,
+  };
+  const ajv = new Ajv(options);
+  addFormats.default(ajv);
+  ajv.addSchema(ErrorBody);
+  return ajv;
+}
+
+const bodyAjv = makeAjv('body');
+
+/**
+ * Compiles a body schema into a checker that throws VALIDATION_ERROR with fields under `prefix`
+ * (used where one request carries several bodies: bulk items, setting values); '' for none.
+ */
+export function bodyChecker<T>(schema: TSchema, prefix: string): (value: unknown) => T {
+  const validate = bodyAjv.compile(schema as object);
+  return (value) => {
+    if (validate(value)) return value as T;
+    const details = validationDetails(prefix || undefined, validate.errors ?? []).map((d) =>
+      prefix === '' || d.field === prefix ? d : { ...d, field: `${prefix}.${d.field}` },
+    );
+    throw validation(details, `${details[0]!.field}: ${details[0]!.message}`);
+  };
+}
+
+export interface AjvLikeError {
+  instancePath?: string;
+  keyword?: string;
+  message?: string;
+  params?: Record<string, unknown>;
+}
+
+function fieldPath(context: string | undefined, e: AjvLikeError): string {
+  const base = (e.instancePath ?? '')
+    .split('/')
+    .filter((s) => s !== '')
+    .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
+  const p = e.params ?? {};
+  if (e.keyword === 'required' && typeof p.missingProperty === 'string') base.push(p.missingProperty);
+  if (e.keyword === 'additionalProperties' && typeof p.additionalProperty === 'string') base.push(p.additionalProperty);
+  const path = base.join('.');
+  if (path !== '') return path;
+  return context === 'body' || context === undefined ? 'body' : context;
+}
+
+function fieldMessage(e: AjvLikeError): string {
+  if (e.keyword === 'additionalProperties') return 'is not an allowed field';
+  if (e.keyword === 'required') return 'is required';
+  if (e.keyword === 'enum' && Array.isArray(e.params?.allowedValues)) {
+    return `must be one of: ${(e.params.allowedValues as unknown[]).join(', ')}`;
+  }
+  if (e.keyword === 'const' && e.params?.allowedValue !== undefined) return `must be ${String(e.params.allowedValue)}`;
+  return e.message ?? 'is invalid';
+}
+
+export function validationDetails(context: string | undefined, errors: AjvLikeError[]): FieldError[] {
+  const out: FieldError[] = [];
+  const byKey = new Map<string, FieldError>();
+  // A nullable field fails two `type` checks ("must be string", "must be null"): say it once.
+  const types = new Map<string, string[]>();
+  for (const e of errors) {
+    // A union reports every branch; the "anyOf" summary adds nothing a client can act on.
+    if (e.keyword === 'anyOf' || e.keyword === 'oneOf' || e.keyword === 'if') continue;
+    const field = fieldPath(context, e);
+    if (e.keyword === 'type' && typeof e.params?.type === 'string') {
+      const list = types.get(field) ?? [];
+      list.push(e.params.type);
+      types.set(field, list);
+      const d = byKey.get(`${field}\u0000type`) ?? { field, message: '' };
+      d.message = `must be ${list.join(' or ')}`;
+      if (!byKey.has(`${field}\u0000type`)) {
+        byKey.set(`${field}\u0000type`, d);
+        out.push(d);
+      }
+      continue;
+    }
+    const d = { field, message: fieldMessage(e) };
+    const k = `${d.field}\u0000${d.message}`;
+    if (!byKey.has(k)) {
+      byKey.set(k, d);
+      out.push(d);
+    }
+  }
+  return out.length > 0 ? out : [{ field: context ?? 'body', message: 'is invalid' }];
+}

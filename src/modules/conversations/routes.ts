@@ -1,0 +1,4 @@
+// Owns /conversations (being built).
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+
+export const conversationsRoutes: FastifyPluginAsyncTypebox = async () => {};

@@ -1,0 +1,4 @@
+// Owns /guests (being built).
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+
+export const guestsRoutes: FastifyPluginAsyncTypebox = async () => {};

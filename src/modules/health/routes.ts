@@ -1,0 +1,60 @@
+// Owns liveness and readiness: /healthz says the process answers; /readyz says the store (and
+// Redis, when configured) answer, else 503 so a load balancer stops sending traffic.
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+
+const Check = Type.Union([Type.Literal('ok'), Type.Literal('unavailable'), Type.Literal('not_configured')]);
+const Ready = Type.Object({
+  success: Type.Boolean(),
+  data: Type.Object({ status: Type.String(), store: Check, redis: Check }),
+});
+
+function within<T>(ms: number, p: Promise<T>): Promise<T> {
+  return Promise.race([p, new Promise<T>((_, reject) => setTimeout(() => reject(new Error('timeout')), ms).unref())]);
+}
+
+export const healthRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const opts = { config: { access: 'public' as const, bucket: false as const } };
+
+  app.get(
+    '/healthz',
+    {
+      ...opts,
+      schema: {
+        tags: ['operations'],
+        summary: 'Liveness: the process is up',
+        response: { 200: Type.Object({ success: Type.Literal(true), data: Type.Object({ status: Type.String() }) }) },
+      },
+    },
+    async () => ({ success: true as const, data: { status: 'ok' } }),
+  );
+
+  app.get(
+    '/readyz',
+    {
+      ...opts,
+      schema: {
+        tags: ['operations'],
+        summary: 'Readiness: the store and Redis answer (503 otherwise)',
+        response: { 200: Ready, 503: Ready },
+      },
+    },
+    async (_request, reply) => {
+      const { store, redis } = app.ctx;
+      const storeOk = await within(1000, store.ping()).then(
+        () => 'ok' as const,
+        () => 'unavailable' as const,
+      );
+      const redisState =
+        redis === null
+          ? ('not_configured' as const)
+          : await within(1000, redis.ping()).then(
+              () => 'ok' as const,
+              () => 'unavailable' as const,
+            );
+      const ready = storeOk === 'ok' && redisState !== 'unavailable';
+      reply.code(ready ? 200 : 503);
+      return { success: ready, data: { status: ready ? 'ready' : 'unavailable', store: storeOk, redis: redisState } };
+    },
+  );
+};

@@ -1,0 +1,124 @@
+// Owns the settings keys: each known key's value schema, default and extra checks, and the rule
+// for `custom.<name>` keys (any JSON value up to 64 KiB).
+import { type TSchema, Type } from 'typebox';
+import type { FieldError } from '../../lib/errors.js';
+
+const MAX_CUSTOM_BYTES = 64 * 1024;
+export const CUSTOM_KEY = /^custom\.[A-Za-z0-9_.-]{1,64}$/;
+
+const isTimeZone = (tz: string) => {
+  try {
+    new Intl.DateTimeFormat('en', { timeZone: tz });
+    return true;
+  } catch {
+    return false;
+  }
+};
+const isLocale = (l: string) => {
+  try {
+    return Intl.getCanonicalLocales(l).length === 1;
+  } catch {
+    return false;
+  }
+};
+
+const HHMM = Type.String({ pattern: '^([01]\\d|2[0-3]):[0-5]\\d$', description: 'HH:MM, 24-hour' });
+const Interval = Type.Object({ open: HHMM, close: HHMM }, { additionalProperties: false });
+const DAYS = ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'] as const;
+const Minutes = Type.Integer({ minimum: 1, maximum: 525600 });
+
+export interface KeyDef {
+  schema: TSchema;
+  default: unknown;
+  /** Checks JSON Schema cannot express; returns problems found. */
+  check?: (value: never) => FieldError[];
+  description: string;
+}
+
+export const DEFAULT_DEPARTMENTS = ['housekeeping', 'front-desk', 'maintenance', 'concierge', 'food-and-beverage'];
+
+export const SETTINGS: Record<string, KeyDef> = {
+  hotel: {
+    description: 'The hotel: name, IANA time zone and locale.',
+    schema: Type.Object(
+      {
+        name: Type.String({ minLength: 1, maxLength: 200 }),
+        timezone: Type.String({ minLength: 1, maxLength: 64 }),
+        locale: Type.String({ minLength: 2, maxLength: 35 }),
+      },
+      { additionalProperties: false },
+    ),
+    default: { name: 'My Hotel', timezone: 'UTC', locale: 'en' },
+    check: (v: { timezone: string; locale: string }) => [
+      ...(isTimeZone(v.timezone) ? [] : [{ field: 'value.timezone', message: 'is not an IANA time zone' }]),
+      ...(isLocale(v.locale) ? [] : [{ field: 'value.locale', message: 'is not a BCP 47 locale' }]),
+    ],
+  },
+  departments: {
+    description: 'Department names that tasks and staff may use.',
+    schema: Type.Array(Type.String({ minLength: 1, maxLength: 50, pattern: '^[a-z0-9][a-z0-9-]*$' }), {
+      minItems: 1,
+      maxItems: 100,
+      uniqueItems: true,
+    }),
+    default: DEFAULT_DEPARTMENTS,
+  },
+  business_hours: {
+    description: 'Opening hours per weekday in a time zone; a day with no intervals is closed.',
+    schema: Type.Object(
+      {
+        timezone: Type.String({ minLength: 1, maxLength: 64 }),
+        days: Type.Object(Object.fromEntries(DAYS.map((d) => [d, Type.Array(Interval, { maxItems: 10 })])), {
+          additionalProperties: false,
+          required: [...DAYS],
+        }),
+      },
+      { additionalProperties: false },
+    ),
+    default: {
+      timezone: 'UTC',
+      days: Object.fromEntries(DAYS.map((d) => [d, [{ open: '00:00', close: '23:59' }]])),
+    },
+    check: (v: { timezone: string; days: Record<string, { open: string; close: string }[]> }) => {
+      const out: FieldError[] = [];
+      if (!isTimeZone(v.timezone)) out.push({ field: 'value.timezone', message: 'is not an IANA time zone' });
+      for (const d of DAYS) {
+        (v.days[d] ?? []).forEach((iv, i) => {
+          if (iv.close <= iv.open) out.push({ field: `value.days.${d}.${i}`, message: 'close must be after open' });
+        });
+      }
+      return out;
+    },
+  },
+  auto_reply: {
+    description: 'An automatic reply to inbound guest messages.',
+    schema: Type.Object(
+      { enabled: Type.Boolean(), message: Type.String({ minLength: 1, maxLength: 1000 }) },
+      { additionalProperties: false },
+    ),
+    default: { enabled: false, message: 'Thank you for your message. We will reply shortly.' },
+  },
+  sla: {
+    description: 'Service levels: minutes to the first response, and to complete a task by priority.',
+    schema: Type.Object(
+      {
+        firstResponseMinutes: Minutes,
+        taskMinutes: Type.Object(
+          { low: Minutes, normal: Minutes, high: Minutes, urgent: Minutes },
+          { additionalProperties: false },
+        ),
+      },
+      { additionalProperties: false },
+    ),
+    default: { firstResponseMinutes: 15, taskMinutes: { low: 1440, normal: 240, high: 60, urgent: 15 } },
+  },
+};
+
+export const isKnownKey = (key: string): boolean => Object.hasOwn(SETTINGS, key) || CUSTOM_KEY.test(key);
+
+export function customValueProblems(value: unknown): FieldError[] {
+  const bytes = Buffer.byteLength(JSON.stringify(value) ?? '');
+  return bytes > MAX_CUSTOM_BYTES
+    ? [{ field: 'value', message: `must be at most ${MAX_CUSTOM_BYTES} bytes as JSON` }]
+    : [];
+}

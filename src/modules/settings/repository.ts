@@ -1,0 +1,64 @@
+// Owns stored settings: reading a key (or its default) and writing one.
+
+import { fromJson, nowIso, toIso, toJson } from '../../db/store.js';
+import type { DbOrTx } from '../../db/types.js';
+import { fieldError } from '../../lib/errors.js';
+import { DEFAULT_DEPARTMENTS, SETTINGS } from './registry.js';
+
+export interface SettingView {
+  key: string;
+  value: unknown;
+  updatedAt: string | null;
+  updatedBy: string | null;
+}
+
+export async function getSetting(db: DbOrTx, key: string): Promise<SettingView | undefined> {
+  const row = await db
+    .selectFrom('settings')
+    .select(['key', 'value', 'updated_at', 'updated_by'])
+    .where('key', '=', key)
+    .executeTakeFirst();
+  if (row) return { key, value: fromJson(row.value), updatedAt: toIso(row.updated_at), updatedBy: row.updated_by };
+  const def = SETTINGS[key];
+  return def && { key, value: structuredClone(def.default), updatedAt: null, updatedBy: null };
+}
+
+export async function listSettings(db: DbOrTx): Promise<SettingView[]> {
+  const rows = await db.selectFrom('settings').select(['key', 'value', 'updated_at', 'updated_by']).execute();
+  const stored = new Map(rows.map((r) => [r.key, r]));
+  const keys = [...new Set([...Object.keys(SETTINGS), ...stored.keys()])].sort();
+  return keys.map((key) => {
+    const r = stored.get(key);
+    return r
+      ? { key, value: fromJson(r.value), updatedAt: toIso(r.updated_at), updatedBy: r.updated_by }
+      : { key, value: structuredClone(SETTINGS[key]!.default), updatedAt: null, updatedBy: null };
+  });
+}
+
+export async function putSetting(db: DbOrTx, key: string, value: unknown, by: string): Promise<SettingView> {
+  const now = nowIso();
+  await db
+    .insertInto('settings')
+    .values({ key, value: toJson(value), updated_at: now, updated_by: by })
+    .onConflict((oc) => oc.column('key').doUpdateSet({ value: toJson(value), updated_at: now, updated_by: by }))
+    .execute();
+  return { key, value, updatedAt: now, updatedBy: by };
+}
+
+export async function deleteSetting(db: DbOrTx, key: string): Promise<boolean> {
+  const r = await db.deleteFrom('settings').where('key', '=', key).executeTakeFirst();
+  return Number(r.numDeletedRows) > 0;
+}
+
+/** The departments tasks and staff may name: the `departments` setting, or its default. */
+export async function getDepartments(db: DbOrTx): Promise<string[]> {
+  const s = await getSetting(db, 'departments');
+  return Array.isArray(s?.value) ? (s.value as string[]) : DEFAULT_DEPARTMENTS;
+}
+
+/** Throws VALIDATION_ERROR on `field` unless the department is one the setting lists. */
+export async function checkDepartment(db: DbOrTx, department: string | null | undefined, field = 'department') {
+  if (department === null || department === undefined) return;
+  const known = await getDepartments(db);
+  if (!known.includes(department)) throw fieldError(field, `must be one of: ${known.join(', ')}`);
+}

@@ -1,0 +1,144 @@
+// Owns staff rows: reads, writes and the mapping of a row to its API shape (never the hash).
+import type { Static } from 'typebox';
+import { nowIso, toBool, toIso } from '../../db/store.js';
+import type { DbOrTx, StaffRow } from '../../db/types.js';
+import { newId } from '../../lib/ids.js';
+import type { Role } from '../../lib/jwt.js';
+import type { Staff } from './schemas.js';
+
+export type StaffView = Static<typeof Staff>;
+
+const COLUMNS = ['id', 'name', 'email', 'role', 'department', 'active', 'created_at', 'updated_at'] as const;
+type StaffListRow = Pick<StaffRow, (typeof COLUMNS)[number]>;
+
+export function toStaff(row: StaffListRow): StaffView {
+  return {
+    id: row.id,
+    name: row.name,
+    email: row.email,
+    role: row.role,
+    department: row.department,
+    active: Boolean(row.active),
+    createdAt: toIso(row.created_at),
+    updatedAt: toIso(row.updated_at),
+  };
+}
+
+export async function findStaff(db: DbOrTx, id: string): Promise<StaffView | undefined> {
+  const row = await db.selectFrom('staff').select(COLUMNS).where('id', '=', id).executeTakeFirst();
+  return row && toStaff(row);
+}
+
+export function findStaffForLogin(db: DbOrTx, email: string) {
+  return db
+    .selectFrom('staff')
+    .select([...COLUMNS, 'password_hash', 'tokens_valid_after'])
+    .where('email_lower', '=', email.toLowerCase())
+    .executeTakeFirst();
+}
+
+export function findPasswordHash(db: DbOrTx, id: string) {
+  return db.selectFrom('staff').select(['password_hash']).where('id', '=', id).executeTakeFirst();
+}
+
+export interface StaffFilter {
+  role?: Role;
+  department?: string;
+  active?: boolean;
+  /** Restricts the list to one member (a staff-role caller sees only themselves). */
+  onlyId?: string;
+}
+
+export async function listStaff(db: DbOrTx, f: StaffFilter, page: number, limit: number) {
+  let q = db.selectFrom('staff');
+  if (f.role !== undefined) q = q.where('role', '=', f.role);
+  if (f.department !== undefined) q = q.where('department', '=', f.department);
+  if (f.active !== undefined) q = q.where('active', '=', toBool(f.active));
+  if (f.onlyId !== undefined) q = q.where('id', '=', f.onlyId);
+  const [rows, count] = await Promise.all([
+    q
+      .select(COLUMNS)
+      .orderBy('name')
+      .orderBy('id')
+      .limit(limit)
+      .offset((page - 1) * limit)
+      .execute(),
+    q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
+  ]);
+  return { items: rows.map(toStaff), total: Number(count.n) };
+}
+
+export interface NewStaffInput {
+  name: string;
+  email: string;
+  role: Role;
+  department: string | null;
+  passwordHash: string;
+}
+
+export async function insertStaff(db: DbOrTx, input: NewStaffInput): Promise<StaffView> {
+  const now = nowIso();
+  const row = {
+    id: newId('stf'),
+    name: input.name,
+    email: input.email,
+    email_lower: input.email.toLowerCase(),
+    role: input.role,
+    department: input.department,
+    active: toBool(true),
+    password_hash: input.passwordHash,
+    tokens_valid_after: 0,
+    created_at: now,
+    updated_at: now,
+  };
+  await db.insertInto('staff').values(row).execute();
+  return toStaff(row);
+}
+
+export interface StaffChanges {
+  name?: string;
+  role?: Role;
+  department?: string | null;
+  active?: boolean;
+}
+
+export async function updateStaff(db: DbOrTx, id: string, c: StaffChanges): Promise<StaffView | undefined> {
+  await db
+    .updateTable('staff')
+    .set({
+      ...(c.name !== undefined && { name: c.name }),
+      ...(c.role !== undefined && { role: c.role }),
+      ...(c.department !== undefined && { department: c.department }),
+      ...(c.active !== undefined && { active: toBool(c.active) }),
+      updated_at: nowIso(),
+    })
+    .where('id', '=', id)
+    .execute();
+  return findStaff(db, id);
+}
+
+export async function setPassword(db: DbOrTx, id: string, passwordHash: string, tokensValidAfter: number) {
+  await db
+    .updateTable('staff')
+    .set({ password_hash: passwordHash, tokens_valid_after: tokensValidAfter, updated_at: nowIso() })
+    .where('id', '=', id)
+    .execute();
+}
+
+export async function countActiveAdmins(db: DbOrTx): Promise<number> {
+  const r = await db
+    .selectFrom('staff')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('role', '=', 'admin')
+    .where('active', '=', toBool(true))
+    .executeTakeFirstOrThrow();
+  return Number(r.n);
+}
+
+export async function countStaff(db: DbOrTx): Promise<number> {
+  const r = await db
+    .selectFrom('staff')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .executeTakeFirstOrThrow();
+  return Number(r.n);
+}

@@ -1,0 +1,127 @@
+// Owns /staff: list and get (admin and manager see all, staff see themselves), create and
+// update (admin only). A department must be one the `departments` setting lists.
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { isUniqueViolation } from '../../db/store.js';
+import { ownerFilter, visibleTo } from '../../lib/access.js';
+import { conflict } from '../../lib/errors.js';
+import { generatePassword, hashPassword } from '../../lib/password.js';
+import {
+  BODY_ERRORS,
+  CONFLICT_ERROR,
+  IdParams,
+  Ok,
+  OkList,
+  ok,
+  okList,
+  pageMeta,
+  STANDARD_ERRORS,
+} from '../../lib/schemas.js';
+import { ADMIN, ANY_ROLE } from '../../plugins/gate.js';
+import { checkDepartment } from '../settings/repository.js';
+import { countActiveAdmins, findStaff, insertStaff, listStaff, updateStaff } from './repository.js';
+import { CreatedStaff, CreateStaffBody, ListStaffQuery, Staff, UpdateStaffBody } from './schemas.js';
+
+export const staffRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const db = () => app.ctx.store.db;
+
+  app.get(
+    '/',
+    {
+      config: { access: ANY_ROLE },
+      schema: {
+        tags: ['staff'],
+        summary: 'List staff members, by name (a staff-role caller sees only themselves)',
+        querystring: ListStaffQuery,
+        response: { 200: OkList(Staff), ...STANDARD_ERRORS },
+      },
+    },
+    async (request) => {
+      const { page = 1, limit = 20, ...f } = request.query;
+      const { items, total } = await listStaff(db(), { ...f, onlyId: ownerFilter(request.user!) }, page, limit);
+      return okList(items, pageMeta(page, limit, total));
+    },
+  );
+
+  app.get(
+    '/:id',
+    {
+      config: { access: ANY_ROLE },
+      schema: {
+        tags: ['staff'],
+        summary: 'Get a staff member (a staff-role caller may get only themselves)',
+        params: IdParams,
+        response: { 200: Ok(Staff), ...STANDARD_ERRORS },
+      },
+    },
+    async (request) => {
+      const { id } = request.params;
+      return ok(visibleTo(request.user!, await findStaff(db(), id), (s) => s.id, 'Staff member', id));
+    },
+  );
+
+  app.post(
+    '/',
+    {
+      config: { access: ADMIN },
+      schema: {
+        tags: ['staff'],
+        summary: 'Create a staff member (admin); without a password a one-time temporaryPassword is returned',
+        body: CreateStaffBody,
+        response: { 201: Ok(CreatedStaff), ...STANDARD_ERRORS, ...CONFLICT_ERROR, ...BODY_ERRORS },
+      },
+    },
+    async (request, reply) => {
+      const body = request.body;
+      await checkDepartment(db(), body.department);
+      const temporaryPassword = body.password === undefined ? generatePassword() : undefined;
+      const passwordHash = await hashPassword(body.password ?? temporaryPassword!);
+      try {
+        const staff = await insertStaff(db(), {
+          name: body.name,
+          email: body.email,
+          role: body.role,
+          department: body.department ?? null,
+          passwordHash,
+        });
+        reply.code(201);
+        return ok(temporaryPassword === undefined ? staff : { ...staff, temporaryPassword });
+      } catch (err) {
+        if (isUniqueViolation(err)) {
+          throw conflict('A staff member with this email already exists', [
+            { field: 'email', message: 'is already in use' },
+          ]);
+        }
+        throw err;
+      }
+    },
+  );
+
+  app.patch(
+    '/:id',
+    {
+      config: { access: ADMIN },
+      schema: {
+        tags: ['staff'],
+        summary: 'Update a staff member: name, role, department, active (admin)',
+        params: IdParams,
+        body: UpdateStaffBody,
+        response: { 200: Ok(Staff), ...STANDARD_ERRORS, ...CONFLICT_ERROR, ...BODY_ERRORS },
+      },
+    },
+    async (request) => {
+      const { id } = request.params;
+      const body = request.body;
+      await checkDepartment(db(), body.department);
+      const updated = await app.ctx.store.db.transaction().execute(async (tx) => {
+        const current = visibleTo(request.user!, await findStaff(tx, id), (s) => s.id, 'Staff member', id);
+        const losesAdmin =
+          current.role === 'admin' && current.active && (body.active === false || (body.role ?? 'admin') !== 'admin');
+        if (losesAdmin && (await countActiveAdmins(tx)) <= 1) {
+          throw conflict('This is the last active admin; promote another admin first');
+        }
+        return updateStaff(tx, id, body);
+      });
+      return ok(updated!);
+    },
+  );
+};

@@ -1,0 +1,63 @@
+// Owns the staff resource's request and response schemas.
+import { Type } from 'typebox';
+import { MIN_PASSWORD_LENGTH } from '../../lib/password.js';
+import { Nullable, PageQuery } from '../../lib/schemas.js';
+
+export const RoleSchema = Type.Union([Type.Literal('admin'), Type.Literal('manager'), Type.Literal('staff')]);
+
+export const Staff = Type.Object(
+  {
+    id: Type.String({ examples: ['stf_01jd8x3k5q7w9e2r4t6y8u0i1o'] }),
+    name: Type.String(),
+    email: Type.String(),
+    role: RoleSchema,
+    department: Nullable(Type.String()),
+    active: Type.Boolean(),
+    createdAt: Type.String({ format: 'date-time' }),
+    updatedAt: Type.String({ format: 'date-time' }),
+  },
+  { $id: 'Staff' },
+);
+
+const Name = Type.String({ minLength: 1, maxLength: 200 });
+export const Email = Type.String({ format: 'email', maxLength: 254 });
+export const Department = Type.String({ minLength: 1, maxLength: 50 });
+export const Password = Type.String({ minLength: MIN_PASSWORD_LENGTH, maxLength: 256 });
+
+export const CreateStaffBody = Type.Object(
+  {
+    name: Name,
+    email: Email,
+    role: RoleSchema,
+    department: Type.Optional(Nullable(Department)),
+    password: Type.Optional(Password),
+  },
+  { additionalProperties: false },
+);
+
+export const CreatedStaff = Type.Object({
+  ...Staff.properties,
+  temporaryPassword: Type.Optional(
+    Type.String({ description: 'Shown once when no password was given; the member should change it.' }),
+  ),
+});
+
+export const UpdateStaffBody = Type.Object(
+  {
+    name: Type.Optional(Name),
+    role: Type.Optional(RoleSchema),
+    department: Type.Optional(Nullable(Department)),
+    active: Type.Optional(Type.Boolean()),
+  },
+  { additionalProperties: false, minProperties: 1 },
+);
+
+export const ListStaffQuery = Type.Object(
+  {
+    ...PageQuery,
+    role: Type.Optional(RoleSchema),
+    department: Type.Optional(Department),
+    active: Type.Optional(Type.Boolean()),
+  },
+  { additionalProperties: false },
+);

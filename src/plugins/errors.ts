@@ -1,0 +1,103 @@
+// Owns how every failure is rendered: one error handler turns AppErrors, validation failures,
+// body-parser errors and unexpected faults into the envelope; one not-found handler gives 404/405.
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import { AppError, type ErrorCode } from '../lib/errors.js';
+import { type AjvLikeError, validationDetails } from '../lib/validation.js';
+
+const FASTIFY_CODES: Record<string, { code: ErrorCode; message: string }> = {
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: { code: 'UNSUPPORTED_MEDIA_TYPE', message: 'Send the body as application/json' },
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: { code: 'VALIDATION_ERROR', message: 'Content-Length does not match the body' },
+  FST_ERR_CTP_BODY_TOO_LARGE: { code: 'PAYLOAD_TOO_LARGE', message: 'The request body is larger than 1 MiB' },
+  FST_ERR_CTP_EMPTY_JSON_BODY: { code: 'VALIDATION_ERROR', message: 'The body is empty; send a JSON object' },
+  FST_ERR_CTP_INVALID_JSON_BODY: { code: 'VALIDATION_ERROR', message: 'The body is not valid JSON' },
+  FST_ERR_BAD_URL: { code: 'VALIDATION_ERROR', message: 'The URL is malformed' },
+};
+
+function send(reply: FastifyReply, status: number, code: string, message: string, details?: unknown) {
+  const error: Record<string, unknown> = { code, message };
+  if (details !== undefined) error.details = details;
+  return reply.code(status).type('application/json; charset=utf-8').send({ success: false, error });
+}
+
+export function renderError(err: FastifyError | AppError | Error, request: FastifyRequest, reply: FastifyReply) {
+  if (err instanceof AppError) {
+    if (err.headers) reply.headers(err.headers);
+    return send(reply, err.statusCode, err.code, err.message, err.details);
+  }
+  const fe = err as FastifyError & { validationContext?: string };
+  if (Array.isArray(fe.validation)) {
+    const details = validationDetails(fe.validationContext, fe.validation as AjvLikeError[]);
+    const first = details[0]!;
+    return send(reply, 400, 'VALIDATION_ERROR', `${first.field}: ${first.message}`, details);
+  }
+  const known = fe.code ? FASTIFY_CODES[fe.code] : undefined;
+  if (known) {
+    return send(
+      reply,
+      known.code === 'PAYLOAD_TOO_LARGE' ? 413 : known.code === 'UNSUPPORTED_MEDIA_TYPE' ? 415 : 400,
+      known.code,
+      known.message,
+    );
+  }
+  if (err instanceof SyntaxError || fe.statusCode === 400) {
+    return send(reply, 400, 'VALIDATION_ERROR', 'The body is not valid JSON', [
+      { field: 'body', message: 'is not valid JSON' },
+    ]);
+  }
+  if (isStoreUnavailable(err)) {
+    request.log.error({ err }, 'store unavailable');
+    reply.header('retry-after', '1');
+    return send(reply, 503, 'SERVICE_UNAVAILABLE', 'The service is temporarily unavailable; retry shortly');
+  }
+  if (typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500) {
+    return send(reply, fe.statusCode, 'VALIDATION_ERROR', 'The request could not be processed');
+  }
+  request.log.error({ err }, 'unhandled error');
+  return send(reply, 500, 'INTERNAL_ERROR', 'An internal error occurred', { requestId: request.id });
+}
+
+const UNAVAILABLE = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  '57P01',
+  '57P03',
+  '08006',
+  '08001',
+  '08003',
+]);
+
+function isStoreUnavailable(err: Error): boolean {
+  const code = (err as { code?: unknown }).code;
+  if (typeof code === 'string' && UNAVAILABLE.has(code)) return true;
+  return /Connection terminated|timeout exceeded when trying to connect|Connection refused/i.test(err.message);
+}
+
+export default fp(
+  async function errors(app: FastifyInstance) {
+    // Route patterns by method, so an unknown method on a known path is a 405, not a 404.
+    const patterns: { re: RegExp; method: string }[] = [];
+    app.addHook('onRoute', (route) => {
+      const methods = Array.isArray(route.method) ? route.method : [route.method];
+      const re = new RegExp(
+        `^${route.url.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/:[A-Za-z0-9_]+/g, '[^/]+')}/?$`,
+      );
+      for (const m of methods) patterns.push({ re, method: m });
+    });
+
+    app.setErrorHandler((err, request, reply) => renderError(err as Error, request, reply));
+
+    app.setNotFoundHandler((request, reply) => {
+      const path = request.url.split('?')[0] ?? '';
+      const allowed = [...new Set(patterns.filter((p) => p.re.test(path)).map((p) => p.method))];
+      if (allowed.length > 0) {
+        reply.header('allow', allowed.join(', '));
+        return send(reply, 405, 'METHOD_NOT_ALLOWED', `${request.method} is not allowed on ${path}`);
+      }
+      return send(reply, 404, 'NOT_FOUND', `No route ${request.method} ${path}`);
+    });
+  },
+  { name: 'errors' },
+);

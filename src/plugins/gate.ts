@@ -1,0 +1,121 @@
+// Owns the one hook every request passes: authenticate the bearer token, count the request in its
+// rate-limit bucket (keyed by staff id, else IP), set the X-RateLimit-* headers, then enforce the
+// roles the route declared in `config.access`. Routes declare; this file enforces.
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import { sql } from 'kysely';
+import { AppError, authError, forbidden } from '../lib/errors.js';
+import type { Role } from '../lib/jwt.js';
+
+export type Access = 'public' | readonly Role[];
+export type Bucket = 'standard' | 'bulk';
+
+export const ANY_ROLE: readonly Role[] = ['admin', 'manager', 'staff'];
+export const ADMIN: readonly Role[] = ['admin'];
+export const ADMIN_MANAGER: readonly Role[] = ['admin', 'manager'];
+
+export interface AuthUser {
+  id: string;
+  role: Role;
+  name: string;
+  email: string;
+  department: string | null;
+  jti: string;
+  exp: number;
+}
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Who may call the route; every route under /api/v1 must say. */
+    access?: Access;
+    /** Which rate-limit bucket the route counts in (default standard); false: not counted. */
+    bucket?: Bucket | false;
+  }
+  interface FastifyRequest {
+    user: AuthUser | null;
+  }
+}
+
+const BEARER = /^Bearer +([A-Za-z0-9_\-.=]+) *$/i;
+
+async function authenticate(app: FastifyInstance, request: FastifyRequest): Promise<AuthUser> {
+  const header = request.headers.authorization;
+  if (header === undefined || header === '') {
+    throw authError('TOKEN_MISSING', 'The Authorization header is required: Bearer <token>', false);
+  }
+  const m = BEARER.exec(header);
+  if (m === null) throw authError('TOKEN_INVALID', 'The Authorization header must be "Bearer <token>"', true);
+  const result = app.ctx.tokens.verify(m[1]!);
+  if (!result.ok) {
+    throw authError(result.reason === 'expired' ? 'TOKEN_EXPIRED' : 'TOKEN_INVALID', result.message, true);
+  }
+  const { sub, jti, iat, exp } = result.claims;
+  // One round trip: the staff member as stored now, and whether this token was revoked.
+  const row = await app.ctx.store.db
+    .selectFrom('staff')
+    .select(['id', 'role', 'name', 'email', 'department', 'active', 'tokens_valid_after'])
+    .select((eb) =>
+      eb.exists(eb.selectFrom('revoked_tokens').select(sql.lit(1).as('one')).where('jti', '=', jti)).as('revoked'),
+    )
+    .where('id', '=', sub)
+    .executeTakeFirst();
+  if (row === undefined) throw authError('TOKEN_INVALID', 'The token subject does not exist', true);
+  if (row.revoked) throw authError('TOKEN_INVALID', 'The token has been revoked', true);
+  if (iat < Number(row.tokens_valid_after)) {
+    throw authError('TOKEN_INVALID', 'The token was issued before a password change; log in again', true);
+  }
+  if (!row.active) throw authError('UNAUTHORIZED', 'This account is deactivated', true);
+  return { id: row.id, role: row.role, name: row.name, email: row.email, department: row.department, jti, exp };
+}
+
+function setLimitHeaders(reply: FastifyReply, limit: number, count: number, resetAtMs: number) {
+  reply.header('x-ratelimit-limit', limit);
+  reply.header('x-ratelimit-remaining', Math.max(0, limit - count));
+  reply.header('x-ratelimit-reset', Math.ceil(resetAtMs / 1000));
+}
+
+export default fp(
+  async function gate(app: FastifyInstance) {
+    const { config } = app.ctx;
+    const windowMs = config.rateLimitWindowSeconds * 1000;
+    const limits = { standard: config.rateLimitStandard, bulk: config.rateLimitBulk };
+
+    app.decorateRequest('user', null);
+
+    app.addHook('onRoute', (route) => {
+      if (route.url.startsWith('/api/v1') && route.config?.access === undefined) {
+        throw new Error(`Route ${route.method} ${route.url} does not declare config.access`);
+      }
+    });
+
+    app.addHook('onRequest', async (request, reply) => {
+      const cfg = request.routeOptions.config;
+      const access = cfg.access ?? 'public';
+      let failure: AppError | null = null;
+      if (access !== 'public') {
+        try {
+          request.user = await authenticate(app, request);
+        } catch (err) {
+          if (!(err instanceof AppError)) throw err;
+          failure = err;
+        }
+      }
+      const bucket = cfg.bucket ?? 'standard';
+      if (bucket !== false) {
+        const key = request.user ? `stf:${request.user.id}` : `ip:${request.ip}`;
+        const limit = limits[bucket];
+        const hit = await app.ctx.counter.hit(`${bucket}:${key}`, windowMs);
+        setLimitHeaders(reply, limit, hit.count, hit.resetAtMs);
+        if (hit.count > limit) {
+          const retry = Math.max(1, Math.ceil((hit.resetAtMs - Date.now()) / 1000));
+          throw new AppError('RATE_LIMITED', `Too many requests; retry in ${retry} s`, undefined, {
+            'retry-after': String(retry),
+          });
+        }
+      }
+      if (failure) throw failure;
+      if (access !== 'public' && !access.includes(request.user!.role)) throw forbidden();
+    });
+  },
+  { name: 'gate', dependencies: ['errors'] },
+);

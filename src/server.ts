@@ -1,0 +1,61 @@
+// Owns the process: load config, build the app, listen, and shut down gracefully on signals.
+import { buildApp } from './app.js';
+import { ensureAdmin } from './bootstrap.js';
+import { ConfigError, loadConfig } from './config.js';
+
+async function main() {
+  let config: ReturnType<typeof loadConfig>;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`Configuration error: ${err.message}\n`);
+      process.exit(1);
+    }
+    throw err;
+  }
+
+  const app = await buildApp(config);
+  if (config.jwtSecretGenerated) {
+    app.log.warn('JWT_SECRET is not set: using a random secret, so tokens end with this process');
+  }
+  const admin = await ensureAdmin(app.ctx.store.db, config);
+  if (admin?.generatedPassword) {
+    process.stdout.write(
+      `\nCreated the first admin. Log in with:\n  email:    ${admin.email}\n  password: ${admin.generatedPassword}\n` +
+        'This password is shown once; change it with POST /api/v1/auth/password.\n\n',
+    );
+  } else if (admin) {
+    app.log.info({ email: admin.email }, 'created the first admin from ADMIN_EMAIL');
+  }
+
+  let closing = false;
+  const shutdown = async (signal: string) => {
+    if (closing) return;
+    closing = true;
+    app.log.info({ signal }, 'shutting down: finishing in-flight requests');
+    const force = setTimeout(() => {
+      app.log.error('shutdown took over 10 s; exiting');
+      process.exit(1);
+    }, 10_000);
+    force.unref();
+    try {
+      await app.close();
+      process.exit(0);
+    } catch (err) {
+      app.log.error({ err }, 'error during shutdown');
+      process.exit(1);
+    }
+  };
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+
+  await app.listen({ host: config.host, port: config.port });
+  const store = config.store.kind === 'sqlite' ? `SQLite ${config.store.path}` : 'PostgreSQL';
+  app.log.info(`API on http://${config.host}:${config.port}/api/v1 (docs at /docs), store: ${store}`);
+}
+
+main().catch((err) => {
+  process.stderr.write(`Start-up failed: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,125 @@
+// Builds an app on a fresh store for a test: in-memory SQLite by default, or, with
+// TEST_STORE=postgres, a new randomly named PostgreSQL database and Redis (REDIS_URL or local).
+import { randomBytes } from 'node:crypto';
+import type { TestContext } from 'node:test';
+import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
+import pg from 'pg';
+import { buildApp } from '../src/app.js';
+import { type Config, loadConfig } from '../src/config.js';
+import type { Role } from '../src/lib/jwt.js';
+import { hashPassword } from '../src/lib/password.js';
+import { insertStaff } from '../src/modules/staff/repository.js';
+
+export const TEST_STORE = process.env.TEST_STORE === 'postgres' ? 'postgres' : 'sqlite';
+const PG_ADMIN_URL = process.env.TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+export const JWT_SECRET = 'test-secret-that-is-long-enough-0123456789';
+/** Every staff member made by `createStaff` has this password. */
+export const PASSWORD = 'correct horse battery staple';
+
+async function freshPostgres(t: TestContext): Promise<string> {
+  const name = `gma_test_${Date.now().toString(36)}_${randomBytes(4).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: PG_ADMIN_URL });
+  await admin.connect();
+  await admin.query(`create database ${name}`);
+  await admin.end();
+  t.after(async () => {
+    const c = new pg.Client({ connectionString: PG_ADMIN_URL });
+    await c.connect();
+    await c.query(`drop database if exists ${name} with (force)`);
+    await c.end();
+  });
+  const url = new URL(PG_ADMIN_URL);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+export interface TestApp {
+  app: FastifyInstance;
+  config: Config;
+}
+
+/** An app on a fresh store; closed (and its database dropped) when the test ends. */
+export async function buildTestApp(t: TestContext, env: Record<string, string> = {}): Promise<FastifyInstance> {
+  const base: Record<string, string> = {
+    NODE_ENV: 'test',
+    LOG_LEVEL: 'silent',
+    JWT_SECRET,
+    DATABASE_URL: 'sqlite::memory:',
+  };
+  if (TEST_STORE === 'postgres') {
+    base.DATABASE_URL = await freshPostgres(t);
+    base.REDIS_URL = REDIS_URL;
+    base.REDIS_KEY_PREFIX = `gma-test:${randomBytes(6).toString('hex')}:`;
+  }
+  const config = loadConfig({ ...base, ...env });
+  const app = await buildApp(config);
+  t.after(() => app.close());
+  return app;
+}
+
+let passwordHash: Promise<string> | undefined;
+
+export interface TestUser {
+  id: string;
+  email: string;
+  role: Role;
+  token: string;
+}
+
+let counter = 0;
+
+/** Inserts a staff member with PASSWORD and returns a signed token for them. */
+export async function createStaff(
+  app: FastifyInstance,
+  role: Role,
+  over: { name?: string; email?: string; department?: string | null } = {},
+): Promise<TestUser> {
+  passwordHash ??= hashPassword(PASSWORD);
+  counter++;
+  const email = over.email ?? `${role}${counter}.${randomBytes(3).toString('hex')}@hotel.test`;
+  const staff = await insertStaff(app.ctx.store.db, {
+    name: over.name ?? `${role[0]!.toUpperCase()}${role.slice(1)} ${counter}`,
+    email,
+    role,
+    department: over.department ?? null,
+    passwordHash: await passwordHash,
+  });
+  const { token } = app.ctx.tokens.sign(staff.id, role);
+  return { id: staff.id, email, role, token };
+}
+
+export interface Res<T = unknown> {
+  status: number;
+  headers: LightMyRequestResponse['headers'];
+  // biome-ignore lint/suspicious/noExplicitAny: tests read arbitrary JSON bodies.
+  body: any;
+  raw: LightMyRequestResponse;
+  data: T;
+}
+
+/** Sends a request; `token` adds the bearer header; a body is sent as JSON. */
+export async function call(
+  app: FastifyInstance,
+  method: InjectOptions['method'],
+  url: string,
+  opts: { token?: string; body?: unknown; headers?: Record<string, string> } = {},
+): Promise<Res> {
+  const headers: Record<string, string> = { ...(opts.headers ?? {}) };
+  if (opts.token !== undefined) headers.authorization = `Bearer ${opts.token}`;
+  // Paths are relative to /api/v1 unless they name a root path themselves.
+  const full = /^\/(api|healthz|readyz|docs)(\/|\?|$)/.test(url) ? url : `/api/v1${url}`;
+  const injectOpts: InjectOptions = { method, url: full, headers };
+  if (opts.body !== undefined) {
+    injectOpts.payload = typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body);
+    headers['content-type'] ??= 'application/json';
+  }
+  const raw = await app.inject(injectOpts);
+  let body: unknown;
+  try {
+    body = raw.body === '' ? undefined : JSON.parse(raw.body);
+  } catch {
+    body = raw.body;
+  }
+  return { status: raw.statusCode, headers: raw.headers, body, raw, data: (body as { data?: unknown })?.data };
+}
