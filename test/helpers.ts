@@ -1,6 +1,9 @@
 // Builds an app on a fresh store for a test: in-memory SQLite by default, or, with
 // TEST_STORE=postgres, a new randomly named PostgreSQL database and Redis (REDIS_URL or local).
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { TestContext } from 'node:test';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import pg from 'pg';
@@ -17,7 +20,7 @@ export const JWT_SECRET = 'test-secret-that-is-long-enough-0123456789';
 /** Every staff member made by `createStaff` has this password. */
 export const PASSWORD = 'correct horse battery staple';
 
-async function freshPostgres(t: TestContext): Promise<string> {
+export async function freshPostgres(t: TestContext): Promise<string> {
   const name = `gma_test_${Date.now().toString(36)}_${randomBytes(4).toString('hex')}`;
   const admin = new pg.Client({ connectionString: PG_ADMIN_URL });
   await admin.connect();
@@ -32,6 +35,18 @@ async function freshPostgres(t: TestContext): Promise<string> {
   const url = new URL(PG_ADMIN_URL);
   url.pathname = `/${name}`;
   return url.toString();
+}
+
+/**
+ * A DATABASE_URL for a fresh, empty store of the kind under test: a new PostgreSQL database, or a
+ * SQLite file in a temporary folder; removed when the test ends. For tests that run the CLI or
+ * the server as a child process.
+ */
+export async function freshDatabaseUrl(t: TestContext): Promise<string> {
+  if (TEST_STORE === 'postgres') return freshPostgres(t);
+  const dir = mkdtempSync(join(tmpdir(), 'gma-test-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  return `sqlite:${join(dir, 'test.db')}`;
 }
 
 export interface TestApp {
