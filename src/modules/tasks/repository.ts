@@ -1,0 +1,167 @@
+// Owns task rows: reads, writes, the checks of what a task refers to, and the mapping of a row
+// to its API shape.
+import { nowIso, toIso } from '../../db/store.js';
+import type { DbOrTx, TaskRow } from '../../db/types.js';
+import { AppError, type FieldError } from '../../lib/errors.js';
+import { newId } from '../../lib/ids.js';
+import { checkDepartment } from '../settings/repository.js';
+import type { CreateTaskInput, TaskFilter, TaskView, UpdateTaskInput } from './schemas.js';
+
+const COLUMNS = [
+  'id',
+  'title',
+  'description',
+  'department',
+  'priority',
+  'status',
+  'guest_id',
+  'conversation_id',
+  'assignee',
+  'notes',
+  'due_at',
+  'completed_at',
+  'created_at',
+  'updated_at',
+] as const;
+
+export function toTask(row: TaskRow): TaskView {
+  return {
+    id: row.id,
+    title: row.title,
+    description: row.description,
+    department: row.department,
+    priority: row.priority,
+    status: row.status,
+    guestId: row.guest_id,
+    conversationId: row.conversation_id,
+    assignee: row.assignee,
+    notes: row.notes,
+    dueAt: row.due_at === null ? null : toIso(row.due_at),
+    completedAt: row.completed_at === null ? null : toIso(row.completed_at),
+    createdAt: toIso(row.created_at),
+    updatedAt: toIso(row.updated_at),
+  };
+}
+
+export async function findTask(db: DbOrTx, id: string): Promise<TaskView | undefined> {
+  const row = await db.selectFrom('tasks').select(COLUMNS).where('id', '=', id).executeTakeFirst();
+  return row && toTask(row);
+}
+
+export interface ListFilter extends TaskFilter {
+  /** Restricts the list to tasks assigned to this staff id (a staff-role caller's own). */
+  owner?: string;
+}
+
+/** Newest first; each filter leads one of the tasks_*_idx indexes, which end in (created_at, id). */
+export async function listTasks(db: DbOrTx, f: ListFilter, page: number, limit: number) {
+  let q = db.selectFrom('tasks');
+  if (f.status !== undefined) q = q.where('status', '=', f.status);
+  if (f.priority !== undefined) q = q.where('priority', '=', f.priority);
+  if (f.department !== undefined) q = q.where('department', '=', f.department);
+  if (f.assignee === 'unassigned') q = q.where('assignee', 'is', null);
+  else if (f.assignee !== undefined) q = q.where('assignee', '=', f.assignee);
+  if (f.owner !== undefined) q = q.where('assignee', '=', f.owner);
+  const rows = await q
+    .select(COLUMNS)
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(limit)
+    .offset((page - 1) * limit)
+    .execute();
+  const count = await q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+  return { items: rows.map(toTask), total: Number(count.n) };
+}
+
+export interface References {
+  department?: string | undefined;
+  guestId?: string | null | undefined;
+  conversationId?: string | null | undefined;
+  assignee?: string | null | undefined;
+}
+
+/**
+ * Every problem with what a task body refers to, so one 400 names all of them: a department the
+ * setting does not list, a guest or conversation that does not exist (or a conversation of
+ * another guest), an assignee who is missing or deactivated.
+ */
+export async function referenceProblems(db: DbOrTx, r: References): Promise<FieldError[]> {
+  const problems: FieldError[] = [];
+  try {
+    await checkDepartment(db, r.department);
+  } catch (err) {
+    if (!(err instanceof AppError) || !Array.isArray(err.details)) throw err;
+    problems.push(...(err.details as FieldError[]));
+  }
+  if (r.guestId != null) {
+    const guest = await db.selectFrom('guests').select('id').where('id', '=', r.guestId).executeTakeFirst();
+    if (guest === undefined) problems.push({ field: 'guestId', message: `guest ${r.guestId} does not exist` });
+  }
+  if (r.conversationId != null) {
+    const conversation = await db
+      .selectFrom('conversations')
+      .select(['id', 'guest_id'])
+      .where('id', '=', r.conversationId)
+      .executeTakeFirst();
+    if (conversation === undefined) {
+      problems.push({ field: 'conversationId', message: `conversation ${r.conversationId} does not exist` });
+    } else if (r.guestId != null && conversation.guest_id !== r.guestId) {
+      problems.push({ field: 'conversationId', message: 'belongs to another guest than guestId' });
+    }
+  }
+  if (r.assignee != null) {
+    const staff = await db.selectFrom('staff').select('active').where('id', '=', r.assignee).executeTakeFirst();
+    if (staff === undefined) problems.push({ field: 'assignee', message: `staff member ${r.assignee} does not exist` });
+    else if (!staff.active) problems.push({ field: 'assignee', message: 'is a deactivated staff member' });
+  }
+  return problems;
+}
+
+export async function insertTask(db: DbOrTx, input: CreateTaskInput): Promise<TaskView> {
+  const now = nowIso();
+  const row: TaskRow = {
+    id: newId('tsk'),
+    title: input.title,
+    description: input.description ?? null,
+    department: input.department,
+    priority: input.priority ?? 'normal',
+    status: 'open',
+    guest_id: input.guestId ?? null,
+    conversation_id: input.conversationId ?? null,
+    assignee: input.assignee ?? null,
+    notes: null,
+    due_at: input.dueAt ?? null,
+    completed_at: null,
+    created_at: now,
+    updated_at: now,
+  };
+  await db.insertInto('tasks').values(row).execute();
+  return toTask(row);
+}
+
+/** Applies `c` to `current`; completedAt is stamped on entering completed and cleared on leaving it. */
+export async function updateTask(db: DbOrTx, current: TaskView, c: UpdateTaskInput): Promise<TaskView> {
+  const now = nowIso();
+  let completedAt = current.completedAt;
+  if (c.status !== undefined) {
+    if (c.status !== 'completed') completedAt = null;
+    else if (current.status !== 'completed' || completedAt === null) completedAt = now;
+  }
+  await db
+    .updateTable('tasks')
+    .set({
+      ...(c.status !== undefined && { status: c.status }),
+      ...(c.notes !== undefined && { notes: c.notes }),
+      ...(c.title !== undefined && { title: c.title }),
+      ...(c.description !== undefined && { description: c.description }),
+      ...(c.department !== undefined && { department: c.department }),
+      ...(c.priority !== undefined && { priority: c.priority }),
+      ...(c.assignee !== undefined && { assignee: c.assignee }),
+      ...(c.dueAt !== undefined && { due_at: c.dueAt }),
+      completed_at: completedAt,
+      updated_at: now,
+    })
+    .where('id', '=', current.id)
+    .execute();
+  return (await findTask(db, current.id))!;
+}
