@@ -1,4 +1,114 @@
-// Owns /knowledge (being built).
+// Owns /knowledge: every role reads and searches the knowledge base; admins and managers write it.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { notFound } from '../../lib/errors.js';
+import { BODY_ERRORS, IdParams, Ok, OkList, ok, okList, pageMeta, STANDARD_ERRORS } from '../../lib/schemas.js';
+import { ADMIN_MANAGER, ANY_ROLE } from '../../plugins/gate.js';
+import { deleteEntry, findEntry, insertEntry, listEntries, replaceEntry } from './repository.js';
+import {
+  CreateEntryBody,
+  DEFAULT_CATEGORY,
+  DeletedEntry,
+  KnowledgeEntry,
+  ListEntriesQuery,
+  UpdateEntryBody,
+} from './schemas.js';
 
-export const knowledgeRoutes: FastifyPluginAsyncTypebox = async () => {};
+const missing = (id: string) => notFound('Knowledge entry', id);
+
+export const knowledgeRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const db = () => app.ctx.store.db;
+
+  app.get(
+    '/',
+    {
+      config: { access: ANY_ROLE },
+      schema: {
+        tags: ['knowledge'],
+        summary: 'List knowledge entries by title, or search them full-text, best match first',
+        querystring: ListEntriesQuery,
+        response: { 200: OkList(KnowledgeEntry), ...STANDARD_ERRORS },
+      },
+    },
+    async (request) => {
+      const { page = 1, limit = 20, category, search } = request.query;
+      // `?search=` is what an empty search box sends: it means no search, not "match nothing".
+      const text = search?.trim() === '' ? undefined : search;
+      const { items, total } = await listEntries(db(), app.ctx.store.dialect, { category, search: text }, page, limit);
+      return okList(items, pageMeta(page, limit, total));
+    },
+  );
+
+  app.get(
+    '/:id',
+    {
+      config: { access: ANY_ROLE },
+      schema: {
+        tags: ['knowledge'],
+        summary: 'Get a knowledge entry',
+        params: IdParams,
+        response: { 200: Ok(KnowledgeEntry), ...STANDARD_ERRORS },
+      },
+    },
+    async (request) => {
+      const entry = await findEntry(db(), request.params.id);
+      if (entry === undefined) throw missing(request.params.id);
+      return ok(entry);
+    },
+  );
+
+  app.post(
+    '/',
+    {
+      config: { access: ADMIN_MANAGER },
+      schema: {
+        tags: ['knowledge'],
+        summary: 'Create a knowledge entry (admin, manager); category defaults to general',
+        body: CreateEntryBody,
+        response: { 201: Ok(KnowledgeEntry), ...STANDARD_ERRORS, ...BODY_ERRORS },
+      },
+    },
+    async (request, reply) => {
+      const { title, content, category = DEFAULT_CATEGORY } = request.body;
+      const entry = await insertEntry(db(), { title, content, category });
+      reply.code(201);
+      return ok(entry);
+    },
+  );
+
+  app.put(
+    '/:id',
+    {
+      config: { access: ADMIN_MANAGER },
+      schema: {
+        tags: ['knowledge'],
+        summary: 'Replace a knowledge entry’s title and content, and its category when given (admin, manager)',
+        params: IdParams,
+        body: UpdateEntryBody,
+        response: { 200: Ok(KnowledgeEntry), ...STANDARD_ERRORS, ...BODY_ERRORS },
+      },
+    },
+    async (request) => {
+      const entry = await replaceEntry(db(), request.params.id, request.body);
+      if (entry === undefined) throw missing(request.params.id);
+      return ok(entry);
+    },
+  );
+
+  app.delete(
+    '/:id',
+    {
+      config: { access: ADMIN_MANAGER },
+      schema: {
+        tags: ['knowledge'],
+        summary: 'Delete a knowledge entry (admin, manager); it leaves search at once',
+        params: IdParams,
+        response: { 200: Ok(DeletedEntry), ...STANDARD_ERRORS },
+      },
+    },
+    async (request) => {
+      const { id } = request.params;
+      if (!(await deleteEntry(db(), id))) throw missing(id);
+      return ok({ id, deleted: true as const });
+    },
+  );
+};
