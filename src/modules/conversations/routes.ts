@@ -1,4 +1,127 @@
-// Owns /conversations (being built).
+// Owns /conversations: list, get, create, update and bulk update (admin and manager: all;
+// staff: only conversations assigned to them, status changes only), and mounts the messages routes.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { ownerFilter, visibleTo } from '../../lib/access.js';
+import { BulkBody, BulkResponse, runBulk } from '../../lib/bulk.js';
+import { BODY_ERRORS, IdParams, Ok, OkList, ok, okList, pageMeta, STANDARD_ERRORS } from '../../lib/schemas.js';
+import { ANY_ROLE } from '../../plugins/gate.js';
+import { messagesRoutes } from './messages-routes.js';
+import { findConversation, listConversations } from './repository.js';
+import {
+  type BulkUpdateItem,
+  BulkUpdateItem as BulkUpdateItemSchema,
+  Conversation,
+  type ConversationView,
+  CreateConversationBody,
+  ListConversationsQuery,
+  UpdateConversationBody,
+} from './schemas.js';
+import { createConversation, updateConversation } from './service.js';
 
-export const conversationsRoutes: FastifyPluginAsyncTypebox = async () => {};
+export const conversationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const db = () => app.ctx.store.db;
+
+  app.get(
+    '/',
+    {
+      config: { access: ANY_ROLE },
+      schema: {
+        tags: ['conversations'],
+        summary: 'List conversations, latest activity first (a staff-role caller sees only their own)',
+        querystring: ListConversationsQuery,
+        response: { 200: OkList(Conversation), ...STANDARD_ERRORS },
+      },
+    },
+    async (request) => {
+      const { page = 1, limit = 20, assignee, ...f } = request.query;
+      const filter = {
+        ...f,
+        ...(assignee !== undefined && { assignee: assignee === 'unassigned' ? null : assignee }),
+        onlyAssignee: ownerFilter(request.user!),
+      };
+      const { items, total } = await listConversations(db(), filter, page, limit);
+      return okList(items, pageMeta(page, limit, total));
+    },
+  );
+
+  // Registered before /:id so the static path is the documented one; the router prefers it anyway.
+  app.patch(
+    '/bulk',
+    {
+      config: { access: ANY_ROLE, bucket: 'bulk' },
+      schema: {
+        tags: ['conversations'],
+        summary: 'Update up to 100 conversations; each item succeeds or fails on its own',
+        description:
+          'Each item is `{ id, status?, assignee? }` with at least one change and follows the rules of ' +
+          'PATCH /conversations/:id. Counts in the bulk rate-limit bucket.',
+        body: BulkBody,
+        response: { 200: BulkResponse(Conversation), ...STANDARD_ERRORS, ...BODY_ERRORS },
+      },
+    },
+    async (request) => {
+      const user = request.user!;
+      return runBulk<BulkUpdateItem, ConversationView>(
+        request.body.items,
+        BulkUpdateItemSchema,
+        ({ id, ...changes }) => updateConversation(db(), user, id, changes),
+        request.log,
+      );
+    },
+  );
+
+  app.get(
+    '/:id',
+    {
+      config: { access: ANY_ROLE },
+      schema: {
+        tags: ['conversations'],
+        summary: 'Get a conversation (a staff-role caller: only one assigned to them)',
+        params: IdParams,
+        response: { 200: Ok(Conversation), ...STANDARD_ERRORS },
+      },
+    },
+    async (request) => {
+      const { id } = request.params;
+      return ok(visibleTo(request.user!, await findConversation(db(), id), (c) => c.assignee, 'Conversation', id));
+    },
+  );
+
+  app.post(
+    '/',
+    {
+      config: { access: ANY_ROLE },
+      schema: {
+        tags: ['conversations'],
+        summary: 'Start a conversation with a guest, optionally with a first outbound message',
+        description:
+          'Starts open. A staff-role caller may only create a conversation assigned to themselves (the default ' +
+          'for them); for admin and manager the default is unassigned.',
+        body: CreateConversationBody,
+        response: { 201: Ok(Conversation), ...STANDARD_ERRORS, ...BODY_ERRORS },
+      },
+    },
+    async (request, reply) => {
+      const conversation = await createConversation(db(), request.user!, request.body);
+      reply.code(201);
+      return ok(conversation);
+    },
+  );
+
+  app.patch(
+    '/:id',
+    {
+      config: { access: ANY_ROLE },
+      schema: {
+        tags: ['conversations'],
+        summary: 'Change the status and/or assignee (a staff-role caller: status of their own only)',
+        params: IdParams,
+        body: UpdateConversationBody,
+        response: { 200: Ok(Conversation), ...STANDARD_ERRORS, ...BODY_ERRORS },
+      },
+    },
+    async (request) => ok(await updateConversation(db(), request.user!, request.params.id, request.body)),
+  );
+
+  await app.register(messagesRoutes);
+};

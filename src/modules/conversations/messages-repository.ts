@@ -1,0 +1,54 @@
+// Owns message rows: listing a conversation's messages oldest first, inserting one, and the
+// row-to-API mapping. Keeping the conversation's counters in step is the caller's (service.ts).
+import { toIso } from '../../db/store.js';
+import type { DbOrTx, MessageRow } from '../../db/types.js';
+import { newId } from '../../lib/ids.js';
+import type { MessageView } from './schemas.js';
+
+const COLUMNS = [
+  'id',
+  'conversation_id',
+  'direction',
+  'type',
+  'content',
+  'sender_type',
+  'sender_id',
+  'delivery_status',
+  'created_at',
+] as const;
+
+export function toMessage(row: MessageRow): MessageView {
+  return {
+    id: row.id,
+    conversationId: row.conversation_id,
+    direction: row.direction,
+    type: row.type,
+    content: row.content,
+    sender: { type: row.sender_type, id: row.sender_id },
+    deliveryStatus: row.delivery_status,
+    createdAt: toIso(row.created_at),
+  };
+}
+
+export async function listMessages(db: DbOrTx, conversationId: string, page: number, limit: number) {
+  const q = db.selectFrom('messages').where('conversation_id', '=', conversationId);
+  const [rows, count] = await Promise.all([
+    q
+      .select(COLUMNS)
+      .orderBy('created_at', 'asc')
+      .orderBy('id', 'asc')
+      .limit(limit)
+      .offset((page - 1) * limit)
+      .execute(),
+    q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
+  ]);
+  return { items: rows.map(toMessage), total: Number(count.n) };
+}
+
+export type NewMessage = Omit<MessageRow, 'id'>;
+
+export async function insertMessage(db: DbOrTx, m: NewMessage): Promise<MessageView> {
+  const row: MessageRow = { id: newId('msg'), ...m };
+  await db.insertInto('messages').values(row).execute();
+  return toMessage(row);
+}

@@ -1,0 +1,56 @@
+// Owns /conversations/:id/messages: reading a conversation's messages oldest first and sending
+// one (a text to the guest or an internal note); the same access as the conversation itself.
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { BODY_ERRORS, IdParams, Ok, OkList, ok, okList, pageMeta, STANDARD_ERRORS } from '../../lib/schemas.js';
+import { ANY_ROLE } from '../../plugins/gate.js';
+import { listMessages } from './messages-repository.js';
+import { Message, MessagesQuery, SendMessageBody } from './schemas.js';
+import { sendMessage, visibleConversationRef } from './service.js';
+
+export const messagesRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const db = () => app.ctx.store.db;
+
+  app.get(
+    '/:id/messages',
+    {
+      config: { access: ANY_ROLE },
+      schema: {
+        tags: ['conversations'],
+        summary: "List a conversation's messages, oldest first",
+        params: IdParams,
+        querystring: MessagesQuery,
+        response: { 200: OkList(Message), ...STANDARD_ERRORS },
+      },
+    },
+    async (request) => {
+      const { id } = request.params;
+      const { page = 1, limit = 20 } = request.query;
+      await visibleConversationRef(db(), request.user!, id);
+      const { items, total } = await listMessages(db(), id, page, limit);
+      return okList(items, pageMeta(page, limit, total));
+    },
+  );
+
+  app.post(
+    '/:id/messages',
+    {
+      config: { access: ANY_ROLE },
+      schema: {
+        tags: ['conversations'],
+        summary: 'Send a message to the guest, or add an internal note',
+        description:
+          'A `text` is stored outbound with deliveryStatus `queued` until channel delivery sends it. A `note` is ' +
+          'internal to the team, never sent to the guest, and stored as `delivered`. Either updates the ' +
+          "conversation's lastMessageAt and messageCount.",
+        params: IdParams,
+        body: SendMessageBody,
+        response: { 201: Ok(Message), ...STANDARD_ERRORS, ...BODY_ERRORS },
+      },
+    },
+    async (request, reply) => {
+      const message = await sendMessage(db(), request.user!, request.params.id, request.body);
+      reply.code(201);
+      return ok(message);
+    },
+  );
+};

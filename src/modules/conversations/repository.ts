@@ -1,0 +1,172 @@
+// Owns conversation rows: reads (joined with the guest's name), writes, and the row-to-API mapping;
+// also the two lookups a conversation's references are checked with (guest, active staff).
+import { toBool, toIso } from '../../db/store.js';
+import type { ConversationRow, DbOrTx } from '../../db/types.js';
+import type { ConversationStatus, ConversationView } from './schemas.js';
+
+const COLUMNS = [
+  'c.id',
+  'c.guest_id',
+  'g.name as guest_name',
+  'c.channel',
+  'c.status',
+  'c.assignee',
+  'c.subject',
+  'c.last_message_at',
+  'c.message_count',
+  'c.created_at',
+  'c.updated_at',
+] as const;
+
+type ConversationListRow = ConversationRow & { guest_name: string };
+
+export function toConversation(row: ConversationListRow): ConversationView {
+  return {
+    id: row.id,
+    guestId: row.guest_id,
+    guest: { id: row.guest_id, name: row.guest_name },
+    channel: row.channel,
+    status: row.status,
+    assignee: row.assignee,
+    subject: row.subject,
+    lastMessageAt: toIso(row.last_message_at),
+    messageCount: Number(row.message_count),
+    createdAt: toIso(row.created_at),
+    updatedAt: toIso(row.updated_at),
+  };
+}
+
+export async function findConversation(db: DbOrTx, id: string): Promise<ConversationView | undefined> {
+  const row = await db
+    .selectFrom('conversations as c')
+    .innerJoin('guests as g', 'g.id', 'c.guest_id')
+    .select(COLUMNS)
+    .where('c.id', '=', id)
+    .executeTakeFirst();
+  return row && toConversation(row);
+}
+
+/** The columns access checks and message writes need, without the join. */
+export function findConversationRef(db: DbOrTx, id: string) {
+  return db
+    .selectFrom('conversations')
+    .select(['id', 'guest_id', 'status', 'assignee'])
+    .where('id', '=', id)
+    .executeTakeFirst();
+}
+
+export interface ConversationFilter {
+  status?: ConversationStatus;
+  channel?: ConversationRow['channel'];
+  /** A staff id, or null for conversations without an assignee. */
+  assignee?: string | null;
+  /** A staff-role caller's own id: ANDed with every other filter. */
+  onlyAssignee?: string;
+}
+
+export async function listConversations(db: DbOrTx, f: ConversationFilter, page: number, limit: number) {
+  let q = db.selectFrom('conversations as c');
+  if (f.status !== undefined) q = q.where('c.status', '=', f.status);
+  if (f.channel !== undefined) q = q.where('c.channel', '=', f.channel);
+  if (f.assignee === null) q = q.where('c.assignee', 'is', null);
+  else if (f.assignee !== undefined) q = q.where('c.assignee', '=', f.assignee);
+  if (f.onlyAssignee !== undefined) q = q.where('c.assignee', '=', f.onlyAssignee);
+  const [rows, count] = await Promise.all([
+    q
+      .innerJoin('guests as g', 'g.id', 'c.guest_id')
+      .select(COLUMNS)
+      .orderBy('c.last_message_at', 'desc')
+      .orderBy('c.id', 'desc')
+      .limit(limit)
+      .offset((page - 1) * limit)
+      .execute(),
+    q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
+  ]);
+  return { items: rows.map(toConversation), total: Number(count.n) };
+}
+
+export interface NewConversation {
+  id: string;
+  guestId: string;
+  channel: ConversationRow['channel'];
+  subject: string | null;
+  assignee: string | null;
+  messageCount: number;
+  /** Creation time, also the last message time (the first message, if any, is created with it). */
+  at: string;
+}
+
+export async function insertConversation(db: DbOrTx, c: NewConversation): Promise<void> {
+  await db
+    .insertInto('conversations')
+    .values({
+      id: c.id,
+      guest_id: c.guestId,
+      channel: c.channel,
+      status: 'open',
+      assignee: c.assignee,
+      subject: c.subject,
+      last_message_at: c.at,
+      message_count: c.messageCount,
+      created_at: c.at,
+      updated_at: c.at,
+    })
+    .execute();
+}
+
+export async function updateConversationRow(
+  db: DbOrTx,
+  id: string,
+  c: { status?: ConversationStatus; assignee?: string | null },
+  at: string,
+): Promise<void> {
+  await db
+    .updateTable('conversations')
+    .set({
+      ...(c.status !== undefined && { status: c.status }),
+      ...(c.assignee !== undefined && { assignee: c.assignee }),
+      updated_at: at,
+    })
+    .where('id', '=', id)
+    .execute();
+}
+
+/**
+ * Records that a message arrived at `at`: one more message, latest activity now. `reopenClosed`
+ * turns a closed conversation open; decided in the statement so a concurrent status change
+ * between reading and writing cannot be overwritten with a stale decision.
+ */
+export async function touchConversation(db: DbOrTx, id: string, at: string, reopenClosed: boolean): Promise<void> {
+  await db
+    .updateTable('conversations')
+    .set((eb) => ({
+      last_message_at: at,
+      message_count: eb('message_count', '+', 1),
+      updated_at: at,
+      ...(reopenClosed && {
+        status: eb
+          .case()
+          .when('status', '=', 'closed')
+          .then('open')
+          .else(eb.ref('status'))
+          .end()
+          .$castTo<ConversationStatus>(),
+      }),
+    }))
+    .where('id', '=', id)
+    .execute();
+}
+
+export function findGuestName(db: DbOrTx, id: string) {
+  return db.selectFrom('guests').select(['id', 'name']).where('id', '=', id).executeTakeFirst();
+}
+
+export async function isActiveStaff(db: DbOrTx, id: string): Promise<boolean> {
+  const row = await db
+    .selectFrom('staff')
+    .select('id')
+    .where('id', '=', id)
+    .where('active', '=', toBool(true))
+    .executeTakeFirst();
+  return row !== undefined;
+}

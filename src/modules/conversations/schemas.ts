@@ -1,0 +1,122 @@
+// Owns the request and response schemas of conversations and their messages.
+import { type Static, Type } from 'typebox';
+import { Nullable, PageQuery } from '../../lib/schemas.js';
+
+// Enums rather than unions of literals: a bad value then reads "must be one of: …" once.
+const CHANNELS = ['whatsapp', 'sms', 'email', 'web'] as const;
+const STATUSES = ['open', 'closed', 'pending'] as const;
+export const Channel = Type.Enum(CHANNELS);
+export const ConversationStatus = Type.Enum(STATUSES);
+export type ConversationStatus = Static<typeof ConversationStatus>;
+
+const staffId = (description: string) => Type.String({ minLength: 1, maxLength: 64, description });
+const Timestamp = Type.String({ format: 'date-time' });
+
+export const Conversation = Type.Object(
+  {
+    id: Type.String({ examples: ['cnv_01jd8x3k5q7w9e2r4t6y8u0i1o'] }),
+    guestId: Type.String(),
+    guest: Type.Object({ id: Type.String(), name: Type.String() }),
+    channel: Channel,
+    status: ConversationStatus,
+    assignee: Nullable(Type.String({ description: 'Staff id of the assignee; null when unassigned' })),
+    subject: Nullable(Type.String()),
+    lastMessageAt: Type.String({
+      format: 'date-time',
+      description: 'Time of the latest message; the creation time while there is none',
+    }),
+    messageCount: Type.Integer(),
+    createdAt: Timestamp,
+    updatedAt: Timestamp,
+  },
+  { $id: 'Conversation' },
+);
+export type ConversationView = Static<typeof Conversation>;
+
+export const Message = Type.Object(
+  {
+    id: Type.String({ examples: ['msg_01jd8x3k5q7w9e2r4t6y8u0i1o'] }),
+    conversationId: Type.String(),
+    direction: Type.Enum(['inbound', 'outbound']),
+    type: Type.Enum(['text', 'note'], { description: 'text goes to the guest; note is internal and never sent' }),
+    content: Type.String(),
+    sender: Type.Object({
+      type: Type.Enum(['guest', 'staff', 'system']),
+      id: Nullable(Type.String({ description: 'Guest id or staff id; null for the system' })),
+    }),
+    deliveryStatus: Type.Enum(['received', 'queued', 'sent', 'delivered', 'failed'], {
+      description:
+        'received: inbound from the guest; queued → sent → delivered (or failed): an outbound text on its way ' +
+        'to the guest; a note is delivered at once because it stays inside the team',
+    }),
+    createdAt: Timestamp,
+  },
+  { $id: 'Message' },
+);
+export type MessageView = Static<typeof Message>;
+
+const content = (description: string) => Type.String({ minLength: 1, maxLength: 4096, description });
+const Subject = Type.String({ minLength: 1, maxLength: 200 });
+
+export const ListConversationsQuery = Type.Object(
+  {
+    ...PageQuery,
+    status: Type.Optional(ConversationStatus),
+    channel: Type.Optional(Channel),
+    assignee: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 64, description: 'A staff id, or `unassigned` for those with none' }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export const CreateConversationBody = Type.Object(
+  {
+    guestId: Type.String({ minLength: 1, maxLength: 64, description: 'An existing guest id' }),
+    channel: Channel,
+    subject: Type.Optional(Subject),
+    assignee: Type.Optional(
+      Nullable(
+        staffId(
+          'An active staff id. Defaults to the caller for a staff-role caller (who may only name themselves), ' +
+            'otherwise to unassigned',
+        ),
+      ),
+    ),
+    content: Type.Optional(content('The first message, sent to the guest as an outbound text')),
+  },
+  { additionalProperties: false },
+);
+export type CreateConversationInput = Static<typeof CreateConversationBody>;
+
+const changes = {
+  status: Type.Optional(Type.Enum(STATUSES, { description: 'Any status may move to any other' })),
+  assignee: Type.Optional(Nullable(staffId('An active staff id, or null to unassign (admin and manager only)'))),
+};
+
+export const UpdateConversationBody = Type.Object(changes, { additionalProperties: false, minProperties: 1 });
+export type ConversationChanges = Static<typeof UpdateConversationBody>;
+
+export const BulkUpdateItem = Type.Object(
+  { id: Type.String({ minLength: 1, maxLength: 64 }), ...changes },
+  { additionalProperties: false, minProperties: 2, description: 'id and at least one of status, assignee' },
+);
+export type BulkUpdateItem = Static<typeof BulkUpdateItem>;
+
+export const MessagesQuery = Type.Object(PageQuery, { additionalProperties: false });
+
+export const SendMessageBody = Type.Object(
+  {
+    content: content('1 to 4096 characters'),
+    type: Type.Optional(
+      Type.Enum(['text', 'note'], {
+        default: 'text',
+        description:
+          'text (default) is queued for delivery to the guest over the conversation channel; ' +
+          'note is an internal note for the team, never sent to the guest',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type SendMessageInput = Static<typeof SendMessageBody>;

@@ -1,0 +1,154 @@
+// Owns the rules of conversations and messages that span several rows: who may create, change
+// or write to which conversation, and keeping a conversation's lastMessageAt / messageCount in
+// step with its messages. Every operation here is one transaction.
+import { nowIso } from '../../db/store.js';
+import type { Db, DbOrTx } from '../../db/types.js';
+import { isElevated, visibleTo } from '../../lib/access.js';
+import { type FieldError, forbidden, notFound, validation } from '../../lib/errors.js';
+import { newId } from '../../lib/ids.js';
+import type { AuthUser } from '../../plugins/gate.js';
+import { insertMessage } from './messages-repository.js';
+import {
+  findConversation,
+  findConversationRef,
+  findGuestName,
+  insertConversation,
+  isActiveStaff,
+  touchConversation,
+  updateConversationRow,
+} from './repository.js';
+import type {
+  ConversationChanges,
+  ConversationView,
+  CreateConversationInput,
+  MessageView,
+  SendMessageInput,
+} from './schemas.js';
+
+const WHAT = 'Conversation';
+
+/** The conversation's reference row if the caller may see it (404 missing, 403 someone else's). */
+export async function visibleConversationRef(db: DbOrTx, user: AuthUser, id: string) {
+  return visibleTo(user, await findConversationRef(db, id), (c) => c.assignee, WHAT, id);
+}
+
+async function assigneeProblem(db: DbOrTx, assignee: string | null | undefined): Promise<FieldError | null> {
+  if (assignee === null || assignee === undefined) return null;
+  return (await isActiveStaff(db, assignee))
+    ? null
+    : { field: 'assignee', message: 'must be the id of an active staff member' };
+}
+
+export async function createConversation(db: Db, user: AuthUser, body: CreateConversationInput) {
+  let assignee = body.assignee ?? null;
+  if (!isElevated(user)) {
+    if (body.assignee !== undefined && body.assignee !== user.id) {
+      throw forbidden('A staff member may only create conversations assigned to themselves');
+    }
+    assignee = user.id;
+  }
+  return db.transaction().execute(async (tx): Promise<ConversationView> => {
+    const guest = await findGuestName(tx, body.guestId);
+    const problems: FieldError[] = [];
+    if (guest === undefined) problems.push({ field: 'guestId', message: 'must be the id of an existing guest' });
+    const bad = await assigneeProblem(tx, assignee);
+    if (bad) problems.push(bad);
+    if (problems.length > 0) throw validation(problems);
+
+    const id = newId('cnv');
+    const at = nowIso();
+    const hasFirst = body.content !== undefined;
+    await insertConversation(tx, {
+      id,
+      guestId: body.guestId,
+      channel: body.channel,
+      subject: body.subject ?? null,
+      assignee,
+      messageCount: hasFirst ? 1 : 0,
+      at,
+    });
+    if (hasFirst) await insertMessage(tx, outbound(id, 'text', body.content!, user.id, at));
+    return {
+      id,
+      guestId: body.guestId,
+      guest: { id: body.guestId, name: guest!.name },
+      channel: body.channel,
+      status: 'open',
+      assignee,
+      subject: body.subject ?? null,
+      lastMessageAt: at,
+      messageCount: hasFirst ? 1 : 0,
+      createdAt: at,
+      updatedAt: at,
+    };
+  });
+}
+
+function outbound(conversationId: string, type: 'text' | 'note', content: string, staffId: string, at: string) {
+  return {
+    conversation_id: conversationId,
+    direction: 'outbound' as const,
+    type,
+    content,
+    sender_type: 'staff' as const,
+    sender_id: staffId,
+    // A text waits for channel delivery to send it; a note never leaves the team.
+    delivery_status: type === 'note' ? ('delivered' as const) : ('queued' as const),
+    created_at: at,
+  };
+}
+
+export async function sendMessage(db: Db, user: AuthUser, conversationId: string, body: SendMessageInput) {
+  return db.transaction().execute(async (tx): Promise<MessageView> => {
+    await visibleConversationRef(tx, user, conversationId);
+    const at = nowIso();
+    const message = await insertMessage(tx, outbound(conversationId, body.type ?? 'text', body.content, user.id, at));
+    await touchConversation(tx, conversationId, at, false);
+    return message;
+  });
+}
+
+/**
+ * Applies a status and/or assignee change. A staff-role caller may change only the status of
+ * their own conversations: naming `assignee` at all, even themselves, is refused.
+ */
+export async function updateConversation(db: Db, user: AuthUser, id: string, changes: ConversationChanges) {
+  return db.transaction().execute(async (tx): Promise<ConversationView> => {
+    await visibleConversationRef(tx, user, id);
+    if (changes.assignee !== undefined && !isElevated(user)) {
+      throw forbidden('A staff member may change only the status of a conversation, not its assignee');
+    }
+    const bad = await assigneeProblem(tx, changes.assignee);
+    if (bad) throw validation([bad]);
+    await updateConversationRow(tx, id, changes, nowIso());
+    return (await findConversation(tx, id))!;
+  });
+}
+
+/**
+ * Records a message the guest sent (for channel delivery's inbound side): an inbound text from
+ * the guest, counted on the conversation, and a closed conversation reopens because the guest
+ * is talking again. Throws NOT_FOUND for an unknown conversation.
+ */
+export async function recordInboundMessage(
+  db: Db,
+  input: { conversationId: string; content: string },
+): Promise<MessageView> {
+  return db.transaction().execute(async (tx) => {
+    const conversation = await findConversationRef(tx, input.conversationId);
+    if (conversation === undefined) throw notFound(WHAT, input.conversationId);
+    const at = nowIso();
+    const message = await insertMessage(tx, {
+      conversation_id: conversation.id,
+      direction: 'inbound',
+      type: 'text',
+      content: input.content,
+      sender_type: 'guest',
+      sender_id: conversation.guest_id,
+      delivery_status: 'received',
+      created_at: at,
+    });
+    await touchConversation(tx, conversation.id, at, true);
+    return message;
+  });
+}

@@ -1,0 +1,245 @@
+import assert from 'node:assert/strict';
+import { type TestContext, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { FastifyInstance } from 'fastify';
+import { AppError } from '../../src/lib/errors.js';
+import { newId } from '../../src/lib/ids.js';
+import { recordInboundMessage } from '../../src/modules/conversations/service.js';
+import { buildTestApp, call, createStaff } from '../helpers.js';
+
+// Guests are a fixture here, written straight to the store: the guests module is not what is
+// under test, and a conversation only needs a guest row to point at.
+async function addGuest(app: FastifyInstance, name = 'Ana Guest'): Promise<string> {
+  const id = newId('gst');
+  const now = new Date().toISOString();
+  await app.ctx.store.db
+    .insertInto('guests')
+    .values({
+      id,
+      name,
+      email: null,
+      email_lower: null,
+      phone: null,
+      tags: '[]',
+      notes: null,
+      search_text: name.toLowerCase(),
+      created_at: now,
+      updated_at: now,
+    })
+    .execute();
+  return id;
+}
+
+async function setup(t: TestContext) {
+  const app = await buildTestApp(t);
+  const admin = await createStaff(app, 'admin');
+  const guestId = await addGuest(app);
+  const open = async (body: Record<string, unknown> = {}) => {
+    const res = await call(app, 'POST', '/conversations', {
+      token: admin.token,
+      body: { guestId, channel: 'email', ...body },
+    });
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    return res.data;
+  };
+  const send = (id: string, body: unknown, token = admin.token) =>
+    call(app, 'POST', `/conversations/${id}/messages`, { token, body });
+  const get = (id: string, token = admin.token) => call(app, 'GET', `/conversations/${id}`, { token });
+  return { app, admin, guestId, open, send, get };
+}
+
+test('messages are listed oldest first and paginated with meta', async (t) => {
+  const { app, admin, open, send } = await setup(t);
+  const c = await open({ content: 'message 0' });
+  for (let i = 1; i < 5; i++) assert.equal((await send(c.id, { content: `message ${i}` })).status, 201);
+
+  const all = await call(app, 'GET', `/conversations/${c.id}/messages`, { token: admin.token });
+  assert.equal(all.status, 200);
+  assert.deepEqual(
+    all.data.map((m: { content: string }) => m.content),
+    ['message 0', 'message 1', 'message 2', 'message 3', 'message 4'],
+  );
+  assert.deepEqual(all.body.meta, { page: 1, limit: 20, total: 5, pages: 1 });
+
+  const page2 = await call(app, 'GET', `/conversations/${c.id}/messages?page=2&limit=2`, { token: admin.token });
+  assert.deepEqual(
+    page2.data.map((m: { content: string }) => m.content),
+    ['message 2', 'message 3'],
+  );
+  assert.deepEqual(page2.body.meta, { page: 2, limit: 2, total: 5, pages: 3 });
+
+  const past = await call(app, 'GET', `/conversations/${c.id}/messages?page=9&limit=2`, { token: admin.token });
+  assert.equal(past.status, 200);
+  assert.deepEqual(past.data, []);
+
+  const bad = await call(app, 'GET', `/conversations/${c.id}/messages?limit=500`, { token: admin.token });
+  assert.equal(bad.status, 400);
+  const missing = await call(app, 'GET', `/conversations/${newId('cnv')}/messages`, { token: admin.token });
+  assert.equal(missing.status, 404);
+});
+
+test('messages of another conversation are not listed', async (t) => {
+  const { app, admin, open } = await setup(t);
+  const a = await open({ content: 'for a' });
+  await open({ content: 'for b' });
+  const res = await call(app, 'GET', `/conversations/${a.id}/messages`, { token: admin.token });
+  assert.deepEqual(
+    res.data.map((m: { content: string }) => m.content),
+    ['for a'],
+  );
+});
+
+test('sending a text queues it for the guest and updates the conversation counters', async (t) => {
+  const { admin, open, send, get } = await setup(t);
+  const c = await open();
+  await sleep(3);
+  const res = await send(c.id, { content: 'Breakfast is served until 10:30' });
+  assert.equal(res.status, 201);
+  const m = res.data;
+  assert.match(m.id, /^msg_[0-9a-z]{26}$/);
+  assert.deepEqual(
+    { ...m, id: undefined, createdAt: undefined },
+    {
+      id: undefined,
+      conversationId: c.id,
+      direction: 'outbound',
+      type: 'text',
+      content: 'Breakfast is served until 10:30',
+      sender: { type: 'staff', id: admin.id },
+      deliveryStatus: 'queued',
+      createdAt: undefined,
+    },
+  );
+  const after = (await get(c.id)).data;
+  assert.equal(after.messageCount, 1);
+  assert.equal(after.lastMessageAt, m.createdAt);
+  assert.equal(after.updatedAt, m.createdAt);
+  assert.ok(after.lastMessageAt > c.lastMessageAt);
+});
+
+test('an internal note is stored as delivered, because it is never sent to the guest, and still counts', async (t) => {
+  const { open, send, get } = await setup(t);
+  const c = await open({ content: 'Welcome!' });
+  await sleep(3);
+  const res = await send(c.id, { content: 'Guest is a VIP; upgrade if possible', type: 'note' });
+  assert.equal(res.status, 201);
+  assert.equal(res.data.type, 'note');
+  assert.equal(res.data.direction, 'outbound');
+  assert.equal(res.data.deliveryStatus, 'delivered');
+  const after = (await get(c.id)).data;
+  assert.equal(after.messageCount, 2);
+  assert.equal(after.lastMessageAt, res.data.createdAt);
+});
+
+test('a message must have 1 to 4096 characters of content, a known type and no other fields', async (t) => {
+  const { open, send, get } = await setup(t);
+  const c = await open();
+  const bad = [
+    [{ content: '' }, 'content'],
+    [{ content: 'x'.repeat(4097) }, 'content'],
+    [{}, 'content'],
+    [{ content: 42 }, 'content'],
+    [{ content: 'hi', type: 'sms' }, 'type'],
+    [{ content: 'hi', direction: 'inbound' }, 'direction'],
+  ] as const;
+  for (const [body, field] of bad) {
+    const res = await send(c.id, body);
+    assert.equal(res.status, 400, JSON.stringify(body).slice(0, 60));
+    assert.equal(res.body.error.code, 'VALIDATION_ERROR');
+    assert.deepEqual(
+      res.body.error.details.map((d: { field: string }) => d.field),
+      [field],
+    );
+  }
+  assert.equal((await get(c.id)).data.messageCount, 0, 'no rejected message was stored');
+
+  const longest = await send(c.id, { content: 'é'.repeat(4096) });
+  assert.equal(longest.status, 201);
+  assert.equal(longest.data.content.length, 4096);
+  const missing = await send(newId('cnv'), { content: 'hello' });
+  assert.equal(missing.status, 404);
+});
+
+test('a staff member reads and writes only the messages of conversations assigned to them', async (t) => {
+  const { app, admin, open, send } = await setup(t);
+  const staff = await createStaff(app, 'staff');
+  const other = await createStaff(app, 'staff');
+  const mine = await open({ assignee: staff.id, content: 'hi' });
+  const theirs = await open({ assignee: other.id, content: 'hello' });
+
+  const read = await call(app, 'GET', `/conversations/${mine.id}/messages`, { token: staff.token });
+  assert.equal(read.status, 200);
+  const sent = await send(mine.id, { content: 'On my way' }, staff.token);
+  assert.equal(sent.status, 201);
+  assert.deepEqual(sent.data.sender, { type: 'staff', id: staff.id });
+
+  const readOther = await call(app, 'GET', `/conversations/${theirs.id}/messages`, { token: staff.token });
+  assert.equal(readOther.status, 403);
+  assert.equal(readOther.body.error.code, 'FORBIDDEN');
+  const sendOther = await send(theirs.id, { content: 'sneaky' }, staff.token);
+  assert.equal(sendOther.status, 403);
+  const theirMessages = await call(app, 'GET', `/conversations/${theirs.id}/messages`, { token: admin.token });
+  assert.equal(theirMessages.data.length, 1, 'the refused message was not stored');
+
+  const missing = await call(app, 'GET', `/conversations/${newId('cnv')}/messages`, { token: staff.token });
+  assert.equal(missing.status, 404);
+  assert.equal((await send(newId('cnv'), { content: 'x' }, staff.token)).status, 404);
+});
+
+test('an inbound message from the guest reopens a closed conversation and is counted', async (t) => {
+  const { app, admin, guestId, open, get } = await setup(t);
+  const c = await open({ content: 'Anything else?' });
+  await call(app, 'PATCH', `/conversations/${c.id}`, { token: admin.token, body: { status: 'closed' } });
+  await sleep(3);
+
+  const m = await recordInboundMessage(app.ctx.store.db, { conversationId: c.id, content: 'Yes, more towels please' });
+  const after = (await get(c.id)).data;
+  assert.equal(after.status, 'open');
+  assert.equal(after.messageCount, 2);
+  assert.equal(after.lastMessageAt, m.createdAt);
+  assert.ok(after.lastMessageAt > c.lastMessageAt);
+
+  const list = await call(app, 'GET', `/conversations/${c.id}/messages`, { token: admin.token });
+  assert.deepEqual(list.data[1], {
+    id: m.id,
+    conversationId: c.id,
+    direction: 'inbound',
+    type: 'text',
+    content: 'Yes, more towels please',
+    sender: { type: 'guest', id: guestId },
+    deliveryStatus: 'received',
+    createdAt: m.createdAt,
+  });
+});
+
+test('an inbound message leaves an open or pending conversation in its status', async (t) => {
+  const { app, admin, open, get } = await setup(t);
+  const opened = await open();
+  const pending = await open();
+  await call(app, 'PATCH', `/conversations/${pending.id}`, { token: admin.token, body: { status: 'pending' } });
+  for (const c of [opened, pending]) {
+    await recordInboundMessage(app.ctx.store.db, { conversationId: c.id, content: 'ping' });
+  }
+  assert.equal((await get(opened.id)).data.status, 'open');
+  assert.equal((await get(pending.id)).data.status, 'pending');
+  assert.equal((await get(pending.id)).data.messageCount, 1);
+});
+
+test('an inbound message for an unknown conversation is refused as not found', async (t) => {
+  const { app } = await setup(t);
+  await assert.rejects(
+    recordInboundMessage(app.ctx.store.db, { conversationId: newId('cnv'), content: 'hello?' }),
+    (err: unknown) => err instanceof AppError && err.code === 'NOT_FOUND',
+  );
+});
+
+test('messages sent at the same time keep a stable order and an exact count', async (t) => {
+  const { app, admin, open, send, get } = await setup(t);
+  const c = await open();
+  const results = await Promise.all(Array.from({ length: 10 }, (_, i) => send(c.id, { content: `n${i}` })));
+  assert.ok(results.every((r) => r.status === 201));
+  assert.equal((await get(c.id)).data.messageCount, 10);
+  const list = await call(app, 'GET', `/conversations/${c.id}/messages`, { token: admin.token });
+  const ids = list.data.map((m: { id: string }) => m.id);
+  assert.deepEqual(ids, [...ids].sort(), 'oldest first, ties broken by id');
+});
