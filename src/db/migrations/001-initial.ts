@@ -37,6 +37,8 @@ export const initial: MigrationDef = {
       .addColumn('updated_at', t.ts, (c) => c.notNull())
       .execute();
 
+    await db.schema.createIndex('guests_recent_idx').on('guests').columns(['created_at', 'id']).execute();
+
     await db.schema
       .createTable('guest_tags')
       .addColumn('guest_id', 'text', (c) => c.notNull().references('guests.id').onDelete('cascade'))

@@ -1,4 +1,180 @@
-// Owns /guests (being built).
+// Owns /guests: list and get (admin and manager see all, staff only guests of their own
+// conversations and tasks), create, bulk create and update (admin, manager). E-mail (any case)
+// and phone are unique: a second guest with either is a 409 naming the existing guest.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { Static } from 'typebox';
+import { isUniqueViolation } from '../../db/store.js';
+import type { DbOrTx } from '../../db/types.js';
+import { isElevated, ownerFilter, visibleTo } from '../../lib/access.js';
+import { BulkBody, BulkResponse, runBulk } from '../../lib/bulk.js';
+import { type AppError, conflict, notFound } from '../../lib/errors.js';
+import {
+  BODY_ERRORS,
+  CONFLICT_ERROR,
+  IdParams,
+  Ok,
+  OkList,
+  ok,
+  okList,
+  pageMeta,
+  STANDARD_ERRORS,
+} from '../../lib/schemas.js';
+import { ADMIN_MANAGER, ANY_ROLE } from '../../plugins/gate.js';
+import {
+  findConflicts,
+  findGuest,
+  type GuestConflict,
+  type GuestView,
+  insertGuest,
+  isGuestOfStaff,
+  listGuests,
+  updateGuest,
+} from './repository.js';
+import { CreateGuestBody, Guest, ListGuestsQuery, UpdateGuestBody } from './schemas.js';
 
-export const guestsRoutes: FastifyPluginAsyncTypebox = async () => {};
+type CreateGuest = Static<typeof CreateGuestBody>;
+type UpdateGuest = Static<typeof UpdateGuestBody>;
+
+function conflictError(found: GuestConflict[]): AppError {
+  const fields = found.map((c) => c.field).join(' and ');
+  return conflict(`Another guest already has this ${fields}`, found);
+}
+
+async function assertNoConflict(
+  db: DbOrTx,
+  values: { email?: string | null; phone?: string | null },
+  exceptId?: string,
+) {
+  const found = await findConflicts(db, values, exceptId);
+  if (found.length > 0) throw conflictError(found);
+}
+
+export const guestsRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const db = () => app.ctx.store.db;
+
+  /**
+   * Runs a write in its own transaction. A concurrent writer can take the e-mail or phone between
+   * the check inside `work` and the write; the unique index then refuses it, and once the
+   * transaction has rolled back (PostgreSQL answers nothing inside an aborted one) we name the winner.
+   */
+  async function writeGuest(
+    values: { email?: string | null; phone?: string | null },
+    exceptId: string | undefined,
+    work: (tx: DbOrTx) => Promise<GuestView>,
+  ): Promise<GuestView> {
+    try {
+      return await db().transaction().execute(work);
+    } catch (err) {
+      if (!isUniqueViolation(err)) throw err;
+      const found = await findConflicts(db(), values, exceptId);
+      throw found.length > 0 ? conflictError(found) : conflict('Another guest already has this email or phone');
+    }
+  }
+
+  const create = (body: CreateGuest) =>
+    writeGuest(body, undefined, async (tx) => {
+      await assertNoConflict(tx, body);
+      return insertGuest(tx, body);
+    });
+
+  app.get(
+    '/',
+    {
+      config: { access: ANY_ROLE },
+      schema: {
+        tags: ['guests'],
+        summary: 'List guests, newest first; search name/e-mail/phone, filter by tag (staff: own guests only)',
+        querystring: ListGuestsQuery,
+        response: { 200: OkList(Guest), ...STANDARD_ERRORS },
+      },
+    },
+    async (request) => {
+      const { page = 1, limit = 20, search, tag } = request.query;
+      const { items, total } = await listGuests(
+        db(),
+        { search: search?.trim(), tag, assignee: ownerFilter(request.user!) },
+        page,
+        limit,
+      );
+      return okList(items, pageMeta(page, limit, total));
+    },
+  );
+
+  app.get(
+    '/:id',
+    {
+      config: { access: ANY_ROLE },
+      schema: {
+        tags: ['guests'],
+        summary: 'Get a guest (staff: only a guest of a conversation or task assigned to them)',
+        params: IdParams,
+        response: { 200: Ok(Guest), ...STANDARD_ERRORS },
+      },
+    },
+    async (request) => {
+      const { id } = request.params;
+      const user = request.user!;
+      const guest = await findGuest(db(), id);
+      // A guest has no single owner: a staff member "owns" it through their assignments.
+      const mine = guest !== undefined && !isElevated(user) && (await isGuestOfStaff(db(), id, user.id));
+      return ok(visibleTo(user, guest, () => (mine ? user.id : null), 'Guest', id));
+    },
+  );
+
+  app.post(
+    '/',
+    {
+      config: { access: ADMIN_MANAGER },
+      schema: {
+        tags: ['guests'],
+        summary: 'Create a guest (admin, manager); a taken e-mail or phone is a 409 naming the existing guest',
+        body: CreateGuestBody,
+        response: { 201: Ok(Guest), ...STANDARD_ERRORS, ...CONFLICT_ERROR, ...BODY_ERRORS },
+      },
+    },
+    async (request, reply) => {
+      const guest = await create(request.body);
+      reply.code(201);
+      return ok(guest);
+    },
+  );
+
+  app.post(
+    '/bulk',
+    {
+      config: { access: ADMIN_MANAGER, bucket: 'bulk' },
+      schema: {
+        tags: ['guests'],
+        summary: 'Create 1–100 guests; each item is validated and created on its own, results in item order',
+        body: BulkBody,
+        response: { 200: BulkResponse(Guest), ...STANDARD_ERRORS, ...BODY_ERRORS },
+      },
+    },
+    async (request) => runBulk<CreateGuest, GuestView>(request.body.items, CreateGuestBody, create, request.log),
+  );
+
+  app.patch(
+    '/:id',
+    {
+      config: { access: ADMIN_MANAGER },
+      schema: {
+        tags: ['guests'],
+        summary: 'Update a guest: name, email, phone, tags (replace the set), notes (admin, manager)',
+        params: IdParams,
+        body: UpdateGuestBody,
+        response: { 200: Ok(Guest), ...STANDARD_ERRORS, ...CONFLICT_ERROR, ...BODY_ERRORS },
+      },
+    },
+    async (request) => {
+      const { id } = request.params;
+      const body: UpdateGuest = request.body;
+      const updated = await writeGuest(body, id, async (tx) => {
+        const current = await findGuest(tx, id);
+        if (current === undefined) throw notFound('Guest', id);
+        await assertNoConflict(tx, body, id);
+        return updateGuest(tx, current, body);
+      });
+      return ok(updated);
+    },
+  );
+};

@@ -1,0 +1,220 @@
+// Owns guest rows and their guest_tags index rows: reads, writes, the conflict lookup for the
+// unique e-mail and phone, and the mapping of a row to its API shape.
+import { sql } from 'kysely';
+import type { Static } from 'typebox';
+import { fromJson, likeContains, nowIso, toIso, toJson } from '../../db/store.js';
+import type { DbOrTx, GuestRow } from '../../db/types.js';
+import { newId } from '../../lib/ids.js';
+import type { Guest } from './schemas.js';
+
+export type GuestView = Static<typeof Guest>;
+
+const COLUMNS = ['id', 'name', 'email', 'phone', 'tags', 'notes', 'created_at', 'updated_at'] as const;
+type GuestListRow = Pick<GuestRow, (typeof COLUMNS)[number]>;
+
+export function toGuest(row: GuestListRow): GuestView {
+  return {
+    id: row.id,
+    name: row.name,
+    email: row.email,
+    phone: row.phone,
+    tags: fromJson<string[]>(row.tags),
+    notes: row.notes,
+    createdAt: toIso(row.created_at),
+    updatedAt: toIso(row.updated_at),
+  };
+}
+
+/** Tags are a set, but clients see the order they gave, so keep each tag's first occurrence. */
+export const uniqueTags = (tags: readonly string[]): string[] => [...new Set(tags)];
+
+/** What `search` matches against; must be rewritten whenever name, email or phone changes. */
+const searchText = (name: string, email: string | null, phone: string | null): string =>
+  [name, email, phone]
+    .filter((s) => s !== null)
+    .join(' ')
+    .toLowerCase();
+
+export async function findGuest(db: DbOrTx, id: string): Promise<GuestView | undefined> {
+  const row = await db.selectFrom('guests').select(COLUMNS).where('id', '=', id).executeTakeFirst();
+  return row && toGuest(row);
+}
+
+/** Whether the guest is linked to a conversation or task assigned to the staff member. */
+export async function isGuestOfStaff(db: DbOrTx, guestId: string, staffId: string): Promise<boolean> {
+  const [cnv, tsk] = await Promise.all([
+    db
+      .selectFrom('conversations')
+      .select('id')
+      .where('guest_id', '=', guestId)
+      .where('assignee', '=', staffId)
+      .limit(1)
+      .executeTakeFirst(),
+    db
+      .selectFrom('tasks')
+      .select('id')
+      .where('guest_id', '=', guestId)
+      .where('assignee', '=', staffId)
+      .limit(1)
+      .executeTakeFirst(),
+  ]);
+  return cnv !== undefined || tsk !== undefined;
+}
+
+export interface GuestFilter {
+  search?: string;
+  tag?: string;
+  /** Restricts the list to guests of this staff member's conversations and tasks. */
+  assignee?: string;
+}
+
+export async function listGuests(db: DbOrTx, f: GuestFilter, page: number, limit: number) {
+  let q = db.selectFrom('guests');
+  if (f.search !== undefined && f.search !== '') {
+    q = q.where(sql<boolean>`search_text like ${likeContains(f.search)} escape '\\'`);
+  }
+  if (f.tag !== undefined) {
+    // IN, not a join: the (tag, guest_id) index yields the ids and each guest appears once.
+    q = q.where('guests.id', 'in', db.selectFrom('guest_tags').select('guest_tags.guest_id').where('tag', '=', f.tag));
+  }
+  if (f.assignee !== undefined) {
+    // IN over the assignee indexes rather than a correlated EXISTS per guest: a staff member has
+    // few assignments, the hotel many guests, so start from the assignments.
+    q = q.where(
+      'guests.id',
+      'in',
+      db
+        .selectFrom('conversations')
+        .select('conversations.guest_id')
+        .where('conversations.assignee', '=', f.assignee)
+        .union(
+          db
+            .selectFrom('tasks')
+            .select('tasks.guest_id')
+            .where('tasks.assignee', '=', f.assignee)
+            .where('tasks.guest_id', 'is not', null)
+            .$narrowType<{ guest_id: string }>(),
+        ),
+    );
+  }
+  const [rows, count] = await Promise.all([
+    q
+      .select(COLUMNS)
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(limit)
+      .offset((page - 1) * limit)
+      .execute(),
+    q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
+  ]);
+  return { items: rows.map(toGuest), total: Number(count.n) };
+}
+
+export interface GuestConflict {
+  field: 'email' | 'phone';
+  message: string;
+  existingId: string;
+}
+
+/** Other guests already holding this e-mail (any case) or phone; `exceptId` is the guest itself. */
+export async function findConflicts(
+  db: DbOrTx,
+  values: { email?: string | null; phone?: string | null },
+  exceptId?: string,
+): Promise<GuestConflict[]> {
+  const emailLower = values.email?.toLowerCase() ?? null;
+  const phone = values.phone ?? null;
+  if (emailLower === null && phone === null) return [];
+  let q = db
+    .selectFrom('guests')
+    .select(['id', 'email_lower', 'phone'])
+    .where((eb) => {
+      const ors = [];
+      if (emailLower !== null) ors.push(eb('email_lower', '=', emailLower));
+      if (phone !== null) ors.push(eb('phone', '=', phone));
+      return eb.or(ors);
+    });
+  if (exceptId !== undefined) q = q.where('id', '!=', exceptId);
+  const rows = await q.orderBy('id').execute();
+  const out: GuestConflict[] = [];
+  const email = rows.find((r) => emailLower !== null && r.email_lower === emailLower);
+  if (email) out.push({ field: 'email', message: `is already used by guest ${email.id}`, existingId: email.id });
+  const ph = rows.find((r) => phone !== null && r.phone === phone);
+  if (ph) out.push({ field: 'phone', message: `is already used by guest ${ph.id}`, existingId: ph.id });
+  return out;
+}
+
+async function writeTags(db: DbOrTx, guestId: string, tags: string[]) {
+  if (tags.length > 0) {
+    await db
+      .insertInto('guest_tags')
+      .values(tags.map((tag) => ({ guest_id: guestId, tag })))
+      .execute();
+  }
+}
+
+export interface NewGuestInput {
+  name: string;
+  email?: string | null;
+  phone?: string | null;
+  tags?: string[];
+  notes?: string | null;
+}
+
+export async function insertGuest(db: DbOrTx, input: NewGuestInput): Promise<GuestView> {
+  const now = nowIso();
+  const email = input.email ?? null;
+  const phone = input.phone ?? null;
+  const tags = uniqueTags(input.tags ?? []);
+  const row = {
+    id: newId('gst'),
+    name: input.name,
+    email,
+    email_lower: email?.toLowerCase() ?? null,
+    phone,
+    tags: toJson(tags),
+    notes: input.notes ?? null,
+    search_text: searchText(input.name, email, phone),
+    created_at: now,
+    updated_at: now,
+  };
+  await db.insertInto('guests').values(row).execute();
+  await writeTags(db, row.id, tags);
+  return toGuest(row);
+}
+
+export interface GuestChanges {
+  name?: string;
+  email?: string | null;
+  phone?: string | null;
+  tags?: string[];
+  notes?: string | null;
+}
+
+/** Applies `c` to the guest as read in `current` (read it in the same transaction). */
+export async function updateGuest(db: DbOrTx, current: GuestView, c: GuestChanges): Promise<GuestView> {
+  const name = c.name ?? current.name;
+  const email = c.email !== undefined ? c.email : current.email;
+  const phone = c.phone !== undefined ? c.phone : current.phone;
+  const tags = c.tags !== undefined ? uniqueTags(c.tags) : undefined;
+  await db
+    .updateTable('guests')
+    .set({
+      name,
+      email,
+      email_lower: email?.toLowerCase() ?? null,
+      phone,
+      search_text: searchText(name, email, phone),
+      ...(tags !== undefined && { tags: toJson(tags) }),
+      ...(c.notes !== undefined && { notes: c.notes }),
+      updated_at: nowIso(),
+    })
+    .where('id', '=', current.id)
+    .execute();
+  if (tags !== undefined) {
+    await db.deleteFrom('guest_tags').where('guest_id', '=', current.id).execute();
+    await writeTags(db, current.id, tags);
+  }
+  const updated = await findGuest(db, current.id);
+  return updated!;
+}

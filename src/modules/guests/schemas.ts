@@ -1,0 +1,70 @@
+// Owns the guest resource's request and response schemas.
+import { Type } from 'typebox';
+import { Nullable, PageQuery } from '../../lib/schemas.js';
+
+export const MAX_TAGS = 50;
+
+export const Guest = Type.Object(
+  {
+    id: Type.String({ examples: ['gst_01jd8x3k5q7w9e2r4t6y8u0i1o'] }),
+    name: Type.String(),
+    email: Nullable(Type.String()),
+    phone: Nullable(Type.String({ description: 'E.164, e.g. +447700900123' })),
+    tags: Type.Array(Type.String()),
+    notes: Nullable(Type.String()),
+    createdAt: Type.String({ format: 'date-time' }),
+    updatedAt: Type.String({ format: 'date-time' }),
+  },
+  { $id: 'Guest' },
+);
+
+const Name = Type.String({ minLength: 1, maxLength: 200 });
+const Email = Type.String({ format: 'email', maxLength: 254 });
+const Phone = Type.String({
+  pattern: '^\\+[1-9]\\d{6,14}$',
+  description: 'E.164: a leading +, country code and number, 7 to 15 digits',
+  examples: ['+447700900123'],
+});
+const Tag = Type.String({ minLength: 1, maxLength: 50 });
+const Tags = Type.Array(Tag, {
+  maxItems: MAX_TAGS,
+  description: `At most ${MAX_TAGS} tags of 1–50 characters; duplicates are dropped, first occurrence kept`,
+});
+const Notes = Type.String({ maxLength: 10_000 });
+
+// null on create means "none", as it does on update, so a client can send the same shape to both.
+export const CreateGuestBody = Type.Object(
+  {
+    name: Name,
+    email: Type.Optional(Nullable(Email)),
+    phone: Type.Optional(Nullable(Phone)),
+    tags: Type.Optional(Tags),
+    notes: Type.Optional(Nullable(Notes)),
+  },
+  { additionalProperties: false },
+);
+
+export const UpdateGuestBody = Type.Object(
+  {
+    name: Type.Optional(Name),
+    email: Type.Optional(Nullable(Email)),
+    phone: Type.Optional(Nullable(Phone)),
+    tags: Type.Optional(Tags),
+    notes: Type.Optional(Nullable(Notes)),
+  },
+  { additionalProperties: false, minProperties: 1 },
+);
+
+export const ListGuestsQuery = Type.Object(
+  {
+    ...PageQuery,
+    search: Type.Optional(
+      Type.String({
+        maxLength: 200,
+        description: 'Case-insensitive substring of the name, e-mail or phone; % and _ match literally',
+      }),
+    ),
+    tag: Type.Optional(Type.String({ minLength: 1, maxLength: 50, description: 'Guests carrying exactly this tag' })),
+  },
+  { additionalProperties: false },
+);
