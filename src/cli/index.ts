@@ -1,17 +1,18 @@
-// Owns the command line: `migrate` and `admin:create` (and, later, demo data).
+// Owns the command line: `migrate`, `admin:create` and `seed` (demo data, in ./seed.ts).
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from '../config.js';
 import { migrate } from '../db/migrate.js';
 import { isUniqueViolation, openStore } from '../db/store.js';
 import { hashPassword, MIN_PASSWORD_LENGTH } from '../lib/password.js';
 import { insertStaff } from '../modules/staff/repository.js';
+import { parseSeedArgs, runSeed, SEED_USAGE, SeedArgsError, type SeedOptions } from './seed.js';
 
 const USAGE = `Usage: npm run cli -- <command> [options]
 
 Commands:
   migrate                                       apply pending migrations
   admin:create --email E --name N --password P  create an admin
-`;
+${SEED_USAGE}`;
 
 function fail(message: string): never {
   process.stderr.write(`${message}\n`);
@@ -24,12 +25,25 @@ async function main(argv: string[]) {
     process.stdout.write(USAGE);
     return;
   }
+  let seedOptions: SeedOptions | undefined;
+  if (command === 'seed') {
+    try {
+      seedOptions = parseSeedArgs(rest);
+    } catch (err) {
+      if (err instanceof SeedArgsError) fail(`seed: ${err.message}`);
+      throw err;
+    }
+  }
   let config: ReturnType<typeof loadConfig>;
   try {
     config = loadConfig();
   } catch (err) {
     if (err instanceof ConfigError) fail(`Configuration error: ${err.message}`);
     throw err;
+  }
+  if (seedOptions !== undefined) {
+    await runSeed(config, seedOptions);
+    return;
   }
   const store = openStore(config.store, { sqliteSynchronous: config.sqliteSynchronous });
   try {

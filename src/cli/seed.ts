@@ -1,0 +1,215 @@
+// Owns the `seed` command: its options, the demo staff with known passwords, the order of the
+// data phases, and the summary with counts, timings and the login table.
+import { sql } from 'kysely';
+import type { Config } from '../config.js';
+import { migrate } from '../db/migrate.js';
+import { openStore } from '../db/store.js';
+import type { Db } from '../db/types.js';
+import { hashPassword } from '../lib/password.js';
+import { DEFAULT_DEPARTMENTS } from '../modules/settings/registry.js';
+import { insertStaff } from '../modules/staff/repository.js';
+import { DEMO_PASSWORD, STAFF_NAMES } from './seed-data.js';
+import {
+  type PhaseResult,
+  type SeedStaff,
+  seedConversations,
+  seedGuests,
+  seedMessages,
+  type World,
+} from './seed-generate.js';
+import { seedKnowledge, seedTasks } from './seed-operations.js';
+import { BulkWriter, formatCount } from './seed-writer.js';
+
+export interface SeedOptions {
+  guests: number;
+  conversations: number;
+  messages: number;
+  tasks: number;
+  knowledge: number;
+  /** Rows per INSERT statement (lowered per table to stay under the store's parameter limit). */
+  batch: number;
+}
+
+const DEFAULTS: SeedOptions = {
+  guests: 200,
+  conversations: 500,
+  messages: 2000,
+  tasks: 300,
+  knowledge: 40,
+  batch: 1000,
+};
+// Upper bounds keep a typo (an extra zero or three) from filling the disk; phones allow 10^8 guests.
+const LIMITS: Record<keyof SeedOptions, [number, number]> = {
+  guests: [0, 10_000_000],
+  conversations: [0, 20_000_000],
+  messages: [0, 500_000_000],
+  tasks: [0, 20_000_000],
+  knowledge: [0, 1_000_000],
+  batch: [1, 10_000],
+};
+const MAX_GUEST_SEQUENCE = 100_000_000;
+const OPTION_NAMES = Object.keys(DEFAULTS)
+  .map((k) => `--${k}`)
+  .join(' ');
+
+export const SEED_USAGE =
+  '  seed [--guests N] [--conversations N] [--messages N] [--tasks N] [--knowledge N] [--batch N]\n' +
+  `                                                demo data (defaults ${DEFAULTS.guests}/${DEFAULTS.conversations}/${DEFAULTS.messages}/${DEFAULTS.tasks}/${DEFAULTS.knowledge}, batch ${DEFAULTS.batch})\n`;
+
+/** A bad option; the message is one line naming it. */
+export class SeedArgsError extends Error {}
+
+export function parseSeedArgs(args: string[]): SeedOptions {
+  const out = { ...DEFAULTS };
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    const m = /^--([a-z]+)(?:=(.*))?$/.exec(arg);
+    const name = m?.[1];
+    if (name === undefined || !Object.hasOwn(DEFAULTS, name)) {
+      throw new SeedArgsError(`unknown option "${arg}"; options: ${OPTION_NAMES}`);
+    }
+    const key = name as keyof SeedOptions;
+    // `--guests -1` is taken as a value (and refused below), not as another option.
+    const raw = m?.[2] ?? args[++i];
+    const [min, max] = LIMITS[key];
+    if (raw === undefined) throw new SeedArgsError(`--${key}: a number is required`);
+    const n = /^\d{1,12}$/.test(raw) ? Number(raw) : Number.NaN;
+    if (!(n >= min && n <= max)) {
+      throw new SeedArgsError(`--${key}: must be a whole number from ${min} to ${formatCount(max)}, got "${raw}"`);
+    }
+    out[key] = n;
+  }
+  if (out.conversations > 0 && out.guests === 0) {
+    throw new SeedArgsError('--conversations: needs --guests of at least 1');
+  }
+  if (out.messages > 0 && out.conversations === 0) {
+    throw new SeedArgsError('--messages: needs --conversations of at least 1');
+  }
+  return out;
+}
+
+const EMAIL_STEM: Record<string, string> = { 'front-desk': 'frontdesk', 'food-and-beverage': 'fnb' };
+
+function demoStaff(): Omit<SeedStaff, 'id' | 'created'>[] {
+  const members: Omit<SeedStaff, 'id' | 'created'>[] = [
+    { email: 'admin@demo.hotel', name: 'Alex Morgan', role: 'admin', department: null },
+    { email: 'manager@demo.hotel', name: 'Sam Rivera', role: 'manager', department: 'front-desk' },
+  ];
+  DEFAULT_DEPARTMENTS.forEach((dept, d) => {
+    for (let k = 1; k <= 2; k++) {
+      const stem = EMAIL_STEM[dept] ?? dept.replace(/[^a-z0-9]/g, '');
+      const name = STAFF_NAMES[(d * 2 + k - 1) % STAFF_NAMES.length]!;
+      members.push({ email: `${stem}${k}@demo.hotel`, name, role: 'staff', department: dept });
+    }
+  });
+  return members;
+}
+
+/** The demo accounts: existing ones (a second run) are reused as they are, missing ones created. */
+async function ensureStaff(db: Db): Promise<SeedStaff[]> {
+  const wanted = demoStaff();
+  const existing = await db
+    .selectFrom('staff')
+    .select(['id', 'email_lower'])
+    .where(
+      'email_lower',
+      'in',
+      wanted.map((s) => s.email),
+    )
+    .execute();
+  const idByEmail = new Map(existing.map((r) => [r.email_lower, r.id]));
+  // Argon2id is slow on purpose; every demo account shares one password, so hash it once.
+  let hash: Promise<string> | undefined;
+  const out: SeedStaff[] = [];
+  for (const s of wanted) {
+    const id = idByEmail.get(s.email);
+    if (id !== undefined) {
+      out.push({ ...s, id, created: false });
+      continue;
+    }
+    hash ??= hashPassword(DEMO_PASSWORD);
+    const row = await insertStaff(db, { ...s, passwordHash: await hash });
+    out.push({ ...s, id: row.id, created: true });
+  }
+  return out;
+}
+
+function duration(ms: number): string {
+  const s = ms / 1000;
+  return s < 60 ? `${s.toFixed(1)}s` : `${Math.floor(s / 60)}m ${(s % 60).toFixed(1)}s`;
+}
+
+function summary(dialect: string, totalMs: number, staff: SeedStaff[], phases: [string, PhaseResult][]): string {
+  const lines = [`Seeded demo data into ${dialect} in ${duration(totalMs)}.`, ''];
+  lines.push(`  ${'entity'.padEnd(14)}${'rows'.padStart(13)}${'seconds'.padStart(10)}${'rows/s'.padStart(12)}`);
+  for (const [name, r] of phases) {
+    const rate = r.rows / Math.max(r.ms / 1000, 1e-3);
+    lines.push(
+      `  ${name.padEnd(14)}${formatCount(r.rows).padStart(13)}${(r.ms / 1000).toFixed(1).padStart(10)}${formatCount(rate).padStart(12)}`,
+    );
+    if (name === 'guests') lines.push(`  ${'guest tags'.padEnd(14)}${formatCount(r.extraRows ?? 0).padStart(13)}`);
+  }
+  const created = staff.filter((s) => s.created).length;
+  lines.push(
+    `  ${'staff'.padEnd(14)}${formatCount(staff.length).padStart(13)}   (${created} created, ${staff.length - created} reused)`,
+  );
+  lines.push('', 'Log in with (POST /api/v1/auth/login):');
+  lines.push(`  ${'role'.padEnd(9)}${'email'.padEnd(30)}${'password'.padEnd(22)}department`);
+  for (const s of staff) {
+    const note = s.created ? '' : '  (existing account, password as it was)';
+    lines.push(`  ${s.role.padEnd(9)}${s.email.padEnd(30)}${DEMO_PASSWORD.padEnd(22)}${s.department ?? '-'}${note}`);
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+export async function runSeed(config: Config, options: SeedOptions): Promise<void> {
+  const started = performance.now();
+  // Demo data can be re-created at will, so a power cut losing the last commits costs nothing:
+  // NORMAL skips the fsync per commit that FULL pays (WAL stays consistent either way).
+  const store = openStore(config.store, { sqliteSynchronous: 'NORMAL', pgPoolSize: 2 });
+  try {
+    await migrate(store);
+    if (store.dialect === 'sqlite') {
+      // A 512 MiB page cache keeps the tables' indexes in memory while they grow (the default is 2 MiB).
+      await sql`pragma cache_size = -524288`.execute(store.db);
+      // Every reference the seeder writes points at a row it wrote (or read) just before, so the
+      // per-row foreign-key lookups (a third of SQLite's insert time) only cost. This connection only.
+      await sql`pragma foreign_keys = off`.execute(store.db);
+    }
+    const staff = await ensureStaff(store.db);
+    const stored = await store.db
+      .selectFrom('guests')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .executeTakeFirstOrThrow();
+    // E-mails and phones are numbered after the guests already stored, so a second run never repeats one.
+    const seqStart = Number(stored.n);
+    if (seqStart + options.guests > MAX_GUEST_SEQUENCE) {
+      throw new Error(`the store would hold more than ${formatCount(MAX_GUEST_SEQUENCE)} guests`);
+    }
+    const world: World = {
+      nowMs: Date.now(),
+      staff,
+      guestIds: [],
+      guestFirst: new Uint8Array(0),
+      guestContact: new Uint8Array(0),
+      convIds: [],
+      convCreated: new Float64Array(0),
+      convGuest: new Int32Array(0),
+      convTopic: new Uint8Array(0),
+      convAssignee: new Int16Array(0),
+      convCount: new Int32Array(0),
+      salt: (Math.random() * 2 ** 32) >>> 0,
+    };
+    const w = new BulkWriter(store);
+    const { batch } = options;
+    const phases: [string, PhaseResult][] = [];
+    phases.push(['guests', await seedGuests(w, world, options.guests, seqStart, batch)]);
+    phases.push(['conversations', await seedConversations(w, world, options.conversations, options.messages, batch)]);
+    phases.push(['messages', await seedMessages(w, world, options.messages, batch)]);
+    phases.push(['tasks', await seedTasks(w, world, options.tasks, batch)]);
+    phases.push(['knowledge', await seedKnowledge(w, world, options.knowledge, batch)]);
+    process.stdout.write(summary(store.dialect, performance.now() - started, staff, phases));
+  } finally {
+    await store.close();
+  }
+}
