@@ -296,7 +296,7 @@ export async function seedMessages(w: BulkWriter, world: World, total: number, b
       for (let j = 0; j < k; j++) {
         const at = iso(times[j]!);
         if (j > 0 && rnd() < 0.06) {
-          // A note never reaches the guest, so it is not delivered, only "sent" (as Chatwoot does).
+          // A note never reaches the guest: it is stored as delivered to the team, as the API does.
           const text = fill(pick(topic.notes), vars);
           sink.row(newId('msg'), cid, 'outbound', 'note', text, 'staff', helper.id, 'delivered', at);
         } else if (staffTurn) {
