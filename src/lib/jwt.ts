@@ -75,8 +75,11 @@ export class TokenService {
     const key = this.keys.get(header.kid);
     if (key === undefined) return invalid('Token key id is unknown');
 
-    const expected = createHmac('sha256', key.secret).update(`${head}.${body}`).digest();
-    const given = Buffer.from(sig, 'base64url');
+    // Compare the signature as text, not as decoded bytes: base64url decoding ignores the unused
+    // low bits of the last character, so a byte comparison would accept several spellings of one
+    // signature (malleable tokens).
+    const expected = Buffer.from(createHmac('sha256', key.secret).update(`${head}.${body}`).digest('base64url'));
+    const given = Buffer.from(sig);
     if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
       return invalid('Token signature is invalid');
     }
