@@ -22,6 +22,8 @@ export interface AuthUser {
   department: string | null;
   jti: string;
   exp: number;
+  /** When the token was issued (seconds); a refresh never dates its new token earlier. */
+  iat?: number;
 }
 
 declare module 'fastify' {
@@ -65,7 +67,7 @@ async function authenticate(app: FastifyInstance, request: FastifyRequest): Prom
     throw authError('TOKEN_INVALID', 'The token was issued before a password change; log in again', true);
   }
   if (!row.active) throw authError('UNAUTHORIZED', 'This account is deactivated', true);
-  return { id: row.id, role: row.role, name: row.name, email: row.email, department: row.department, jti, exp };
+  return { id: row.id, role: row.role, name: row.name, email: row.email, department: row.department, jti, exp, iat };
 }
 
 function setLimitHeaders(reply: FastifyReply, limit: number, count: number, resetAtMs: number) {
@@ -74,12 +76,32 @@ function setLimitHeaders(reply: FastifyReply, limit: number, count: number, rese
   reply.header('x-ratelimit-reset', Math.ceil(resetAtMs / 1000));
 }
 
+/**
+ * Counts the request in its bucket (by staff id once authenticated, else by IP), sets the
+ * X-RateLimit-* headers and throws RATE_LIMITED past the limit. The gate calls it for every
+ * routed request; the framework-error handler calls it for requests that never reach a route.
+ */
+export async function countRequest(
+  app: FastifyInstance,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  bucket: Bucket,
+): Promise<void> {
+  const { config } = app.ctx;
+  const limit = bucket === 'bulk' ? config.rateLimitBulk : config.rateLimitStandard;
+  const key = request.user ? `stf:${request.user.id}` : `ip:${request.ip}`;
+  const hit = await app.ctx.counter.hit(`${bucket}:${key}`, config.rateLimitWindowSeconds * 1000);
+  setLimitHeaders(reply, limit, hit.count, hit.resetAtMs);
+  if (hit.count > limit) {
+    const retry = Math.max(1, Math.ceil((hit.resetAtMs - Date.now()) / 1000));
+    throw new AppError('RATE_LIMITED', `Too many requests; retry in ${retry} s`, undefined, {
+      'retry-after': String(retry),
+    });
+  }
+}
+
 export default fp(
   async function gate(app: FastifyInstance) {
-    const { config } = app.ctx;
-    const windowMs = config.rateLimitWindowSeconds * 1000;
-    const limits = { standard: config.rateLimitStandard, bulk: config.rateLimitBulk };
-
     app.decorateRequest('user', null);
 
     app.addHook('onRoute', (route) => {
@@ -101,18 +123,7 @@ export default fp(
         }
       }
       const bucket = cfg.bucket ?? 'standard';
-      if (bucket !== false) {
-        const key = request.user ? `stf:${request.user.id}` : `ip:${request.ip}`;
-        const limit = limits[bucket];
-        const hit = await app.ctx.counter.hit(`${bucket}:${key}`, windowMs);
-        setLimitHeaders(reply, limit, hit.count, hit.resetAtMs);
-        if (hit.count > limit) {
-          const retry = Math.max(1, Math.ceil((hit.resetAtMs - Date.now()) / 1000));
-          throw new AppError('RATE_LIMITED', `Too many requests; retry in ${retry} s`, undefined, {
-            'retry-after': String(retry),
-          });
-        }
-      }
+      if (bucket !== false) await countRequest(app, request, reply, bucket);
       if (failure) throw failure;
       if (access !== 'public' && !access.includes(request.user!.role)) throw forbidden();
     });

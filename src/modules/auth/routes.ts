@@ -38,8 +38,13 @@ export const authRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { ctx } = app;
   const db = () => ctx.store.db;
 
-  function session(user: { id: string; name: string; email: string; role: Role }) {
-    const { token, claims } = ctx.tokens.sign(user.id, user.role);
+  /**
+   * Signs a session. `notBeforeSec` is the member's `tokens_valid_after`: a token must not be
+   * issued (iat) before it, or the gate would refuse it at once (a login or refresh in the same
+   * second as a password change).
+   */
+  function session(user: { id: string; name: string; email: string; role: Role }, notBeforeSec = 0) {
+    const { token, claims } = ctx.tokens.sign(user.id, user.role, Math.max(Date.now(), notBeforeSec * 1000));
     return {
       token,
       expiresAt: new Date(claims.exp * 1000).toISOString(),
@@ -74,7 +79,7 @@ export const authRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const good = staff ? await verifyPassword(staff.password_hash, password) : await burnPasswordCheck(password);
       if (!staff || !good) throw authError('INVALID_CREDENTIALS', 'The e-mail or password is incorrect', false);
       if (!staff.active) throw authError('UNAUTHORIZED', 'This account is deactivated', false);
-      return ok(session(staff));
+      return ok(session(staff, Number(staff.tokens_valid_after)));
     },
   );
 
@@ -90,8 +95,11 @@ export const authRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const user = request.user!;
-      await ctx.revoke(user.jti, user.exp);
-      return ok(session(user));
+      // Exactly one refresh per token: a second one racing this one finds it already revoked.
+      if (!(await ctx.revoke(user.jti, user.exp))) {
+        throw authError('TOKEN_INVALID', 'The token has been revoked', true);
+      }
+      return ok(session(user, user.iat ?? 0));
     },
   );
 
@@ -144,9 +152,12 @@ export const authRoutes: FastifyPluginAsyncTypebox = async (app) => {
         throw fieldError('currentPassword', 'is incorrect');
       }
       if (currentPassword === newPassword) throw fieldError('newPassword', 'must differ from the current password');
-      const nowSec = Math.floor(Date.now() / 1000);
-      await setPassword(db(), user.id, await hashPassword(newPassword), nowSec);
-      return ok(session(user));
+      // Tokens carry whole-second `iat`s: every token issued up to and including this second is
+      // refused from now on (so is one issued earlier in the same second), and the new session is
+      // dated from the next second.
+      const validAfter = Math.floor(Date.now() / 1000) + 1;
+      await setPassword(db(), user.id, await hashPassword(newPassword), validAfter);
+      return ok(session(user, validAfter));
     },
   );
 };
