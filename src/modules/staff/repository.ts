@@ -135,6 +135,22 @@ export async function countActiveAdmins(db: DbOrTx): Promise<number> {
   return Number(r.n);
 }
 
+/**
+ * Counts active admins inside a transaction that may remove one. On PostgreSQL the rows are locked
+ * (FOR UPDATE) so two concurrent demotions cannot both see "another admin remains" and leave none;
+ * SQLite runs one transaction at a time, so it needs no lock.
+ */
+export async function countActiveAdminsForUpdate(tx: DbOrTx, dialect: 'sqlite' | 'postgres'): Promise<number> {
+  let q = tx
+    .selectFrom('staff')
+    .select('id')
+    .where('role', '=', 'admin')
+    .where('active', '=', toBool(true))
+    .orderBy('id'); // one lock order for every transaction: no deadlocks
+  if (dialect === 'postgres') q = q.forUpdate();
+  return (await q.execute()).length;
+}
+
 export async function countStaff(db: DbOrTx): Promise<number> {
   const r = await db
     .selectFrom('staff')

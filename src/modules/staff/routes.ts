@@ -18,7 +18,7 @@ import {
 } from '../../lib/schemas.js';
 import { ADMIN, ANY_ROLE } from '../../plugins/gate.js';
 import { checkDepartment } from '../settings/repository.js';
-import { countActiveAdmins, findStaff, insertStaff, listStaff, updateStaff } from './repository.js';
+import { countActiveAdminsForUpdate, findStaff, insertStaff, listStaff, updateStaff } from './repository.js';
 import { CreatedStaff, CreateStaffBody, ListStaffQuery, Staff, UpdateStaffBody } from './schemas.js';
 
 export const staffRoutes: FastifyPluginAsyncTypebox = async (app) => {
@@ -116,7 +116,7 @@ export const staffRoutes: FastifyPluginAsyncTypebox = async (app) => {
         const current = visibleTo(request.user!, await findStaff(tx, id), (s) => s.id, 'Staff member', id);
         const losesAdmin =
           current.role === 'admin' && current.active && (body.active === false || (body.role ?? 'admin') !== 'admin');
-        if (losesAdmin && (await countActiveAdmins(tx)) <= 1) {
+        if (losesAdmin && (await countActiveAdminsForUpdate(tx, app.ctx.store.dialect)) <= 1) {
           throw conflict('This is the last active admin; promote another admin first');
         }
         return updateStaff(tx, id, body);
