@@ -20,8 +20,9 @@ import { settingsRoutes } from './modules/settings/routes.js';
 import { staffRoutes } from './modules/staff/routes.js';
 import { tasksRoutes } from './modules/tasks/routes.js';
 import docs from './plugins/docs.js';
-import errors from './plugins/errors.js';
-import gate from './plugins/gate.js';
+import errors, { renderError } from './plugins/errors.js';
+import gate, { countRequest } from './plugins/gate.js';
+import input from './plugins/input.js';
 
 export interface AppContext {
   config: Config;
@@ -29,8 +30,11 @@ export interface AppContext {
   tokens: TokenService;
   counter: Counter;
   redis: Redis | null;
-  /** Revokes a token id until its expiry (logout, refresh, password change). */
-  revoke(jti: string, expSec: number): Promise<void>;
+  /**
+   * Revokes a token id until its expiry (logout, refresh, password change). Resolves true when
+   * this call revoked it, false when it already was (a concurrent logout or refresh won).
+   */
+  revoke(jti: string, expSec: number): Promise<boolean>;
 }
 
 declare module 'fastify' {
@@ -78,7 +82,18 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     onProtoPoisoning: 'error',
     onConstructorPoisoning: 'error',
     return503OnClosing: true,
+    // A URL the router cannot decode (or a path parameter over maxParamLength) never reaches a
+    // route or its hooks: answer it in the envelope with the same headers as every response.
+    frameworkErrors: (err, request, reply) => {
+      reply.header('x-request-id', request.id);
+      countRequest(app, request, reply, 'standard').then(
+        () => renderError(err, request, reply),
+        (limited: Error) => renderError(limited, request, reply),
+      );
+    },
   }).withTypeProvider<TypeBoxTypeProvider>();
+  // Bodies are JSON only: a text/plain body is 415, not a string handed to the route.
+  app.removeContentTypeParser('text/plain');
 
   const store = options.store ?? openStore(config.store, { sqliteSynchronous: config.sqliteSynchronous });
   const ownsStore = options.store === undefined;
@@ -126,11 +141,12 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     counter,
     redis,
     async revoke(jti, expSec) {
-      await store.db
+      const r = await store.db
         .insertInto('revoked_tokens')
         .values({ jti, expires_at: expSec })
         .onConflict((oc) => oc.column('jti').doNothing())
-        .execute();
+        .executeTakeFirst();
+      return Number(r.numInsertedOrUpdatedRows ?? 0) > 0;
     },
   } satisfies AppContext);
 
@@ -164,6 +180,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
 
   await app.register(errors);
   await app.register(gate);
+  await app.register(input);
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',

@@ -1,6 +1,4 @@
 // Owns the process: load config, build the app, listen, and shut down gracefully on signals.
-import { buildApp } from './app.js';
-import { ensureAdmin } from './bootstrap.js';
 import { ConfigError, loadConfig } from './config.js';
 
 async function main() {
@@ -15,6 +13,10 @@ async function main() {
     throw err;
   }
 
+  // The app (and every dependency) loads only once the configuration is known to be good, so a
+  // bad variable is reported at once instead of after seconds of module loading.
+  const { buildApp } = await import('./app.js');
+  const { ensureAdmin } = await import('./bootstrap.js');
   const app = await buildApp(config);
   if (config.jwtSecretGenerated) {
     app.log.warn('JWT_SECRET is not set: using a random secret, so tokens end with this process');

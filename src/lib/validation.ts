@@ -97,3 +97,49 @@ export function validationDetails(context: string | undefined, errors: AjvLikeEr
   }
   return out.length > 0 ? out : [{ field: context ?? 'body', message: 'is invalid' }];
 }
+
+/** The deepest nesting of arrays and objects a request may carry. */
+export const MAX_JSON_DEPTH = 64;
+
+/**
+ * The first problem no schema can express in a parsed request part, or null:
+ * - a string or key holding U+0000, which PostgreSQL text and jsonb cannot store (refused on
+ *   every store so both answer alike);
+ * - nesting deeper than MAX_JSON_DEPTH, which would overflow the stack of every recursive step
+ *   after parsing (serialising, size checks) and answer 500.
+ * Iterative, with each path a link to its parent, so any body costs time linear in its size.
+ * `root` names the part itself ('body', 'query', 'params').
+ */
+export function inputProblem(value: unknown, root: string): FieldError | null {
+  type Link = { key: string; parent: Link | null } | null;
+  const name = (link: Link) => {
+    const keys: string[] = [];
+    for (let l = link; l !== null; l = l.parent) keys.push(l.key);
+    return keys.length === 0 ? root : keys.reverse().join('.');
+  };
+  const nul = (link: Link): FieldError => ({
+    field: name(link),
+    message: 'must not contain the NUL character (U+0000)',
+  });
+  const stack: [unknown, Link, number][] = [[value, null, 0]];
+  while (stack.length > 0) {
+    const [v, link, depth] = stack.pop()!;
+    if (typeof v === 'string') {
+      if (v.includes('\u0000')) return nul(link);
+      continue;
+    }
+    if (typeof v !== 'object' || v === null) continue;
+    if (depth >= MAX_JSON_DEPTH) {
+      return { field: name(link), message: `must not nest arrays and objects more than ${MAX_JSON_DEPTH} deep` };
+    }
+    if (Array.isArray(v)) {
+      for (let i = v.length - 1; i >= 0; i--) stack.push([v[i], { key: String(i), parent: link }, depth + 1]);
+    } else {
+      for (const [k, child] of Object.entries(v)) {
+        if (k.includes('\u0000')) return nul({ key: k.replaceAll('\u0000', '\\u0000'), parent: link });
+        stack.push([child, { key: k, parent: link }, depth + 1]);
+      }
+    }
+  }
+  return null;
+}

@@ -12,6 +12,7 @@ const FASTIFY_CODES: Record<string, { code: ErrorCode; message: string }> = {
   FST_ERR_CTP_EMPTY_JSON_BODY: { code: 'VALIDATION_ERROR', message: 'The body is empty; send a JSON object' },
   FST_ERR_CTP_INVALID_JSON_BODY: { code: 'VALIDATION_ERROR', message: 'The body is not valid JSON' },
   FST_ERR_BAD_URL: { code: 'VALIDATION_ERROR', message: 'The URL is malformed' },
+  FST_ERR_MAX_PARAM_LENGTH: { code: 'VALIDATION_ERROR', message: 'A path parameter is too long' },
 };
 
 function send(reply: FastifyReply, status: number, code: string, message: string, details?: unknown) {

@@ -2,6 +2,7 @@
 // Redis, when configured) answer, else 503 so a load balancer stops sending traffic.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
+import { STANDARD_ERRORS } from '../../lib/schemas.js';
 
 const Check = Type.Union([Type.Literal('ok'), Type.Literal('unavailable'), Type.Literal('not_configured')]);
 const Ready = Type.Object({
@@ -23,7 +24,10 @@ export const healthRoutes: FastifyPluginAsyncTypebox = async (app) => {
       schema: {
         tags: ['operations'],
         summary: 'Liveness: the process is up',
-        response: { 200: Type.Object({ success: Type.Literal(true), data: Type.Object({ status: Type.String() }) }) },
+        response: {
+          200: Type.Object({ success: Type.Literal(true), data: Type.Object({ status: Type.String() }) }),
+          500: STANDARD_ERRORS[500],
+        },
       },
     },
     async () => ({ success: true as const, data: { status: 'ok' } }),
