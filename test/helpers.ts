@@ -1,5 +1,6 @@
 // Builds an app on a fresh store for a test: in-memory SQLite by default, or, with
 // TEST_STORE=postgres, a new randomly named PostgreSQL database and Redis (REDIS_URL or local).
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -137,5 +138,51 @@ export async function call(
   } catch {
     body = raw.body;
   }
-  return { status: raw.statusCode, headers: raw.headers, body, raw, data: (body as { data?: unknown } | undefined)?.data };
+  return {
+    status: raw.statusCode,
+    headers: raw.headers,
+    body,
+    raw,
+    data: (body as { data?: unknown } | undefined)?.data,
+  };
+}
+
+const ROOT = new URL('..', import.meta.url).pathname;
+
+export interface Run {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * Runs `node --import tsx <script> ...args` from the repository root with only `env` (plus PATH),
+ * for tests of the server and CLI as real processes; rejects if it has not exited in `timeoutMs`.
+ */
+export function runNode(script: string, args: string[], env: Record<string, string>, timeoutMs = 60_000): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? '', ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => {
+      stdout += d;
+    });
+    child.stderr.on('data', (d) => {
+      stderr += d;
+    });
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`${script} ${args.join(' ')} did not exit within ${timeoutMs} ms\n${stdout}\n${stderr}`));
+    }, timeoutMs);
+    child.on('error', reject);
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code, signal, stdout, stderr });
+    });
+  });
 }

@@ -1,0 +1,107 @@
+// Configuration (CONTRACT §1): defaults, and a bad variable stops start-up with one line naming it,
+// exit code 1 and nothing half-started.
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { ConfigError, loadConfig } from '../src/config.js';
+import { JWT_SECRET, type Run, runNode } from './helpers.js';
+
+test('defaults follow the contract', () => {
+  const c = loadConfig({ JWT_SECRET });
+  assert.equal(c.host, '127.0.0.1');
+  assert.equal(c.port, 3000);
+  assert.deepEqual(c.store, { kind: 'sqlite', path: './data/guest-api.db' });
+  assert.equal(c.redisUrl, null);
+  assert.equal(c.tokenTtlSeconds, 86400);
+  assert.equal(c.rateLimitStandard, 100);
+  assert.equal(c.rateLimitBulk, 10);
+  assert.equal(c.rateLimitWindowSeconds, 60);
+  assert.equal(c.loginLimit, 10);
+  assert.equal(c.jwtSecretGenerated, false);
+  assert.ok(Object.isFrozen(c));
+  assert.throws(() => {
+    (c as { port: number }).port = 1;
+  });
+});
+
+test('store, Redis and secrets are read from the environment', () => {
+  assert.deepEqual(loadConfig({ DATABASE_URL: 'sqlite::memory:' }).store, { kind: 'sqlite', path: ':memory:' });
+  assert.deepEqual(loadConfig({ DATABASE_URL: 'postgres://u:p@db:5432/gma' }).store, {
+    kind: 'postgres',
+    url: 'postgres://u:p@db:5432/gma',
+  });
+  assert.equal(loadConfig({ REDIS_URL: 'redis://cache:6379' }).redisUrl, 'redis://cache:6379');
+  const dev = loadConfig({ NODE_ENV: 'development' });
+  assert.equal(dev.jwtSecretGenerated, true);
+  assert.ok(Buffer.byteLength(dev.jwtSecret) >= 32);
+  assert.notEqual(loadConfig({}).jwtSecret, dev.jwtSecret, 'a generated secret is random');
+  const rotated = loadConfig({ JWT_SECRET, JWT_SECRET_PREVIOUS: `${'a'.repeat(32)}, ${'b'.repeat(40)}` });
+  assert.deepEqual(rotated.jwtPreviousSecrets, ['a'.repeat(32), 'b'.repeat(40)]);
+});
+
+const BAD: [Record<string, string>, string][] = [
+  [{ DATABASE_URL: 'mysql://x' }, 'DATABASE_URL'],
+  [{ DATABASE_URL: 'sqlite:' }, 'DATABASE_URL'],
+  [{ PORT: 'abc' }, 'PORT'],
+  [{ PORT: '70000' }, 'PORT'],
+  [{ JWT_SECRET: 'short' }, 'JWT_SECRET'],
+  [{ NODE_ENV: 'production', JWT_SECRET: '' }, 'JWT_SECRET'],
+  [{ JWT_SECRET_PREVIOUS: 'too-short' }, 'JWT_SECRET_PREVIOUS'],
+  [{ REDIS_URL: 'http://x' }, 'REDIS_URL'],
+  [{ TOKEN_TTL_SECONDS: '-5' }, 'TOKEN_TTL_SECONDS'],
+  [{ RATE_LIMIT_STANDARD: '0' }, 'RATE_LIMIT_STANDARD'],
+  [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
+  [{ ADMIN_EMAIL: 'boss@hotel.test' }, 'ADMIN_PASSWORD'],
+  [{ TRUST_PROXY: 'yes' }, 'TRUST_PROXY'],
+];
+
+test('loadConfig names the bad variable in a ConfigError', () => {
+  for (const [env, variable] of BAD) {
+    assert.throws(
+      () => loadConfig({ JWT_SECRET, ...env }),
+      (err: unknown) => err instanceof ConfigError && err.variable === variable && err.message.startsWith(variable),
+      JSON.stringify(env),
+    );
+  }
+});
+
+/** The cases started as real processes (the rest of BAD is covered through loadConfig above). */
+const SPAWNED: [Record<string, string>, string][] = [
+  [{ DATABASE_URL: 'mysql://x' }, 'DATABASE_URL'],
+  [{ PORT: 'abc' }, 'PORT'],
+  [{ JWT_SECRET: 'short' }, 'JWT_SECRET'],
+  [{ NODE_ENV: 'production', JWT_SECRET: '' }, 'JWT_SECRET'],
+  [{ REDIS_URL: 'http://x' }, 'REDIS_URL'],
+  [{ ADMIN_EMAIL: 'boss@hotel.test', ADMIN_PASSWORD: 'short' }, 'ADMIN_PASSWORD'],
+];
+
+test('the server refuses a bad variable: exit code 1, one stderr line naming it, no store created', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'gma-config-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const runs: { file: string; run: Run }[] = [];
+  // Two at a time: each is a full Node start.
+  for (let i = 0; i < SPAWNED.length; i += 2) {
+    runs.push(
+      ...(await Promise.all(
+        SPAWNED.slice(i, i + 2).map(async ([env], j) => {
+          const file = join(dir, `store-${i + j}.db`);
+          const base: Record<string, string> = { JWT_SECRET, DATABASE_URL: `sqlite:${file}`, LOG_LEVEL: 'silent' };
+          return { file, run: await runNode('src/server.ts', [], { ...base, ...env }) };
+        }),
+      )),
+    );
+  }
+  for (const [i, { file, run }] of runs.entries()) {
+    const [env, variable] = SPAWNED[i]!;
+    const name = JSON.stringify(env);
+    assert.equal(run.code, 1, `${name}: exit ${run.code}\n${run.stderr}`);
+    const lines = run.stderr.split('\n').filter((l) => l.trim() !== '');
+    assert.equal(lines.length, 1, `${name}: stderr has ${lines.length} lines:\n${run.stderr}`);
+    assert.match(lines[0]!, new RegExp(`\\b${variable}\\b`), name);
+    assert.doesNotMatch(lines[0]!, /\bat .*:\d+:\d+/, 'no stack trace');
+    assert.equal(run.stdout.trim(), '', `${name}: nothing started`);
+    assert.equal(existsSync(file), false, `${name}: the store was opened`);
+  }
+});

@@ -1,0 +1,147 @@
+// The API description (CONTRACT §9 docs): an OpenAPI 3.1 document that lists exactly the routes
+// the app serves, each secured, with a typed success response and its errors; /docs served locally.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { FastifyInstance } from 'fastify';
+import { buildTestApp, call } from './helpers.js';
+
+const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'options', 'head', 'trace'] as const;
+
+interface Operation {
+  security?: Record<string, string[]>[];
+  responses?: Record<string, { content?: Record<string, { schema?: unknown }> }>;
+}
+
+/** Every method + path the app routes, read from printRoutes' tree (paths in OpenAPI form). */
+function registeredRoutes(app: FastifyInstance): Set<string> {
+  const out = new Set<string>();
+  const stack: string[] = [];
+  for (const line of app.printRoutes({ commonPrefix: false }).split('\n')) {
+    const m = /^([│ ]*)(?:├── |└── )(\S+)(?: \(([^)]*)\))?$/.exec(line);
+    if (m === null) continue;
+    const depth = m[1]!.length / 4;
+    stack.length = depth;
+    stack.push(m[2]!);
+    if (m[3] === undefined) continue;
+    const path = stack.join('').replace(/:([A-Za-z0-9_]+)/g, '{$1}');
+    for (const method of m[3].split(',').map((s) => s.trim().toLowerCase())) {
+      // HEAD routes are the ones Fastify adds for every GET; the document lists the GET.
+      if (method !== 'head') out.add(`${method} ${path}`);
+    }
+  }
+  return out;
+}
+
+async function spec(app: FastifyInstance) {
+  const res = await call(app, 'GET', '/api/v1/openapi.json');
+  assert.equal(res.status, 200);
+  return res.body as {
+    openapi: string;
+    paths: Record<string, Record<string, Operation>>;
+    components: {
+      securitySchemes: Record<string, { type: string; scheme: string }>;
+      schemas?: Record<string, unknown>;
+    };
+  };
+}
+
+const operations = (doc: Awaited<ReturnType<typeof spec>>) =>
+  Object.entries(doc.paths).flatMap(([path, item]) =>
+    METHODS.filter((m) => item[m] !== undefined).map((m) => ({ path, method: m, op: item[m]! })),
+  );
+
+test('the document is OpenAPI 3.1 with a bearerAuth scheme, served without a token', async (t) => {
+  const app = await buildTestApp(t);
+  const doc = await spec(app);
+  assert.match(doc.openapi, /^3\.1\./);
+  assert.deepEqual(
+    {
+      type: doc.components.securitySchemes.bearerAuth?.type,
+      scheme: doc.components.securitySchemes.bearerAuth?.scheme,
+    },
+    { type: 'http', scheme: 'bearer' },
+  );
+  assert.ok(doc.components.schemas?.Error, 'the error envelope is a shared component');
+});
+
+test('every operation under /api/v1 except login requires bearerAuth', async (t) => {
+  const app = await buildTestApp(t);
+  const doc = await spec(app);
+  const ops = operations(doc).filter((o) => o.path.startsWith('/api/v1/'));
+  assert.ok(ops.length >= 20, `only ${ops.length} operations documented`);
+  for (const { path, method, op } of ops) {
+    const bearer = (op.security ?? []).some((s) => 'bearerAuth' in s);
+    if (path === '/api/v1/auth/login') assert.ok(!bearer, 'login is public');
+    else assert.ok(bearer, `${method.toUpperCase()} ${path} has no bearerAuth security`);
+  }
+});
+
+test('every operation has a 2xx response with a schema and documents its error responses', async (t) => {
+  const app = await buildTestApp(t);
+  const doc = await spec(app);
+  const errorRef = (r: { content?: Record<string, { schema?: unknown }> }) =>
+    JSON.stringify(r.content?.['application/json']?.schema ?? {});
+  for (const { path, method, op } of operations(doc)) {
+    const name = `${method.toUpperCase()} ${path}`;
+    const codes = Object.keys(op.responses ?? {});
+    const ok = codes.filter((c) => /^2\d\d$/.test(c));
+    assert.ok(ok.length > 0, `${name}: no 2xx response`);
+    for (const c of ok) {
+      const schema = op.responses![c]!.content?.['application/json']?.schema;
+      assert.ok(schema && typeof schema === 'object', `${name} ${c}: no JSON schema`);
+    }
+    const errors = codes.filter((c) => /^[45]\d\d$/.test(c));
+    assert.ok(errors.length > 0, `${name}: no error responses`);
+    for (const c of errors) assert.ok(errorRef(op.responses![c]!) !== '{}', `${name} ${c}: no schema`);
+    if (path.startsWith('/api/v1/') && path !== '/api/v1/auth/login') {
+      for (const c of ['401', '429', '500']) assert.ok(codes.includes(c), `${name}: ${c} not documented`);
+    }
+  }
+});
+
+test('the documented operations are exactly the routes the app serves', async (t) => {
+  const app = await buildTestApp(t);
+  const doc = await spec(app);
+  const documented = new Set(operations(doc).map((o) => `${o.method} ${o.path}`));
+  const served = new Set(
+    [...registeredRoutes(app)].filter(
+      (r) => !/ \/docs(\/|$)/.test(r) && r !== 'get /api/v1/openapi.json' && r !== 'get /docs',
+    ),
+  );
+  // The parser must see the routes it is known to have, or the comparison proves nothing.
+  for (const known of [
+    'post /api/v1/auth/login',
+    'get /api/v1/staff/{id}',
+    'delete /api/v1/settings/{key}',
+    'get /healthz',
+  ]) {
+    assert.ok(served.has(known), `parser missed ${known}`);
+  }
+  assert.deepEqual([...served].filter((r) => !documented.has(r)).sort(), [], 'served but not documented');
+  assert.deepEqual([...documented].filter((r) => !served.has(r)).sort(), [], 'documented but not served');
+});
+
+test('/docs answers an HTML page that loads its script from a relative local path', async (t) => {
+  const app = await buildTestApp(t);
+  const first = await call(app, 'GET', '/docs');
+  let page = first;
+  if (first.status === 301 || first.status === 302) {
+    // The page uses a relative script path, so it must be served under /docs/.
+    assert.equal(first.headers.location, '/docs/');
+    page = await call(app, 'GET', String(first.headers.location));
+  }
+  assert.equal(page.status, 200);
+  assert.match(String(page.headers['content-type']), /^text\/html/);
+  const html = String(page.raw.body);
+  const scripts = [...html.matchAll(/<script[^>]*\bsrc="([^"]+)"/g)].map((m) => m[1]!);
+  assert.ok(scripts.length > 0, 'the page loads a script');
+  for (const src of scripts) {
+    assert.doesNotMatch(src, /^(https?:)?\/\//, `script from another origin: ${src}`);
+    const url = src.startsWith('/') ? src : `/docs/${src}`;
+    const js = await call(app, 'GET', url);
+    assert.equal(js.status, 200, url);
+    assert.match(String(js.headers['content-type']), /javascript/);
+  }
+  assert.doesNotMatch(html, /https?:\/\/[^"']*cdn/i);
+  assert.match(html, /\/api\/v1\/openapi\.json/);
+});

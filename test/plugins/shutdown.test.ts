@@ -1,0 +1,109 @@
+// The real server (CONTRACT §1): it starts on a port, creates the first admin from ADMIN_EMAIL and
+// ADMIN_PASSWORD on an empty store, answers over HTTP, and on SIGTERM exits 0 within 10 s.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:net';
+import { test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { freshDatabaseUrl, JWT_SECRET, TEST_STORE } from '../helpers.js';
+
+const ROOT = new URL('../..', import.meta.url).pathname;
+const ADMIN_PASSWORD = 'the first admin password';
+
+/** A port nothing listens on right now: let the OS pick one, then release it. */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const address = srv.address();
+      srv.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+async function waitUntilUp(base: string, exited: () => boolean, timeoutMs: number) {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    assert.ok(!exited(), 'the server exited during start-up');
+    try {
+      const res = await fetch(`${base}/healthz`);
+      if (res.status === 200) return;
+    } catch {
+      // not listening yet
+    }
+    await sleep(100);
+  }
+  throw new Error(`the server did not answer within ${timeoutMs} ms`);
+}
+
+test('the server starts, seeds the first admin, answers, and exits 0 within 10 s of SIGTERM', async (t) => {
+  const port = await freePort();
+  const env: Record<string, string> = {
+    PATH: process.env.PATH ?? '',
+    HOST: '127.0.0.1',
+    PORT: String(port),
+    DATABASE_URL: await freshDatabaseUrl(t),
+    JWT_SECRET,
+    LOG_LEVEL: 'info',
+    ADMIN_EMAIL: 'owner@hotel.test',
+    ADMIN_PASSWORD,
+  };
+  if (TEST_STORE === 'postgres') {
+    env.REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+    env.REDIS_KEY_PREFIX = `gma-test:${randomBytes(6).toString('hex')}:`;
+  }
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+    cwd: ROOT,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d) => {
+    stdout += d;
+  });
+  child.stderr.on('data', (d) => {
+    stderr += d;
+  });
+  let exit: { code: number | null; signal: NodeJS.Signals | null; at: number } | null = null;
+  const closed = new Promise<void>((resolve) =>
+    child.on('close', (code, signal) => {
+      exit = { code, signal, at: Date.now() };
+      resolve();
+    }),
+  );
+  t.after(() => {
+    if (exit === null) child.kill('SIGKILL');
+  });
+
+  const base = `http://127.0.0.1:${port}`;
+  await waitUntilUp(base, () => exit !== null, 60_000);
+
+  const login = await fetch(`${base}/api/v1/auth/login`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ email: 'owner@hotel.test', password: ADMIN_PASSWORD }),
+  });
+  assert.equal(login.status, 200, `${stdout}\n${stderr}`);
+  const session = (await login.json()) as { data: { token: string; user: { role: string } } };
+  assert.equal(session.data.user.role, 'admin');
+  const me = await fetch(`${base}/api/v1/auth/me`, { headers: { authorization: `Bearer ${session.data.token}` } });
+  assert.equal(me.status, 200);
+  assert.ok(me.headers.get('x-request-id'));
+
+  const sentAt = Date.now();
+  assert.ok(child.kill('SIGTERM'));
+  await Promise.race([closed, sleep(15_000, undefined, { ref: false })]);
+  const done = exit as { code: number | null; signal: NodeJS.Signals | null; at: number } | null;
+  assert.ok(done !== null, 'the server did not exit within 15 s of SIGTERM');
+  assert.equal(done.signal, null, `killed by ${done.signal}`);
+  assert.equal(done.code, 0, stderr);
+  assert.ok(done.at - sentAt < 10_000, `exit took ${done.at - sentAt} ms`);
+  assert.match(stdout, /shutting down/);
+  assert.equal(stderr.trim(), '');
+  // The password was never logged.
+  assert.doesNotMatch(stdout, new RegExp(ADMIN_PASSWORD));
+  await assert.rejects(fetch(`${base}/healthz`), 'nothing listens any more');
+});
