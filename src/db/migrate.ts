@@ -1,5 +1,5 @@
 // Owns applying migrations: one ordered list, run at start and by the CLI, on either store.
-import { type Migration, type MigrationProvider, Migrator } from 'kysely';
+import { type Migration, type MigrationProvider, Migrator, sql } from 'kysely';
 import { initial } from './migrations/001-initial.js';
 import { columnTypes, type MigrationDef } from './migrations/helpers.js';
 import type { Store } from './store.js';
@@ -21,7 +21,20 @@ export async function migrate(store: Store): Promise<string[]> {
     migrationTableName: 'schema_migrations',
     migrationLockTableName: 'schema_migrations_lock',
   });
-  const { error, results } = await migrator.migrateToLatest();
+  // Kysely has no cross-process migration lock on SQLite: processes opening one fresh file at
+  // once would race on CREATE TABLE. A write transaction taken first makes them queue (busy_timeout);
+  // the later ones then find every migration applied. PostgreSQL uses Kysely's own lock.
+  const exclusive = store.dialect === 'sqlite';
+  if (exclusive) await sql`begin immediate`.execute(store.db);
+  let outcome: Awaited<ReturnType<Migrator['migrateToLatest']>>;
+  try {
+    outcome = await migrator.migrateToLatest();
+  } catch (err) {
+    if (exclusive) await sql`rollback`.execute(store.db);
+    throw err;
+  }
+  const { error, results } = outcome;
+  if (exclusive) await sql.raw(error ? 'rollback' : 'commit').execute(store.db);
   if (error) throw error instanceof Error ? error : new Error(String(error));
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
 }
