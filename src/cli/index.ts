@@ -19,6 +19,20 @@ function fail(message: string): never {
   process.exit(1);
 }
 
+function parseAdminArgs(args: string[]) {
+  const { values } = parseArgs({
+    args,
+    options: { email: { type: 'string' }, name: { type: 'string' }, password: { type: 'string' } },
+  });
+  const { email, name, password } = values;
+  if (!email || !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email)) fail('--email: an e-mail address is required');
+  if (!name) fail('--name: a name is required');
+  if (!password || [...password].length < MIN_PASSWORD_LENGTH) {
+    fail(`--password: at least ${MIN_PASSWORD_LENGTH} characters are required`);
+  }
+  return { email, name, password };
+}
+
 async function main(argv: string[]) {
   const [command, ...rest] = argv;
   if (command === undefined || command === 'help' || command === '--help') {
@@ -34,6 +48,10 @@ async function main(argv: string[]) {
       throw err;
     }
   }
+  // Arguments are checked before the store is opened: a typo must not create or migrate a store.
+  let admin: { email: string; name: string; password: string } | undefined;
+  if (command === 'admin:create') admin = parseAdminArgs(rest);
+  else if (command !== 'migrate' && command !== 'seed') fail(`Unknown command "${command}".\n\n${USAGE}`);
   let config: ReturnType<typeof loadConfig>;
   try {
     config = loadConfig();
@@ -52,33 +70,22 @@ async function main(argv: string[]) {
       process.stdout.write(applied.length ? `Applied: ${applied.join(', ')}\n` : 'Already up to date.\n');
       return;
     }
-    if (command === 'admin:create') {
-      const { values } = parseArgs({
-        args: rest,
-        options: { email: { type: 'string' }, name: { type: 'string' }, password: { type: 'string' } },
-      });
-      const { email, name, password } = values;
-      if (!email || !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email)) fail('--email: an e-mail address is required');
-      if (!name) fail('--name: a name is required');
-      if (!password || [...password].length < MIN_PASSWORD_LENGTH) {
-        fail(`--password: at least ${MIN_PASSWORD_LENGTH} characters are required`);
-      }
+    if (admin !== undefined) {
+      const { email, name, password } = admin;
       try {
-        const admin = await insertStaff(store.db, {
+        const created = await insertStaff(store.db, {
           name,
           email,
           role: 'admin',
           department: null,
           passwordHash: await hashPassword(password),
         });
-        process.stdout.write(`Created admin ${admin.id} <${admin.email}>\n`);
+        process.stdout.write(`Created admin ${created.id} <${created.email}>\n`);
       } catch (err) {
         if (isUniqueViolation(err)) fail(`--email: a staff member with ${email} already exists`);
         throw err;
       }
-      return;
     }
-    fail(`Unknown command "${command}".\n\n${USAGE}`);
   } finally {
     await store.close();
   }
