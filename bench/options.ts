@@ -1,0 +1,116 @@
+// Owns the benchmark's command line: quick or full, which stores, load settings, and the data
+// sizes to seed (guests, messages and tasks in the proportions of the seed command's defaults).
+import { parseArgs } from 'node:util';
+
+export type StoreKind = 'sqlite' | 'postgres';
+
+export interface DataSize {
+  label: string;
+  guests: number;
+  conversations: number;
+  messages: number;
+  tasks: number;
+  knowledge: number;
+}
+
+export interface BenchOptions {
+  full: boolean;
+  stores: StoreKind[];
+  sizes: DataSize[];
+  connections: number;
+  durationS: number;
+  warmupS: number;
+  /** On a shared machine: wait up to this many seconds for idle CPUs before each scenario. */
+  quietS: number;
+  /** Only the conversation list, with the server under --cpu-prof; prints the profile's top costs. */
+  profile: boolean;
+  pgBaseUrl: string;
+  redisUrl: string;
+}
+
+export const USAGE = `Usage: npm run bench -- [options]
+
+  (no option)        quick: SQLite, 10k conversations, 10 s per scenario after a 2 s warm-up
+  --full             10k and 1M conversations (seeding 1M takes minutes per store)
+  --sizes LIST       conversations to seed, e.g. 10k,100k,1M (overrides --full's sizes)
+  --pg               also PostgreSQL + Redis (a fresh database, dropped afterwards)
+  --pg-only          PostgreSQL + Redis only
+  --duration S       seconds measured per scenario (default 10)
+  --warmup S         seconds of warm-up per scenario (default 2)
+  --connections N    concurrent connections (default 50)
+  --wait-quiet S     before each scenario, wait up to S s for the CPUs to be idle (a shared machine)
+  --profile          profile the conversation list: server under --cpu-prof, top costs printed
+  --pg-url URL       PostgreSQL server to create the database on (default postgres://postgres@127.0.0.1:5432)
+  --redis-url URL    Redis for the PostgreSQL runs (default redis://127.0.0.1:6379)
+`;
+
+/** The seed command's defaults are 200 guests, 500 conversations, 2,000 messages, 300 tasks. */
+export function sizeFor(conversations: number): DataSize {
+  const label = conversations >= 1_000_000 ? `${conversations / 1_000_000}M` : `${conversations / 1000}k`;
+  return {
+    label,
+    guests: Math.round(conversations * 0.4),
+    conversations,
+    messages: conversations * 4,
+    tasks: Math.round(conversations * 0.6),
+    // A hotel's knowledge base does not grow with its conversations.
+    knowledge: 40,
+  };
+}
+
+function parseSizes(raw: string): DataSize[] {
+  return raw.split(',').map((part) => {
+    const m = /^(\d+)(k|m)?$/i.exec(part.trim());
+    const n = m ? Number(m[1]) * (m[2] === undefined ? 1 : m[2].toLowerCase() === 'k' ? 1000 : 1_000_000) : 0;
+    if (n < 1000) throw new Error(`--sizes: "${part}" is not a count of at least 1k, like 10k or 1M`);
+    return sizeFor(n);
+  });
+}
+
+function positive(name: string, raw: string | undefined, def: number): number {
+  if (raw === undefined) return def;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`--${name}: a whole number of at least 1 is required`);
+  return n;
+}
+
+export function parseOptions(argv: string[]): BenchOptions | 'help' {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      full: { type: 'boolean', default: false },
+      sizes: { type: 'string' },
+      pg: { type: 'boolean', default: false },
+      'pg-only': { type: 'boolean', default: false },
+      duration: { type: 'string' },
+      warmup: { type: 'string' },
+      connections: { type: 'string' },
+      'wait-quiet': { type: 'string' },
+      profile: { type: 'boolean', default: false },
+      'pg-url': { type: 'string' },
+      'redis-url': { type: 'string' },
+      help: { type: 'boolean', default: false },
+    },
+    strict: true,
+  });
+  if (values.help) return 'help';
+  const stores: StoreKind[] = values['pg-only'] ? ['postgres'] : values.pg ? ['sqlite', 'postgres'] : ['sqlite'];
+  const full = values.full ?? false;
+  return {
+    full,
+    stores,
+    sizes:
+      values.sizes !== undefined
+        ? parseSizes(values.sizes)
+        : full
+          ? [sizeFor(10_000), sizeFor(1_000_000)]
+          : [sizeFor(10_000)],
+    connections: positive('connections', values.connections, 50),
+    durationS: positive('duration', values.duration, 10),
+    warmupS: values.warmup === '0' ? 0 : positive('warmup', values.warmup, 2),
+    quietS: values['wait-quiet'] === undefined ? 0 : positive('wait-quiet', values['wait-quiet'], 0),
+    profile: values.profile ?? false,
+    pgBaseUrl: (values['pg-url'] ?? 'postgres://postgres@127.0.0.1:5432').replace(/\/+$/, ''),
+    redisUrl: values['redis-url'] ?? 'redis://127.0.0.1:6379',
+  };
+}

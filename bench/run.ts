@@ -1,0 +1,217 @@
+// Owns the benchmark run end to end (`npm run bench`): the ceiling, then per data size and store:
+// seed, start the real server, find ids, load each scenario, report, judge the targets, clean up.
+import { copyFile, mkdir, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { discover, login, probe } from './client.js';
+import { machine } from './machine.js';
+import { type BenchOptions, type DataSize, parseOptions, type StoreKind, USAGE } from './options.js';
+import { cleanupAll, installSignalHandlers, isInterrupted, onCleanup } from './proc.js';
+import { formatProfile, summariseProfile } from './profile.js';
+import { formatMachine, formatRun, formatTable, formatVerdicts, type RunReport, writeResults } from './report.js';
+import { highWaterMiB, rssNowMiB } from './sampler.js';
+import { apiScenarios, ceilingScenario, runScenario, type ScenarioResult } from './scenarios.js';
+import { startApiServer, startCeilingServer } from './servers.js';
+import { formatSqlCosts, sqlCosts } from './sql-costs.js';
+import { type BenchStore, createStore, seedStore } from './stores.js';
+import { judge, type StoreRun } from './targets.js';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const RESULTS = join(ROOT, 'bench', 'results');
+const say = (text: string) => process.stdout.write(`${text}\n`);
+
+async function pgQuery(url: string, text: string): Promise<string> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000 });
+  await client.connect();
+  try {
+    const r = await client.query<Record<string, string>>(text);
+    return Object.values(r.rows[0] ?? {})[0] ?? '';
+  } finally {
+    await client.end();
+  }
+}
+
+async function durability(store: BenchStore): Promise<string> {
+  if (store.kind === 'sqlite') return 'SQLite WAL, synchronous=FULL';
+  const commit = await pgQuery(store.databaseUrl, 'show synchronous_commit');
+  const fsync = await pgQuery(store.databaseUrl, 'show fsync');
+  return `PostgreSQL synchronous_commit=${commit}, fsync=${fsync}`;
+}
+
+/** Echoes the seed command's progress bar now and then, so a long seed is visibly alive. */
+function watchSeed(logPath: string): () => void {
+  const started = Date.now();
+  const timer = setInterval(async () => {
+    const text = await readFile(logPath, 'utf8').catch(() => '');
+    const last =
+      text
+        .split(/[\r\n]+/)
+        .filter((l) => l.trim() !== '')
+        .at(-1) ?? '';
+    say(`    … ${Math.round((Date.now() - started) / 1000)} s  ${last.trim()}`);
+  }, 30_000);
+  return () => clearInterval(timer);
+}
+
+async function benchStore(
+  kind: StoreKind,
+  size: DataSize,
+  o: BenchOptions,
+  tmp: string,
+  ceiling: ScenarioResult,
+): Promise<{ run: StoreRun; profileDir: string | null; window: ScenarioResult['window'] | null }> {
+  const store = await createStore(kind, o, tmp);
+  const seedLog = join(tmp, `seed-${kind}-${size.label}.log`);
+  say(`\n[${kind} ${size.label}] seeding ${size.conversations.toLocaleString('en-US')} conversations…`);
+  const unwatch = watchSeed(seedLog);
+  const seed = await seedStore(store, size, ROOT, seedLog).finally(unwatch);
+  const settleStart = performance.now();
+  await store.settle();
+  const settleS = (performance.now() - settleStart) / 1000;
+  const settled = kind === 'postgres' ? ` (then vacuum analyze, ${settleS.toFixed(1)} s)` : '';
+  say(`[${kind} ${size.label}] seeded in ${seed.seconds.toFixed(1)} s${settled}; starting the API server`);
+  const durable = await durability(store);
+
+  const profileDir = o.profile ? join(tmp, `profile-${kind}-${size.label}`) : null;
+  const nodeFlags = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
+  const server = await startApiServer(store, { cwd: ROOT, logDir: tmp, nodeFlags });
+  const token = await login(server.baseUrl, seed.adminEmail, seed.adminPassword);
+  const targets = await discover(server.baseUrl, token);
+  const idleRss = await rssNowMiB(server.proc.pid);
+  let scenarios = apiScenarios(token, targets);
+  if (o.profile) scenarios = scenarios.filter((s) => s.id === 'conversations.list');
+
+  const results: ScenarioResult[] = [];
+  for (const s of scenarios) {
+    if (isInterrupted()) break;
+    for (const p of s.probes) await probe(server.baseUrl, token, p);
+    process.stdout.write(`  ${s.label} … `);
+    const r = await runScenario(server.baseUrl, s, o, server.proc.pid, store.pgDatabase);
+    results.push(r);
+    const backlog = r.settledS >= 1 ? ` (waited ${r.settledS.toFixed(0)} s for the previous backlog first)` : '';
+    say(`${Math.round(r.reqPerSec)} req/s, p50 ${r.p50} ms, p99 ${r.p99} ms, errors ${r.errors}${backlog}`);
+  }
+  const hwm = await highWaterMiB(server.proc.pid);
+  const exit = await server.stop();
+  if (exit !== 0) say(`  (the API server exited with ${exit}; last log lines:\n${server.proc.logTail(10)})`);
+  // A diagnostic: if the query code it borrows has moved on, the measured figures still stand.
+  const costs =
+    kind === 'sqlite'
+      ? await sqlCosts(
+          store.databaseUrl.slice('sqlite:'.length),
+          targets.conversationIds[0]!,
+          targets.guestSearch,
+        ).catch((err: unknown) => {
+          say(`  (SQL timings skipped: ${err instanceof Error ? err.message : String(err)})`);
+          return undefined;
+        })
+      : undefined;
+  await store.drop();
+  const run: StoreRun = {
+    store: kind,
+    size,
+    seedSeconds: seed.seconds,
+    vacuumSeconds: kind === 'postgres' ? settleS : null,
+    durability: durable,
+    scenarios: results,
+    peakRssMiB: Math.max(0, ...results.map((r) => r.peakRssMiB)),
+    idleRssMiB: idleRss,
+    rssHighWaterMiB: hwm,
+    sqlCosts: costs,
+  };
+  say(formatRun(run, ceiling));
+  if (costs) say(formatSqlCosts(costs));
+  return { run, profileDir, window: results[0]?.window ?? null };
+}
+
+async function measureCeiling(o: BenchOptions, tmp: string): Promise<ScenarioResult> {
+  say('Ceiling: bare Fastify GET / …');
+  const server = await startCeilingServer({ cwd: ROOT, logDir: tmp });
+  const r = await runScenario(server.baseUrl, ceilingScenario(), o, server.proc.pid);
+  await server.stop();
+  say(formatTable([r], r.reqPerSec));
+  return r;
+}
+
+async function reportProfile(
+  profileDir: string,
+  stamp: string,
+  window: ScenarioResult['window'] | null,
+): Promise<void> {
+  const files = (await readdir(profileDir)).filter((f) => f.endsWith('.cpuprofile'));
+  if (files.length === 0) {
+    say('No CPU profile was written (the server did not exit cleanly).');
+    return;
+  }
+  await mkdir(RESULTS, { recursive: true });
+  const kept = join(RESULTS, `${stamp}-conversations-list.cpuprofile`);
+  await copyFile(join(profileDir, files[0]!), kept);
+  // Only the measured load: start-up (module loading, tsx) and the warm-up would blur the request path.
+  say(formatProfile(await summariseProfile(kept, window ?? undefined)));
+}
+
+async function main(): Promise<void> {
+  const parsed = parseOptions(process.argv.slice(2));
+  if (parsed === 'help') {
+    process.stdout.write(USAGE);
+    return;
+  }
+  const o = parsed;
+  installSignalHandlers();
+  const startedAt = new Date().toISOString();
+  const tmp = await mkdtemp(join(tmpdir(), 'guest-api-bench-'));
+  let ok = false;
+  onCleanup(`remove ${tmp}`, async () => {
+    // Logs are kept when the run failed, for the error's context; the stores are gone either way.
+    if (ok) await rm(tmp, { recursive: true, force: true });
+    else say(`Logs kept in ${tmp}`);
+  });
+
+  const m = await machine(tmp);
+  if (o.stores.includes('postgres')) {
+    m.postgres = `PostgreSQL ${await pgQuery(`${o.pgBaseUrl}/postgres`, 'show server_version')}`;
+  }
+  say(formatMachine(m, o));
+
+  const ceiling = await measureCeiling(o, tmp);
+  const runs: StoreRun[] = [];
+  const stores = o.profile ? o.stores.slice(0, 1) : o.stores;
+  const sizes = o.profile ? o.sizes.slice(0, 1) : o.sizes;
+  for (const size of sizes) {
+    for (const kind of stores) {
+      if (isInterrupted()) return;
+      const { run, profileDir, window } = await benchStore(kind, size, o, tmp, ceiling);
+      runs.push(run);
+      if (profileDir) await reportProfile(profileDir, startedAt.replace(/[:.]/g, '-'), window);
+    }
+  }
+
+  const verdicts = o.profile ? [] : judge(runs, ceiling, o.connections);
+  say(formatVerdicts(verdicts));
+  const { pgBaseUrl: _pg, redisUrl: _redis, ...options } = o;
+  const report: RunReport = {
+    startedAt,
+    finishedAt: new Date().toISOString(),
+    machine: m,
+    options,
+    ceiling,
+    runs,
+    verdicts,
+  };
+  const file = await writeResults(RESULTS, report);
+  say(`\nResults: ${file}`);
+  ok = true;
+}
+
+main()
+  .catch((err: unknown) => {
+    // After Ctrl-C the servers are gone on purpose; the failures that follow are not news.
+    if (isInterrupted()) return;
+    process.stderr.write(`\nBenchmark failed: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exitCode = 1;
+  })
+  .finally(async () => {
+    await cleanupAll();
+  });

@@ -1,0 +1,212 @@
+// Owns what is sent under load: the scenarios (the issue's target endpoints, two diagnostics that
+// split the request path, the 80/20 mix) and running one with autocannon after a warm-up.
+import autocannon, { type AutocannonRequest, type AutocannonResult } from 'autocannon';
+import { type Probe, settle, type Targets } from './client.js';
+import { monotonicUs } from './profile.js';
+import { startSampler, waitForQuiet } from './sampler.js';
+
+const API = '/api/v1';
+const POST_BODY = JSON.stringify({ content: 'Benchmark: your room is ready, enjoy your stay.' });
+
+export type ScenarioKind = 'ceiling' | 'target' | 'diagnostic';
+
+export interface Scenario {
+  id: string;
+  label: string;
+  kind: ScenarioKind;
+  requests: AutocannonRequest[];
+  /** Checked once before the load so a scenario never measures error answers. */
+  probes: Probe[];
+}
+
+export interface ScenarioResult {
+  id: string;
+  label: string;
+  kind: ScenarioKind;
+  durationS: number;
+  requests: number;
+  reqPerSec: number;
+  p50: number;
+  p90: number;
+  p99: number;
+  max: number;
+  mean: number;
+  /** Non-2xx answers plus socket errors and timeouts. */
+  errors: number;
+  non2xx: number;
+  socketErrors: number;
+  statusCodes: Record<string, number>;
+  peakRssMiB: number;
+  serverCores: number | null;
+  loadCores: number;
+  storeCores: number | null;
+  otherCores: number | null;
+  machineBusy: number | null;
+  loadAverage: number;
+  /** Server CPU per answered request, in µs: robust to how much CPU the machine had to spare. */
+  serverUsPerRequest: number | null;
+  /** Seconds the server needed, before this scenario, to work off the previous one's backlog. */
+  settledS: number;
+  /** The measured phase on the monotonic clock (µs), to cut a CPU profile down to it. */
+  window: { fromUs: number; toUs: number };
+}
+
+export interface LoadSettings {
+  connections: number;
+  durationS: number;
+  warmupS: number;
+  /** Longest wait for an idle machine before the scenario (0: do not wait). */
+  quietS: number;
+}
+
+/** Cycles through the ids so reads and writes spread over many conversations, as real traffic does. */
+function roundRobin(ids: string[], make: (id: string) => string): AutocannonRequest['setupRequest'] {
+  let i = 0;
+  return (req) => ({ ...req, path: make(ids[i++ % ids.length]!) });
+}
+
+export function ceilingScenario(): Scenario {
+  return {
+    id: 'ceiling',
+    label: 'bare Fastify GET /',
+    kind: 'ceiling',
+    requests: [{ method: 'GET', path: '/' }],
+    probes: [],
+  };
+}
+
+export function apiScenarios(token: string, t: Targets): Scenario[] {
+  const auth = { authorization: `Bearer ${token}` };
+  const json = { ...auth, 'content-type': 'application/json' };
+  const listPath = `${API}/conversations?status=open&limit=20`;
+  const searchPath = `${API}/guests?search=${encodeURIComponent(t.guestSearch)}`;
+  const messagesOf = (id: string) => `${API}/conversations/${id}/messages`;
+  const first = messagesOf(t.conversationIds[0]!);
+
+  const list: AutocannonRequest = { method: 'GET', path: listPath, headers: auth };
+  const search: AutocannonRequest = { method: 'GET', path: searchPath, headers: auth };
+  const readMessages = (): AutocannonRequest => ({
+    method: 'GET',
+    path: first,
+    headers: auth,
+    setupRequest: roundRobin(t.conversationIds, messagesOf),
+  });
+  const post = (): AutocannonRequest => ({
+    method: 'POST',
+    path: first,
+    headers: json,
+    body: POST_BODY,
+    setupRequest: roundRobin(t.conversationIds, messagesOf),
+  });
+
+  const probeList = (path: string): Probe => ({ method: 'GET', path, list: true });
+  const probePost: Probe = { method: 'POST', path: first, body: POST_BODY, list: false };
+  return [
+    {
+      id: 'healthz',
+      label: 'GET /healthz (no auth, no store)',
+      kind: 'diagnostic',
+      requests: [{ method: 'GET', path: '/healthz' }],
+      probes: [],
+    },
+    {
+      id: 'auth.me',
+      label: 'GET /auth/me (auth only)',
+      kind: 'diagnostic',
+      requests: [{ method: 'GET', path: `${API}/auth/me`, headers: auth }],
+      probes: [{ method: 'GET', path: `${API}/auth/me`, list: false }],
+    },
+    {
+      id: 'conversations.list',
+      label: 'GET /conversations?status=open&limit=20',
+      kind: 'target',
+      requests: [list],
+      probes: [probeList(listPath)],
+    },
+    {
+      id: 'guests.search',
+      label: `GET /guests?search=${t.guestSearch}`,
+      kind: 'target',
+      requests: [search],
+      probes: [probeList(searchPath)],
+    },
+    {
+      id: 'messages.list',
+      label: 'GET /conversations/:id/messages',
+      kind: 'target',
+      requests: [readMessages()],
+      probes: [probeList(first)],
+    },
+    // Writes come last so every read above saw the seeded data as it was.
+    {
+      id: 'messages.post',
+      label: 'POST /conversations/:id/messages',
+      kind: 'target',
+      requests: [post()],
+      probes: [probePost],
+    },
+    {
+      // Each connection cycles through these five: four reads, one write.
+      id: 'mix.80-20',
+      label: 'mix 80% reads / 20% POST messages',
+      kind: 'target',
+      // Copies: autocannon caches the built request on the object, so scenarios do not share them.
+      requests: [{ ...list }, readMessages(), { ...search }, { ...list }, post()],
+      probes: [],
+    },
+  ];
+}
+
+async function fire(url: string, s: Scenario, load: LoadSettings, durationS: number): Promise<AutocannonResult> {
+  return await autocannon({
+    url,
+    connections: load.connections,
+    duration: durationS,
+    pipelining: 1,
+    timeout: 10,
+    requests: s.requests,
+    title: s.id,
+  });
+}
+
+export async function runScenario(
+  baseUrl: string,
+  s: Scenario,
+  load: LoadSettings,
+  serverPid: number,
+  storeDatabase: string | null = null,
+): Promise<ScenarioResult> {
+  const settledS = s.kind === 'ceiling' ? 0 : await settle(baseUrl);
+  if (load.quietS > 0) await waitForQuiet(load.quietS);
+  if (load.warmupS > 0) await fire(baseUrl, s, load, load.warmupS);
+  const sampler = startSampler(serverPid, storeDatabase);
+  const fromUs = monotonicUs();
+  const r = await fire(baseUrl, s, load, load.durationS);
+  const toUs = monotonicUs();
+  const sample = await sampler.stop();
+  const statusCodes: Record<string, number> = {};
+  for (const [code, v] of Object.entries(r.statusCodeStats)) statusCodes[code] = v.count;
+  const requests = r['1xx'] + r['2xx'] + r['3xx'] + r['4xx'] + r['5xx'];
+  return {
+    id: s.id,
+    label: s.label,
+    kind: s.kind,
+    durationS: r.duration,
+    requests,
+    reqPerSec: requests / r.duration,
+    p50: r.latency.p50,
+    p90: r.latency.p90,
+    p99: r.latency.p99,
+    max: r.latency.max,
+    mean: r.latency.mean,
+    errors: r.non2xx + r.errors,
+    non2xx: r.non2xx,
+    socketErrors: r.errors,
+    statusCodes,
+    ...sample,
+    serverUsPerRequest:
+      sample.serverCores === null || requests === 0 ? null : (sample.serverCores * 1e6) / (requests / r.duration),
+    settledS,
+    window: { fromUs, toUs },
+  };
+}

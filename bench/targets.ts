@@ -1,0 +1,111 @@
+// Owns the issue's performance targets and judging a run against each one it can judge
+// (the 1M-versus-10k latency target needs --full; the others are judged per store and size).
+import type { DataSize, StoreKind } from './options.js';
+import type { ScenarioResult } from './scenarios.js';
+import type { StatementCost } from './sql-costs.js';
+
+export interface StoreRun {
+  store: StoreKind;
+  size: DataSize;
+  seedSeconds: number;
+  /** PostgreSQL: the VACUUM ANALYZE after seeding (statistics and visibility map, as in service). */
+  vacuumSeconds: number | null;
+  /** The durability settings the write figures were taken under. */
+  durability: string;
+  scenarios: ScenarioResult[];
+  peakRssMiB: number;
+  /** The server's resident memory after start-up and log-in, before any load. */
+  idleRssMiB: number | null;
+  /** The kernel's resident-memory high-water mark for the whole server process life. */
+  rssHighWaterMiB: number | null;
+  /** SQLite runs: each statement of the read paths timed alone on the seeded file. */
+  sqlCosts?: StatementCost[];
+}
+
+export interface Verdict {
+  target: string;
+  scope: string;
+  measured: string;
+  pass: boolean;
+}
+
+export const TARGETS = {
+  listRatio: 0.2,
+  p99Ms: 10,
+  p50Growth: 2,
+  postPerSec: 3000,
+  rssMiB: 200,
+} as const;
+
+const find = (run: StoreRun, id: string) => run.scenarios.find((s) => s.id === id);
+const scopeOf = (run: StoreRun) => `${run.store} ${run.size.label}`;
+
+export function judge(runs: StoreRun[], ceiling: ScenarioResult, connections: number): Verdict[] {
+  const ceilingReqPerSec = ceiling.reqPerSec;
+  const out: Verdict[] = [];
+  for (const run of runs) {
+    const scope = scopeOf(run);
+    const list = find(run, 'conversations.list');
+    if (list && ceilingReqPerSec > 0) {
+      const ratio = list.reqPerSec / ceilingReqPerSec;
+      // The same ratio from server CPU per request: what it would be with a core to spare for each
+      // server, which a shared or small machine (load generator on the same CPUs) does not give.
+      const cpu =
+        ceiling.serverUsPerRequest !== null && list.serverUsPerRequest !== null
+          ? `; by server CPU per request ${(ceiling.serverUsPerRequest / list.serverUsPerRequest).toFixed(3)} ×`
+          : '';
+      out.push({
+        target: `conversation list ≥ ${TARGETS.listRatio} × bare Fastify req/s`,
+        scope,
+        measured: `${ratio.toFixed(3)} × (${Math.round(list.reqPerSec)} / ${Math.round(ceilingReqPerSec)} req/s)${cpu}`,
+        pass: ratio >= TARGETS.listRatio,
+      });
+    }
+    const judged = run.scenarios.filter((s) => s.kind === 'target');
+    if (judged.length > 0) {
+      const worst = judged.reduce((a, b) => (b.p99 > a.p99 ? b : a));
+      // A scenario that got no answer at all (every request timed out) has no p99 to show, and fails.
+      const over = judged.filter((s) => s.p99 > TARGETS.p99Ms || s.requests === 0).map((s) => s.id);
+      out.push({
+        target: `p99 ≤ ${TARGETS.p99Ms} ms at ${connections} connections, every API scenario`,
+        scope,
+        measured: `worst ${worst.p99} ms (${worst.id})${over.length > 0 ? `; over: ${over.join(', ')}` : ''}`,
+        pass: over.length === 0,
+      });
+    }
+    const post = find(run, 'messages.post');
+    if (post) {
+      out.push({
+        target: `durable POST messages ≥ ${TARGETS.postPerSec}/s (${run.durability})`,
+        scope,
+        measured: `${Math.round(post.reqPerSec)}/s`,
+        pass: post.reqPerSec >= TARGETS.postPerSec && post.errors === 0,
+      });
+    }
+    out.push({
+      target: `server RSS ≤ ${TARGETS.rssMiB} MiB under load`,
+      scope,
+      measured: `peak ${run.peakRssMiB.toFixed(0)} MiB (sampled every 250 ms)`,
+      pass: run.peakRssMiB <= TARGETS.rssMiB,
+    });
+  }
+  // p50 growth from 10k to 1M conversations, per store: needs both sizes in this run.
+  for (const store of new Set(runs.map((r) => r.store))) {
+    const bySize = runs.filter((r) => r.store === store).sort((a, b) => a.size.conversations - b.size.conversations);
+    const small = bySize[0];
+    const large = bySize.at(-1);
+    if (small === undefined || large === undefined || small === large) continue;
+    const a = find(small, 'conversations.list');
+    const b = find(large, 'conversations.list');
+    if (!a || !b) continue;
+    // autocannon records whole milliseconds; a 0 ms p50 is read as 1 ms so the ratio stays finite.
+    const growth = Math.max(b.p50, 1) / Math.max(a.p50, 1);
+    out.push({
+      target: `conversation list p50 at ${large.size.label} ≤ ${TARGETS.p50Growth} × p50 at ${small.size.label}`,
+      scope: store,
+      measured: `${b.p50} ms vs ${a.p50} ms = ${growth.toFixed(2)} ×`,
+      pass: growth <= TARGETS.p50Growth,
+    });
+  }
+  return out;
+}
