@@ -70,6 +70,8 @@ export interface GuestFilter {
 
 export async function listGuests(db: DbOrTx, f: GuestFilter, page: number, limit: number) {
   let q = db.selectFrom('guests');
+  // Builders are immutable: q is still this object only if no filter below applied.
+  const unfiltered = q;
   if (f.search !== undefined && f.search !== '') {
     q = q.where(sql<boolean>`search_text like ${likeContains(f.search)} escape '\\'`);
   }
@@ -105,7 +107,11 @@ export async function listGuests(db: DbOrTx, f: GuestFilter, page: number, limit
       .limit(limit)
       .offset((page - 1) * limit)
       .execute(),
-    q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
+    // Unfiltered, the total is guest_counts' single row (kept by triggers, migration 002) rather
+    // than a count over every guest; a search, tag or assignee still counts the matching rows.
+    q === unfiltered
+      ? db.selectFrom('guest_counts').select('n').where('id', '=', 1).executeTakeFirstOrThrow()
+      : q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
   ]);
   return { items: rows.map(toGuest), total: Number(count.n) };
 }

@@ -69,8 +69,22 @@ export async function listTasks(db: DbOrTx, f: ListFilter, page: number, limit: 
     .limit(limit)
     .offset((page - 1) * limit)
     .execute();
-  const count = await q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+  const count = await countTasks(db, f);
   return { items: rows.map(toTask), total: Number(count.n) };
+}
+
+/**
+ * The number of tasks `f` matches, summed from task_counts (kept exact by triggers, migration
+ * 002) instead of counted over the tasks: the same filters, mapped onto the count keys.
+ */
+function countTasks(db: DbOrTx, f: ListFilter) {
+  let q = db.selectFrom('task_counts').select((eb) => eb.fn.coalesce(eb.fn.sum<number>('n'), eb.lit(0)).as('n'));
+  if (f.status !== undefined) q = q.where('status', '=', f.status);
+  if (f.priority !== undefined) q = q.where('priority', '=', f.priority);
+  if (f.department !== undefined) q = q.where('department', '=', f.department);
+  if (f.assignee !== undefined) q = q.where('assignee_key', '=', f.assignee === 'unassigned' ? '' : f.assignee);
+  if (f.owner !== undefined) q = q.where('assignee_key', '=', f.owner);
+  return q.executeTakeFirstOrThrow();
 }
 
 export interface References {
