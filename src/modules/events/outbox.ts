@@ -1,0 +1,139 @@
+// Owns the transactional outbox: a write path runs in `withEvents`, adds the events of its change,
+// and they are written in the same transaction as the change, with one pending delivery for every
+// active webhook subscribed to them. After the commit, listeners (stream pollers, dispatcher,
+// Redis fan-out) are told that new events exist.
+import { type Kysely, PostgresAdapter, sql, type Transaction } from 'kysely';
+import { toBool, toIso, toJson } from '../../db/store.js';
+import type { Database, Db, DbOrTx } from '../../db/types.js';
+import { newId } from '../../lib/ids.js';
+import { insertDelivery } from '../webhooks/deliveries-repository.js';
+import type { Actor, Changes, EventType } from './schemas.js';
+
+export interface NewEvent {
+  type: EventType;
+  actor: Actor;
+  /** The record after the change, in its API shape. */
+  data: unknown;
+  /** For updates only. */
+  changes?: Changes;
+  conversationId?: string | null;
+  taskId?: string | null;
+  /** Assignee of the conversation or task after the change: the staff member who may read it. */
+  assignee?: string | null;
+  /** Deliver to this webhook only, as this delivery id (webhook.test), instead of the fan-out. */
+  only?: { webhookId: string; deliveryId: string };
+}
+
+export interface Outbox {
+  add(event: NewEvent): void;
+}
+
+// Arbitrary, fixed: the advisory lock that orders event commits on PostgreSQL (see writeEvents).
+const EVENTS_LOCK = 727_465_001;
+
+const listeners = new WeakMap<Kysely<Database>, Set<() => void>>();
+
+/** Calls `fn` after each commit on `db` that wrote events; returns the unsubscribe function. */
+export function onEventsCommitted(db: Db, fn: () => void): () => void {
+  const set = listeners.get(db) ?? new Set();
+  listeners.set(db, set);
+  set.add(fn);
+  return () => set.delete(fn);
+}
+
+/**
+ * Runs `work` in one transaction and writes the events it added at its end, inside the same
+ * transaction. Events are written last on purpose: on PostgreSQL the write takes the events lock,
+ * and holding it while waiting for row locks could deadlock with another writer.
+ */
+export async function withEvents<T>(
+  db: Db,
+  work: (tx: Transaction<Database>, outbox: Outbox) => Promise<T>,
+): Promise<T> {
+  let written = 0;
+  const result = await db.transaction().execute(async (tx) => {
+    const pending: NewEvent[] = [];
+    const out = await work(tx, { add: (e) => pending.push(e) });
+    written = pending.length;
+    if (pending.length > 0) await writeEvents(tx, pending);
+    return out;
+  });
+  if (written > 0) {
+    for (const fn of listeners.get(db) ?? []) fn();
+  }
+  return result;
+}
+
+/** The JSON of an event exactly as the feed, the stream and webhooks show it. */
+export function eventJson(e: {
+  id: number | string;
+  type: string;
+  occurredAt: string;
+  actorType: string;
+  actorId: string | null;
+  data: string;
+  changes: string | null;
+}): string {
+  const head = JSON.stringify({
+    id: String(e.id),
+    type: e.type,
+    occurredAt: e.occurredAt,
+    actor: { type: e.actorType, id: e.actorId },
+  });
+  // The stored JSON is spliced in rather than parsed and re-serialized: one encoding everywhere.
+  const tail = `,"data":${e.data}${e.changes === null ? '' : `,"changes":${e.changes}`}}`;
+  return head.slice(0, -1) + tail;
+}
+
+/**
+ * Inserts the events and their deliveries. On PostgreSQL ids come from a sequence at insert time,
+ * so without care a transaction could commit id 11 before another commits id 10, and a reader at
+ * cursor 11 would never see 10. The transaction-scoped advisory lock makes event-writing
+ * transactions commit in id order; SQLite has one writer at a time and needs nothing.
+ */
+async function writeEvents(tx: DbOrTx, events: NewEvent[]): Promise<void> {
+  if (tx.getExecutor().adapter instanceof PostgresAdapter) {
+    await sql`select pg_advisory_xact_lock(${sql.lit(EVENTS_LOCK)})`.execute(tx);
+  }
+  const hooks = (
+    await tx.selectFrom('webhooks').select(['id', 'events']).where('active', '=', toBool(true)).execute()
+  ).map((h) => ({ id: h.id, events: JSON.parse(h.events) as string[] }));
+  const occurredAt = new Date().toISOString();
+  for (const e of events) {
+    const data = toJson(e.data);
+    const changes = e.changes === undefined ? null : toJson(e.changes);
+    const row = await tx
+      .insertInto('events')
+      .values({
+        type: e.type,
+        occurred_at: occurredAt,
+        actor_type: e.actor.type,
+        actor_id: e.actor.id,
+        conversation_id: e.conversationId ?? null,
+        task_id: e.taskId ?? null,
+        assignee: e.assignee ?? null,
+        data,
+        changes,
+      })
+      .returning('id')
+      .executeTakeFirstOrThrow();
+    const eventId = Number(row.id);
+    const payload = eventJson({
+      id: eventId,
+      type: e.type,
+      occurredAt: toIso(occurredAt),
+      actorType: e.actor.type,
+      actorId: e.actor.id,
+      data,
+      changes,
+    });
+    const targets = e.only
+      ? [{ webhookId: e.only.webhookId, deliveryId: e.only.deliveryId }]
+      : hooks
+          .filter((h) => h.events.includes('*') || h.events.includes(e.type))
+          .map((h) => ({ webhookId: h.id, deliveryId: newId('whd') }));
+    for (const t of targets) {
+      await insertDelivery(tx, { id: t.deliveryId, webhookId: t.webhookId, eventId, eventType: e.type, payload });
+    }
+  }
+}

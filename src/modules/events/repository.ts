@@ -1,0 +1,61 @@
+// Owns reading event rows: the feed page after a cursor (with the type and staff filters), the
+// newest id, the purge of old events and finished deliveries, and the mapping to the API shape.
+import { toIso } from '../../db/store.js';
+import type { DbOrTx, EventRow } from '../../db/types.js';
+import { eventJson } from './outbox.js';
+import type { EventView } from './schemas.js';
+
+const COLUMNS = ['id', 'type', 'occurred_at', 'actor_type', 'actor_id', 'assignee', 'data', 'changes'] as const;
+export type EventListRow = Pick<EventRow, (typeof COLUMNS)[number]>;
+
+export function toEventJson(row: EventListRow): string {
+  return eventJson({
+    id: row.id,
+    type: row.type,
+    occurredAt: toIso(row.occurred_at),
+    actorType: row.actor_type,
+    actorId: row.actor_id,
+    data: row.data,
+    changes: row.changes,
+  });
+}
+
+export function toEvent(row: EventListRow): EventView {
+  return JSON.parse(toEventJson(row)) as EventView;
+}
+
+export interface EventFilter {
+  /** Events with a greater id. */
+  after: number;
+  types?: readonly string[];
+  /** A staff-role reader: only events of conversations and tasks assigned to them. */
+  assignee?: string;
+  limit: number;
+}
+
+/** Oldest first after the cursor; the (assignee, id) and (type, id) indexes serve the filters. */
+export function listEvents(db: DbOrTx, f: EventFilter): Promise<EventListRow[]> {
+  let q = db.selectFrom('events').select(COLUMNS).where('id', '>', f.after);
+  if (f.types !== undefined && f.types.length > 0) q = q.where('type', 'in', f.types);
+  if (f.assignee !== undefined) q = q.where('assignee', '=', f.assignee);
+  return q.orderBy('id', 'asc').limit(f.limit).execute();
+}
+
+export async function maxEventId(db: DbOrTx): Promise<number> {
+  const row = await db
+    .selectFrom('events')
+    .select((eb) => eb.fn.max('id').as('max'))
+    .executeTakeFirst();
+  return row?.max == null ? 0 : Number(row.max);
+}
+
+/**
+ * Deletes events that occurred before `before`, and deliveries that finished (succeeded or
+ * failed) before it; pending deliveries stay until they finish. Returns the events deleted.
+ */
+export async function purgeBefore(db: DbOrTx, before: Date): Promise<number> {
+  const at = before.toISOString();
+  const r = await db.deleteFrom('events').where('occurred_at', '<', at).executeTakeFirst();
+  await db.deleteFrom('webhook_deliveries').where('status', '!=', 'pending').where('updated_at', '<', at).execute();
+  return Number(r.numDeletedRows);
+}

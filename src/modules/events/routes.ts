@@ -1,0 +1,112 @@
+// Owns /events: the feed (oldest first after a cursor) and the live stream (Server-Sent Events).
+// Admin and manager see every event; a staff-role caller only those of conversations and tasks
+// assigned to them.
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
+import { ownerFilter } from '../../lib/access.js';
+import { fieldError } from '../../lib/errors.js';
+import { STANDARD_ERRORS } from '../../lib/schemas.js';
+import { ANY_ROLE } from '../../plugins/gate.js';
+import { listEvents, toEvent } from './repository.js';
+import { Cursor, EVENT_TYPES, FeedQuery, FeedResponse, isEventType, TypesQuery } from './schemas.js';
+import { serveStream } from './stream.js';
+
+/** `a,b,c` into known event types; an unknown one is a VALIDATION_ERROR naming it. */
+export function parseTypes(raw: string | undefined): string[] | undefined {
+  if (raw === undefined) return undefined;
+  const types = [...new Set(raw.split(',').map((s) => s.trim()))].filter((s) => s !== '');
+  const unknown = types.filter((t) => !isEventType(t));
+  if (unknown.length > 0) {
+    throw fieldError('types', `unknown event type ${unknown.join(', ')}; known: ${EVENT_TYPES.join(', ')}`);
+  }
+  return types.length > 0 ? types : undefined;
+}
+
+const StreamQuery = Type.Object(
+  {
+    after: Type.Optional(Type.String({ ...Cursor, description: 'Start after this event id (Last-Event-ID wins)' })),
+    types: Type.Optional(TypesQuery),
+  },
+  { additionalProperties: false },
+);
+const StreamHeaders = Type.Object({
+  'last-event-id': Type.Optional(
+    Type.String({ ...Cursor, description: 'Resume after this event id (sent by EventSource when it reconnects)' }),
+  ),
+});
+
+export const eventsRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const db = () => app.ctx.store.db;
+
+  app.get(
+    '/',
+    {
+      config: { access: ANY_ROLE },
+      schema: {
+        tags: ['events'],
+        summary: 'Read events oldest first after a cursor (a staff-role caller: only their conversations and tasks)',
+        description:
+          'Poll with `after` = the previous `meta.nextCursor`. Events are kept EVENT_RETENTION_DAYS days (30 by default).',
+        querystring: FeedQuery,
+        response: { 200: FeedResponse, ...STANDARD_ERRORS },
+      },
+    },
+    async (request) => {
+      const { after = '0', types, limit = 50 } = request.query;
+      const rows = await listEvents(db(), {
+        after: Number(after),
+        types: parseTypes(types),
+        assignee: ownerFilter(request.user!),
+        limit: limit + 1,
+      });
+      const page = rows.slice(0, limit);
+      return {
+        success: true as const,
+        data: page.map(toEvent),
+        meta: {
+          nextCursor: page.length > 0 ? String(page[page.length - 1]!.id) : after,
+          hasMore: rows.length > limit,
+          limit,
+        },
+      };
+    },
+  );
+
+  app.get(
+    '/stream',
+    {
+      // A HEAD would open a stream that sends nothing and never ends.
+      exposeHeadRoute: false,
+      config: { access: ANY_ROLE },
+      schema: {
+        tags: ['events'],
+        summary: 'Live events as Server-Sent Events, resumable with Last-Event-ID',
+        description:
+          'Each event is `id: <event id>` and `data: <event JSON>`; a `: heartbeat` comment comes every ' +
+          `${app.ctx.config.eventStreamHeartbeatMs / 1000} s. Same filters as GET /events. The stream ends when the ` +
+          'token expires or the server shuts down; reconnect with Last-Event-ID to continue without gaps.',
+        querystring: StreamQuery,
+        headers: StreamHeaders,
+        response: {
+          200: {
+            description: 'text/event-stream, open until the client, the token or the server ends it',
+            content: { 'text/event-stream': { schema: Type.String({ maxLength: 1_048_576 }) } },
+          },
+          ...STANDARD_ERRORS,
+        },
+      },
+    },
+    async (request, reply) => {
+      const header = request.headers['last-event-id'];
+      const from = typeof header === 'string' && header !== '' ? header : (request.query.after ?? '0');
+      await serveStream(request, reply, {
+        db: db(),
+        hub: app.eventsRuntime.hub,
+        heartbeatMs: app.ctx.config.eventStreamHeartbeatMs,
+        after: Number(from),
+        types: parseTypes(request.query.types),
+        assignee: ownerFilter(request.user!),
+      });
+    },
+  );
+};

@@ -1,0 +1,90 @@
+// Owns the moving parts of events in one instance: the stream hub, the webhook dispatcher, the
+// wake-ups after each commit (in process, and through Redis pub/sub to every other instance), the
+// retention purge, and stopping all of it when the app closes.
+import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+import { Redis } from 'ioredis';
+import { Dispatcher } from '../webhooks/dispatcher.js';
+import { EventHub } from './hub.js';
+import { onEventsCommitted } from './outbox.js';
+import { purgeBefore } from './repository.js';
+
+export interface EventsRuntime {
+  hub: EventHub;
+  dispatcher: Dispatcher;
+  /** Deletes events (and finished deliveries) older than the retention; returns events deleted. */
+  purge(): Promise<number>;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    eventsRuntime: EventsRuntime;
+  }
+}
+
+const PURGE_EVERY_MS = 3600_000;
+const DAY_MS = 86_400_000;
+
+export default fp(
+  async function eventsRuntime(app: FastifyInstance) {
+    const { config, store } = app.ctx;
+    const hub = new EventHub(store.db, config.eventPollIntervalMs, app.log);
+    const dispatcher = new Dispatcher({
+      db: store.db,
+      dialect: store.dialect,
+      log: app.log,
+      pollMs: config.eventPollIntervalMs,
+      retryBaseMs: config.webhookRetryBaseMs,
+      disableAfter: config.webhookDisableAfter,
+      allowPrivate: config.webhookAllowPrivate,
+    });
+    const wake = () => {
+      hub.wake();
+      dispatcher.wake();
+    };
+
+    // Own connections, without the key prefix (it applies to keys, not to channels): one to
+    // publish, one in subscriber mode. The channel carries the prefix so deployments sharing a
+    // Redis do not wake each other.
+    const channel = `${config.redisKeyPrefix}events`;
+    let publisher: Redis | null = null;
+    let subscriber: Redis | null = null;
+    if (config.redisUrl !== null) {
+      const options = { enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 2000 } as const;
+      publisher = new Redis(config.redisUrl, options);
+      subscriber = new Redis(config.redisUrl, { ...options, enableOfflineQueue: true });
+      // Polling carries on while Redis is away; the app's own connection already reports it.
+      publisher.on('error', () => {});
+      subscriber.on('error', () => {});
+      subscriber.on('message', wake);
+      subscriber.subscribe(channel).catch(() => {});
+    }
+    const off = onEventsCommitted(store.db, () => {
+      wake();
+      publisher?.publish(channel, '1').catch(() => {});
+    });
+
+    const purge = () => purgeBefore(store.db, new Date(Date.now() - config.eventRetentionDays * DAY_MS));
+    const purgeTimer = setInterval(() => {
+      purge().catch((err) => app.log.warn({ err }, 'event purge failed'));
+    }, PURGE_EVERY_MS);
+    purgeTimer.unref();
+
+    app.decorate('eventsRuntime', { hub, dispatcher, purge } satisfies EventsRuntime);
+    dispatcher.start();
+
+    // Open streams would keep server.close() waiting for ever: end them before it is called.
+    app.addHook('preClose', async () => {
+      await hub.close();
+    });
+    // Registered after the app's own onClose (which closes the store), so it runs before it.
+    app.addHook('onClose', async () => {
+      off();
+      clearInterval(purgeTimer);
+      await dispatcher.stop();
+      publisher?.disconnect();
+      subscriber?.disconnect();
+    });
+  },
+  { name: 'events-runtime' },
+);

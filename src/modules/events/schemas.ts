@@ -1,0 +1,95 @@
+// Owns the event vocabulary: every event type, the event as the feed, the stream and webhooks
+// show it, and the feed's query and answer.
+import { type Static, Type } from 'typebox';
+import { Nullable } from '../../lib/schemas.js';
+
+/** Types a write path emits; webhooks may subscribe to any of them (or "*"). */
+export const EVENT_TYPES = [
+  'conversation.created',
+  'conversation.updated',
+  'conversation.assigned',
+  'conversation.status_changed',
+  'message.created',
+  'guest.created',
+  'guest.updated',
+  'task.created',
+  'task.updated',
+  'task.completed',
+  'knowledge.created',
+  'knowledge.updated',
+  'knowledge.deleted',
+  'staff.created',
+  'staff.updated',
+  'setting.updated',
+  'webhook.disabled',
+  'webhook.test',
+] as const;
+export type EventType = (typeof EVENT_TYPES)[number];
+
+export const isEventType = (s: string): s is EventType => (EVENT_TYPES as readonly string[]).includes(s);
+
+/**
+ * Event ids are decimal strings of an integer that only grows: the feed cursor. At most 15 digits,
+ * so every cursor is exact as a JavaScript number (a quadrillion events is out of reach).
+ */
+export const CURSOR_PATTERN = '^(0|[1-9][0-9]{0,14})$';
+export const Cursor = Type.String({ pattern: CURSOR_PATTERN, maxLength: 15, examples: ['1042'] });
+
+export const Actor = Type.Object({
+  type: Type.Enum(['staff', 'system', 'guest']),
+  id: Nullable(Type.String({ maxLength: 64, description: 'Staff or guest id; null for the system' })),
+});
+export type Actor = Static<typeof Actor>;
+
+const Change = Type.Object({ from: Type.Unknown(), to: Type.Unknown() });
+export type Changes = Record<string, { from: unknown; to: unknown }>;
+
+export const Event = Type.Object(
+  {
+    id: Type.String({
+      ...Cursor,
+      description: 'Monotonic cursor (a decimal integer as a string); pass it back as `after` or Last-Event-ID',
+    }),
+    type: Type.Enum([...EVENT_TYPES]),
+    occurredAt: Type.String({ format: 'date-time', maxLength: 30 }),
+    actor: Actor,
+    data: Type.Unknown({ description: 'The record after the change, in its API shape' }),
+    changes: Type.Optional(
+      Type.Record(Type.String({ maxLength: 64 }), Change, {
+        description: 'For updates: each changed field as { from, to }; absent for creates',
+      }),
+    ),
+  },
+  { $id: 'Event' },
+);
+export type EventView = Static<typeof Event>;
+
+export const TypesQuery = Type.String({
+  maxLength: 2000,
+  description: 'Comma-separated event types; only these are returned',
+  examples: ['message.created,conversation.assigned'],
+});
+
+export const FeedQuery = Type.Object(
+  {
+    after: Type.Optional(
+      Type.String({
+        ...Cursor,
+        description: 'Return events after this id (a previous nextCursor); default: the oldest kept',
+      }),
+    ),
+    types: Type.Optional(TypesQuery),
+    limit: Type.Optional(Type.Integer({ format: 'int32', minimum: 1, maximum: 100, default: 50 })),
+  },
+  { additionalProperties: false },
+);
+
+export const FeedResponse = Type.Object({
+  success: Type.Literal(true),
+  data: Type.Array(Event, { maxItems: 100 }),
+  meta: Type.Object({
+    nextCursor: Type.String({ ...Cursor, description: 'Pass as `after` to continue; unchanged when nothing is new' }),
+    hasMore: Type.Boolean({ description: 'More events are already waiting after nextCursor' }),
+    limit: Type.Integer({ format: 'int32', minimum: 1, maximum: 100 }),
+  }),
+});

@@ -1,0 +1,98 @@
+// Owns one Server-Sent Events stream: catch up from the cursor out of the table, then relay what
+// the hub sees, filtered for the caller; heartbeats keep proxies from closing an idle stream; it
+// ends with the caller's token, when the client goes, when it falls too far behind, or on shutdown.
+import type { OutgoingHttpHeaders } from 'node:http';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Db } from '../../db/types.js';
+import type { EventHub, Subscriber } from './hub.js';
+import { type EventListRow, listEvents, toEventJson } from './repository.js';
+
+export interface StreamOptions {
+  db: Db;
+  hub: EventHub;
+  heartbeatMs: number;
+  /** Events after this id. */
+  after: number;
+  types: readonly string[] | undefined;
+  /** A staff-role caller's id: only events of conversations and tasks assigned to them. */
+  assignee: string | undefined;
+}
+
+const CATCH_UP_BATCH = 100;
+/** A client this far behind is cut off; it reconnects with Last-Event-ID and catches up from the table. */
+const MAX_BUFFERED_BYTES = 1024 * 1024;
+const MAX_TIMER_MS = 2_147_483_647;
+
+export async function serveStream(request: FastifyRequest, reply: FastifyReply, o: StreamOptions): Promise<void> {
+  const types = o.types === undefined || o.types.length === 0 ? undefined : new Set(o.types);
+  const visible = (r: EventListRow) =>
+    (o.assignee === undefined || r.assignee === o.assignee) && (types === undefined || types.has(r.type));
+
+  reply.hijack();
+  const res = reply.raw;
+  res.writeHead(200, {
+    // The gate's X-RateLimit-* and X-Request-Id, which a hijacked reply would otherwise drop.
+    ...(reply.getHeaders() as OutgoingHttpHeaders),
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache, no-transform',
+    connection: 'keep-alive',
+    'x-accel-buffering': 'no',
+  });
+  // Ask browsers' EventSource to reconnect after 3 s; it sends Last-Event-ID when it does.
+  res.write('retry: 3000\n\n');
+
+  let cursor = o.after;
+  let live = false;
+  let ended = false;
+  const buffered: EventListRow[] = [];
+
+  const end = () => {
+    if (ended) return;
+    ended = true;
+    clearInterval(heartbeat);
+    clearTimeout(expiry);
+    o.hub.remove(sub);
+    res.end();
+  };
+  const send = (row: EventListRow) => {
+    const id = Number(row.id);
+    if (ended || id <= cursor) return;
+    cursor = id;
+    if (!visible(row)) return;
+    res.write(`id: ${row.id}\ndata: ${toEventJson(row)}\n\n`);
+    if (res.writableLength > MAX_BUFFERED_BYTES) end();
+  };
+  const sub: Subscriber = {
+    push: (row) => (live ? send(row) : buffered.push(row)),
+    close: end,
+  };
+
+  const heartbeat = setInterval(() => res.write(': heartbeat\n\n'), o.heartbeatMs);
+  // The stream lasts no longer than the token that opened it.
+  const exp = request.user?.exp;
+  const expiry = setTimeout(end, exp === undefined ? MAX_TIMER_MS : Math.min(MAX_TIMER_MS, exp * 1000 - Date.now()));
+  // The response's close, not the request's: that one fires as soon as the (empty) body is read.
+  res.on('close', end);
+  res.on('error', end);
+
+  try {
+    await o.hub.add(sub);
+    // Everything up to the hub's start is in the table; what the hub sees meanwhile waits in
+    // `buffered` and is sent after, duplicates dropped by the cursor.
+    for (;;) {
+      const rows = await listEvents(o.db, {
+        after: cursor,
+        types: o.types,
+        assignee: o.assignee,
+        limit: CATCH_UP_BATCH,
+      });
+      for (const row of rows) send(row);
+      if (rows.length < CATCH_UP_BATCH || ended) break;
+    }
+    live = true;
+    for (const row of buffered.splice(0)) send(row);
+  } catch (err) {
+    request.log.warn({ err }, 'event stream failed while catching up');
+    end();
+  }
+}

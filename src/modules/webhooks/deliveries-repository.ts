@@ -1,0 +1,230 @@
+// Owns webhook delivery rows: creating one per event and endpoint, listing them, claiming the due
+// ones for a dispatcher (exactly one instance gets each), and recording each attempt's outcome.
+import type { DialectName } from '../../db/store.js';
+import { nowIso, toBool, toIso } from '../../db/store.js';
+import type { DbOrTx, WebhookDeliveryRow } from '../../db/types.js';
+import type { DeliveryStatus, DeliveryView } from './schemas.js';
+
+const COLUMNS = [
+  'id',
+  'webhook_id',
+  'event_id',
+  'event_type',
+  'status',
+  'attempts',
+  'last_response_code',
+  'last_error',
+  'duration_ms',
+  'next_attempt_at',
+  'last_attempt_at',
+  'created_at',
+  'updated_at',
+] as const;
+type DeliveryListRow = Pick<WebhookDeliveryRow, (typeof COLUMNS)[number]>;
+
+const isoOrNull = (v: string | Date | null) => (v === null ? null : toIso(v));
+
+export function toDelivery(row: DeliveryListRow): DeliveryView {
+  return {
+    id: row.id,
+    webhookId: row.webhook_id,
+    eventId: String(row.event_id),
+    eventType: row.event_type,
+    status: row.status,
+    attempts: Number(row.attempts),
+    lastResponseCode: row.last_response_code === null ? null : Number(row.last_response_code),
+    lastError: row.last_error,
+    durationMs: row.duration_ms === null ? null : Number(row.duration_ms),
+    nextAttemptAt: isoOrNull(row.next_attempt_at),
+    lastAttemptAt: isoOrNull(row.last_attempt_at),
+    createdAt: toIso(row.created_at),
+    updatedAt: toIso(row.updated_at),
+  };
+}
+
+export async function insertDelivery(
+  db: DbOrTx,
+  d: { id: string; webhookId: string; eventId: number; eventType: string; payload: string },
+): Promise<void> {
+  const now = nowIso();
+  await db
+    .insertInto('webhook_deliveries')
+    .values({
+      id: d.id,
+      webhook_id: d.webhookId,
+      event_id: d.eventId,
+      event_type: d.eventType,
+      payload: d.payload,
+      status: 'pending',
+      attempts: 0,
+      next_attempt_at: now,
+      created_at: now,
+      updated_at: now,
+    })
+    .execute();
+}
+
+export async function findDelivery(db: DbOrTx, webhookId: string, id: string) {
+  const row = await db
+    .selectFrom('webhook_deliveries')
+    .select(COLUMNS)
+    .where('id', '=', id)
+    .where('webhook_id', '=', webhookId)
+    .executeTakeFirst();
+  return row && toDelivery(row);
+}
+
+export async function listDeliveries(
+  db: DbOrTx,
+  webhookId: string,
+  status: DeliveryStatus | undefined,
+  page: number,
+  limit: number,
+) {
+  let q = db.selectFrom('webhook_deliveries').where('webhook_id', '=', webhookId);
+  if (status !== undefined) q = q.where('status', '=', status);
+  const [rows, count] = await Promise.all([
+    q
+      .select(COLUMNS)
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(limit)
+      .offset((page - 1) * limit)
+      .execute(),
+    q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
+  ]);
+  return { items: rows.map(toDelivery), total: Number(count.n) };
+}
+
+/**
+ * Makes a delivery due now (a redelivery); its attempts keep counting. False when an attempt holds
+ * it (claimed and not yet expired), so it is never sent twice at once.
+ */
+export async function scheduleNow(db: DbOrTx, id: string): Promise<boolean> {
+  const now = nowIso();
+  const r = await db
+    .updateTable('webhook_deliveries')
+    .set({ status: 'pending', next_attempt_at: now, updated_at: now })
+    .where('id', '=', id)
+    .where((eb) => eb.or([eb('locked_until', 'is', null), eb('locked_until', '<', now)]))
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows) > 0;
+}
+
+export interface ClaimedDelivery {
+  id: string;
+  webhookId: string;
+  attempts: number;
+  payload: string;
+}
+
+/**
+ * Deliveries that may be attempted once due: pending, of an active webhook, not claimed by a live
+ * instance, and the oldest pending one of their webhook, so an endpoint never gets an event while
+ * an older one for it is still pending (in flight or waiting for a retry).
+ */
+function claimable(db: DbOrTx, at: string) {
+  return db
+    .selectFrom('webhook_deliveries as d')
+    .innerJoin('webhooks as w', 'w.id', 'd.webhook_id')
+    .where('d.status', '=', 'pending')
+    .where('w.active', '=', toBool(true))
+    .where((eb) => eb.or([eb('d.locked_until', 'is', null), eb('d.locked_until', '<', at)]))
+    .where((eb) =>
+      eb.not(
+        eb.exists(
+          eb
+            .selectFrom('webhook_deliveries as o')
+            .select('o.id')
+            .whereRef('o.webhook_id', '=', 'd.webhook_id')
+            .where('o.status', '=', 'pending')
+            .where((o) =>
+              o.or([
+                o('o.event_id', '<', o.ref('d.event_id')),
+                o.and([o('o.event_id', '=', o.ref('d.event_id')), o('o.id', '<', o.ref('d.id'))]),
+              ]),
+            ),
+        ),
+      ),
+    );
+}
+
+/**
+ * Locks up to `limit` claimable deliveries that are due for this instance until `lockMs` from now.
+ * On PostgreSQL the candidates are selected FOR UPDATE SKIP LOCKED, so concurrent instances claim
+ * disjoint rows (and a row another instance just claimed is re-checked and dropped); on SQLite
+ * the single statement runs alone.
+ */
+export async function claimDue(
+  db: DbOrTx,
+  dialect: DialectName,
+  instance: string,
+  limit: number,
+  lockMs: number,
+): Promise<ClaimedDelivery[]> {
+  const now = new Date();
+  const at = now.toISOString();
+  let candidates = claimable(db, at)
+    .select('d.id')
+    .where('d.next_attempt_at', '<=', at)
+    .orderBy('d.next_attempt_at')
+    .limit(limit);
+  if (dialect === 'postgres') candidates = candidates.forUpdate('d').skipLocked();
+  const rows = await db
+    .updateTable('webhook_deliveries')
+    .set({ locked_until: new Date(now.getTime() + lockMs).toISOString(), locked_by: instance })
+    .where('id', 'in', candidates)
+    .returning(['id', 'webhook_id', 'attempts', 'payload'])
+    .execute();
+  return rows.map((r) => ({ id: r.id, webhookId: r.webhook_id, attempts: Number(r.attempts), payload: r.payload }));
+}
+
+/** When the next claimable delivery falls due (epoch ms), or null when there is none. */
+export async function nextDueAt(db: DbOrTx): Promise<number | null> {
+  const row = await claimable(db, new Date().toISOString())
+    .select((eb) => eb.fn.min('d.next_attempt_at').as('at'))
+    .executeTakeFirst();
+  return row?.at == null ? null : new Date(toIso(row.at)).getTime();
+}
+
+export interface AttemptOutcome {
+  status: DeliveryStatus;
+  responseCode: number | null;
+  error: string | null;
+  durationMs: number;
+  nextAttemptAt: string | null;
+}
+
+/** Records an attempt made under this instance's lock; false if the lock was lost meanwhile. */
+export async function recordAttempt(db: DbOrTx, id: string, instance: string, o: AttemptOutcome): Promise<boolean> {
+  const now = nowIso();
+  const r = await db
+    .updateTable('webhook_deliveries')
+    .set((eb) => ({
+      status: o.status,
+      attempts: eb('attempts', '+', 1),
+      last_response_code: o.responseCode,
+      last_error: o.error,
+      duration_ms: o.durationMs,
+      next_attempt_at: o.nextAttemptAt,
+      last_attempt_at: now,
+      locked_until: null,
+      locked_by: null,
+      updated_at: now,
+    }))
+    .where('id', '=', id)
+    .where('locked_by', '=', instance)
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows) > 0;
+}
+
+/** Gives up this instance's locks at shutdown, so a restarted or other instance resumes at once. */
+export async function releaseLocks(db: DbOrTx, instance: string, ids: string[]): Promise<void> {
+  if (ids.length === 0) return;
+  await db
+    .updateTable('webhook_deliveries')
+    .set({ locked_until: null, locked_by: null })
+    .where('locked_by', '=', instance)
+    .where('id', 'in', ids)
+    .execute();
+}

@@ -1,0 +1,73 @@
+// Owns /webhooks/:id/deliveries (admin only): an endpoint's delivery history with each attempt's
+// outcome, and redelivering one now.
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { conflict, notFound } from '../../lib/errors.js';
+import { IdParams, Ok, OkList, ok, okList, pageMeta, STANDARD_ERRORS } from '../../lib/schemas.js';
+import { ADMIN } from '../../plugins/gate.js';
+import { findDelivery, listDeliveries, scheduleNow } from './deliveries-repository.js';
+import { findWebhook } from './repository.js';
+import { Delivery, DeliveryParams, ListDeliveriesQuery } from './schemas.js';
+
+export const inactiveConflict = () =>
+  conflict('The webhook is inactive; activate it (PATCH active: true) first', [
+    { field: 'active', message: 'is false' },
+  ]);
+
+const CONFLICT = {
+  409: { ...STANDARD_ERRORS[404], description: 'CONFLICT: the webhook is inactive or an attempt is in progress' },
+};
+
+export const deliveriesRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const db = () => app.ctx.store.db;
+
+  app.get(
+    '/:id/deliveries',
+    {
+      config: { access: ADMIN },
+      schema: {
+        tags: ['webhooks'],
+        summary: "List an endpoint's deliveries, newest first, with the last attempt's outcome (admin)",
+        params: IdParams,
+        querystring: ListDeliveriesQuery,
+        response: { 200: OkList(Delivery), ...STANDARD_ERRORS },
+      },
+    },
+    async (request) => {
+      const { id } = request.params;
+      const { page = 1, limit = 20, status } = request.query;
+      if ((await findWebhook(db(), id)) === undefined) throw notFound('Webhook', id);
+      const { items, total } = await listDeliveries(db(), id, status, page, limit);
+      return okList(items, pageMeta(page, limit, total));
+    },
+  );
+
+  app.post(
+    '/:id/deliveries/:deliveryId/redeliver',
+    {
+      config: { access: ADMIN },
+      schema: {
+        tags: ['webhooks'],
+        summary: 'Attempt a delivery again now, with the same Webhook-Id and body (admin)',
+        description:
+          'The delivery becomes pending and due at once; its attempts keep counting. A failed delivery that ' +
+          'fails again with a retryable error is retried on the usual schedule while attempts remain.',
+        params: DeliveryParams,
+        response: { 202: Ok(Delivery), ...STANDARD_ERRORS, ...CONFLICT },
+      },
+    },
+    async (request, reply) => {
+      const { id, deliveryId } = request.params;
+      const hook = await findWebhook(db(), id);
+      if (hook === undefined) throw notFound('Webhook', id);
+      const found = await findDelivery(db(), id, deliveryId);
+      if (found === undefined) throw notFound('Delivery', deliveryId);
+      if (!hook.active) throw inactiveConflict();
+      if (!(await scheduleNow(db(), deliveryId))) {
+        throw conflict('An attempt of this delivery is in progress; retry in a few seconds');
+      }
+      app.eventsRuntime.dispatcher.wake();
+      reply.code(202);
+      return ok((await findDelivery(db(), id, deliveryId))!);
+    },
+  );
+};

@@ -1,0 +1,154 @@
+// Owns webhook endpoint rows: reads, writes, the signing secret (read only by the dispatcher and
+// shown once by the routes), the failure count, and the mapping of a row to its API shape.
+import { randomBytes } from 'node:crypto';
+import { nowIso, toBool, toIso, toJson } from '../../db/store.js';
+import type { DbOrTx, WebhookRow } from '../../db/types.js';
+import { newId } from '../../lib/ids.js';
+import type { WebhookView } from './schemas.js';
+
+const COLUMNS = [
+  'id',
+  'url',
+  'events',
+  'description',
+  'active',
+  'consecutive_failures',
+  'created_at',
+  'updated_at',
+] as const;
+type WebhookListRow = Pick<WebhookRow, (typeof COLUMNS)[number]>;
+
+export function toWebhook(row: WebhookListRow): WebhookView {
+  return {
+    id: row.id,
+    url: row.url,
+    events: JSON.parse(row.events) as string[],
+    description: row.description,
+    active: Boolean(row.active),
+    consecutiveFailures: Number(row.consecutive_failures),
+    createdAt: toIso(row.created_at),
+    updatedAt: toIso(row.updated_at),
+  };
+}
+
+/** 32 random bytes; the prefix tells a leaked secret apart from other credentials in a scan. */
+export const newSecret = (): string => `whsec_${randomBytes(32).toString('base64url')}`;
+
+export async function findWebhook(db: DbOrTx, id: string): Promise<WebhookView | undefined> {
+  const row = await db.selectFrom('webhooks').select(COLUMNS).where('id', '=', id).executeTakeFirst();
+  return row && toWebhook(row);
+}
+
+/** What an attempt needs; the secret never leaves the dispatcher. */
+export function findTargets(db: DbOrTx, ids: string[]) {
+  return db.selectFrom('webhooks').select(['id', 'url', 'secret', 'active']).where('id', 'in', ids).execute();
+}
+
+export async function listWebhooks(db: DbOrTx, page: number, limit: number) {
+  const [rows, count] = await Promise.all([
+    db
+      .selectFrom('webhooks')
+      .select(COLUMNS)
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc')
+      .limit(limit)
+      .offset((page - 1) * limit)
+      .execute(),
+    db
+      .selectFrom('webhooks')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .executeTakeFirstOrThrow(),
+  ]);
+  return { items: rows.map(toWebhook), total: Number(count.n) };
+}
+
+export interface WebhookInput {
+  url: string;
+  events: string[];
+  description: string | null;
+  active: boolean;
+}
+
+export async function insertWebhook(db: DbOrTx, input: WebhookInput): Promise<{ view: WebhookView; secret: string }> {
+  const now = nowIso();
+  const row = {
+    id: newId('whk'),
+    url: input.url,
+    events: toJson(input.events),
+    description: input.description,
+    active: toBool(input.active),
+    secret: newSecret(),
+    consecutive_failures: 0,
+    created_at: now,
+    updated_at: now,
+  };
+  await db.insertInto('webhooks').values(row).execute();
+  return { view: toWebhook(row), secret: row.secret };
+}
+
+export async function updateWebhook(
+  db: DbOrTx,
+  id: string,
+  c: Partial<WebhookInput>,
+): Promise<WebhookView | undefined> {
+  const r = await db
+    .updateTable('webhooks')
+    .set({
+      ...(c.url !== undefined && { url: c.url }),
+      ...(c.events !== undefined && { events: toJson(c.events) }),
+      ...(c.description !== undefined && { description: c.description }),
+      ...(c.active !== undefined && { active: toBool(c.active) }),
+      // Turning an endpoint back on starts its failure count afresh, or it would be disabled again
+      // by its very next failure.
+      ...(c.active === true && { consecutive_failures: 0 }),
+      updated_at: nowIso(),
+    })
+    .where('id', '=', id)
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows) > 0 ? findWebhook(db, id) : undefined;
+}
+
+export async function rotateSecret(db: DbOrTx, id: string): Promise<string | undefined> {
+  const secret = newSecret();
+  const r = await db
+    .updateTable('webhooks')
+    .set({ secret, updated_at: nowIso() })
+    .where('id', '=', id)
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows) > 0 ? secret : undefined;
+}
+
+/** Deletes the endpoint and, by cascade, its deliveries. */
+export async function deleteWebhook(db: DbOrTx, id: string): Promise<boolean> {
+  const r = await db.deleteFrom('webhooks').where('id', '=', id).executeTakeFirst();
+  return Number(r.numDeletedRows) > 0;
+}
+
+export async function resetFailures(db: DbOrTx, id: string): Promise<void> {
+  await db
+    .updateTable('webhooks')
+    .set({ consecutive_failures: 0 })
+    .where('id', '=', id)
+    .where('consecutive_failures', '>', 0)
+    .execute();
+}
+
+/**
+ * Counts one more failed attempt and, when the count reaches `threshold`, deactivates the endpoint.
+ * Returns the endpoint when this call deactivated it (the caller writes webhook.disabled).
+ */
+export async function countFailure(db: DbOrTx, id: string, threshold: number): Promise<WebhookView | undefined> {
+  await db
+    .updateTable('webhooks')
+    .set((eb) => ({ consecutive_failures: eb('consecutive_failures', '+', 1) }))
+    .where('id', '=', id)
+    .execute();
+  const r = await db
+    .updateTable('webhooks')
+    .set({ active: toBool(false), updated_at: nowIso() })
+    .where('id', '=', id)
+    .where('active', '=', toBool(true))
+    .where('consecutive_failures', '>=', threshold)
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows) > 0 ? findWebhook(db, id) : undefined;
+}

@@ -1,0 +1,238 @@
+// The live stream over real HTTP: Server-Sent Events with an id per event, the same role and type
+// filters as the feed, resumable with Last-Event-ID, heartbeats, fed across instances sharing a
+// store, and ended cleanly by app.close().
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { get, type IncomingHttpHeaders } from 'node:http';
+import { test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { FastifyInstance } from 'fastify';
+import { buildTestApp, call, createStaff, freshDatabaseUrl, TEST_STORE } from '../helpers.js';
+
+interface StreamEvent {
+  id: string;
+  // biome-ignore lint/suspicious/noExplicitAny: the event JSON, read field by field.
+  data: any;
+}
+
+interface Stream {
+  status: number;
+  headers: IncomingHttpHeaders;
+  events: StreamEvent[];
+  comments: string[];
+  body: string;
+  ended: Promise<void>;
+  waitFor(count: number, timeoutMs?: number): Promise<StreamEvent[]>;
+  close(): void;
+}
+
+async function listen(app: FastifyInstance): Promise<string> {
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const address = app.server.address();
+  assert.ok(address && typeof address === 'object');
+  return `http://127.0.0.1:${address.port}/api/v1/events/stream`;
+}
+
+/** Opens the stream with a real HTTP request and parses what arrives, block by block. */
+function openStream(url: string, token: string | null, headers: Record<string, string> = {}): Promise<Stream> {
+  return new Promise((resolve, reject) => {
+    const h: Record<string, string> = { accept: 'text/event-stream', ...headers };
+    if (token !== null) h.authorization = `Bearer ${token}`;
+    const req = get(url, { headers: h }, (res) => {
+      let buffer = '';
+      let endedResolve = () => {};
+      const s: Stream = {
+        status: res.statusCode ?? 0,
+        headers: res.headers,
+        events: [],
+        comments: [],
+        body: '',
+        ended: new Promise<void>((r) => {
+          endedResolve = r;
+        }),
+        async waitFor(count, timeoutMs = 3000) {
+          const deadline = Date.now() + timeoutMs;
+          while (s.events.length < count) {
+            if (Date.now() > deadline) assert.fail(`stream got ${s.events.length} of ${count} events: ${s.body}`);
+            await sleep(10);
+          }
+          return s.events;
+        },
+        close: () => req.destroy(),
+      };
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => {
+        s.body += chunk;
+        buffer += chunk;
+        let end = buffer.indexOf('\n\n');
+        while (end !== -1) {
+          const block = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          const lines = block.split('\n');
+          const id = lines.find((l) => l.startsWith('id: '))?.slice(4);
+          const data = lines.find((l) => l.startsWith('data: '))?.slice(6);
+          for (const l of lines) if (l.startsWith(':')) s.comments.push(l);
+          if (id !== undefined && data !== undefined) s.events.push({ id, data: JSON.parse(data) });
+          end = buffer.indexOf('\n\n');
+        }
+      });
+      res.on('end', endedResolve);
+      res.on('close', endedResolve);
+      resolve(s);
+    });
+    req.on('error', reject);
+  });
+}
+
+const guest = (app: FastifyInstance, token: string, name: string) =>
+  call(app, 'POST', '/guests', { token, body: { name } });
+
+test('the stream delivers a change as an SSE event and resumes after Last-Event-ID', async (t) => {
+  const app = await buildTestApp(t);
+  const admin = await createStaff(app, 'admin');
+  const url = await listen(app);
+  await guest(app, admin.token, 'Before');
+
+  const s = await openStream(url, admin.token);
+  assert.equal(s.status, 200);
+  assert.match(String(s.headers['content-type']), /^text\/event-stream/);
+  assert.ok(s.headers['x-ratelimit-limit'], 'the gate headers are kept');
+  assert.ok(s.headers['x-request-id']);
+  const [before] = await s.waitFor(1);
+  assert.equal(before!.data.data.name, 'Before', 'without a cursor the stream starts with the oldest kept event');
+  const created = await guest(app, admin.token, 'Live');
+  const [, live] = await s.waitFor(2);
+  assert.equal(live!.data.type, 'guest.created');
+  assert.deepEqual(live!.data.data, created.data);
+  assert.equal(live!.id, live!.data.id);
+  s.close();
+  await s.ended;
+
+  // Missed while disconnected: a reconnect with Last-Event-ID gets exactly those, in order.
+  await guest(app, admin.token, 'Missed 1');
+  await guest(app, admin.token, 'Missed 2');
+  const resumed = await openStream(url, admin.token, { 'last-event-id': live!.id });
+  const got = await resumed.waitFor(2);
+  assert.deepEqual(
+    got.map((e) => e.data.data.name),
+    ['Missed 1', 'Missed 2'],
+  );
+  await guest(app, admin.token, 'After');
+  await resumed.waitFor(3);
+  assert.deepEqual(
+    resumed.events.map((e) => e.data.data.name),
+    ['Missed 1', 'Missed 2', 'After'],
+  );
+  const ids = resumed.events.map((e) => Number(e.id));
+  assert.deepEqual(
+    ids,
+    [...ids].sort((a, b) => a - b),
+  );
+
+  // ?after= does the same for a first connection; Last-Event-ID wins over it.
+  const fromQuery = await openStream(`${url}?after=${got[1]!.id}`, admin.token);
+  assert.deepEqual(
+    (await fromQuery.waitFor(1)).map((e) => e.data.data.name),
+    ['After'],
+  );
+});
+
+test('the stream applies the staff filter and the types filter', async (t) => {
+  const app = await buildTestApp(t);
+  const admin = await createStaff(app, 'admin');
+  const staff = await createStaff(app, 'staff');
+  const url = await listen(app);
+  const mine = await openStream(url, staff.token);
+  const tasksOnly = await openStream(`${url}?types=task.created`, admin.token);
+
+  const g = await guest(app, admin.token, 'Filtered');
+  await call(app, 'POST', '/tasks', {
+    token: admin.token,
+    body: { title: 'Not mine', department: 'housekeeping' },
+  });
+  const cnv = await call(app, 'POST', '/conversations', {
+    token: admin.token,
+    body: { guestId: g.data.id, channel: 'sms', assignee: staff.id },
+  });
+  await call(app, 'POST', '/tasks', {
+    token: admin.token,
+    body: { title: 'Mine', department: 'housekeeping', assignee: staff.id },
+  });
+
+  const seen = await mine.waitFor(2);
+  assert.deepEqual(
+    seen.map((e) => [e.data.type, e.data.data.id]),
+    [
+      ['conversation.created', cnv.data.id],
+      ['task.created', seen[1]!.data.data.id],
+    ],
+  );
+  assert.equal(seen[1]!.data.data.title, 'Mine');
+  const tasks = await tasksOnly.waitFor(2);
+  assert.deepEqual(
+    tasks.map((e) => e.data.data.title),
+    ['Not mine', 'Mine'],
+  );
+  await sleep(100);
+  assert.equal(mine.events.length, 2);
+  assert.equal(tasksOnly.events.length, 2);
+});
+
+test('bad requests are answered in the envelope before any stream starts', async (t) => {
+  const app = await buildTestApp(t);
+  const admin = await createStaff(app, 'admin');
+  const url = await listen(app);
+  const cases: [string, string | null, Record<string, string>, number][] = [
+    [url, null, {}, 401],
+    [`${url}?types=guest.vanished`, admin.token, {}, 400],
+    [`${url}?after=x`, admin.token, {}, 400],
+    [url, admin.token, { 'last-event-id': 'yesterday' }, 400],
+  ];
+  for (const [u, token, headers, status] of cases) {
+    const s = await openStream(u, token, headers);
+    await s.ended;
+    assert.equal(s.status, status, `${u} ${JSON.stringify(headers)}`);
+    assert.match(String(s.headers['content-type']), /application\/json/);
+    assert.equal(JSON.parse(s.body).success, false);
+  }
+});
+
+test('heartbeats keep an idle stream open, and app.close() ends open streams', async (t) => {
+  const app = await buildTestApp(t, { EVENT_STREAM_HEARTBEAT_MS: '50' });
+  const admin = await createStaff(app, 'admin');
+  const url = await listen(app);
+  const s = await openStream(url, admin.token);
+  await sleep(300);
+  assert.ok(s.comments.filter((c) => c === ': heartbeat').length >= 3, s.body);
+
+  const started = Date.now();
+  await app.close();
+  await s.ended;
+  assert.ok(Date.now() - started < 2000, 'close does not wait for open streams');
+});
+
+test('a change made on one instance reaches a stream open on another instance sharing the store', async (t) => {
+  const DATABASE_URL = await freshDatabaseUrl(t);
+  const prefix = `gma-test:${randomBytes(6).toString('hex')}:`;
+  // On PostgreSQL + Redis the reader polls only every minute, so a prompt arrival shows the Redis
+  // wake-up at work; on SQLite (no Redis) it polls often.
+  const shared = { DATABASE_URL, REDIS_KEY_PREFIX: prefix };
+  const writer = await buildTestApp(t, shared);
+  const reader = await buildTestApp(t, {
+    ...shared,
+    EVENT_POLL_INTERVAL_MS: TEST_STORE === 'postgres' ? '60000' : '50',
+  });
+  const admin = await createStaff(writer, 'admin');
+  const url = await listen(reader);
+  const s = await openStream(url, admin.token);
+  await sleep(100);
+
+  const started = Date.now();
+  await guest(writer, admin.token, 'Elsewhere');
+  const [e] = await s.waitFor(1, 3000);
+  assert.equal(e!.data.data.name, 'Elsewhere');
+  assert.ok(Date.now() - started < 2000);
+  // Before the shared store is removed (its clean-up was registered first).
+  await reader.close();
+  await writer.close();
+});

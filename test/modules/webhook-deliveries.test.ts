@@ -1,0 +1,210 @@
+// Webhook deliveries against a real HTTP receiver: signed and prompt, retried on 5xx with the same
+// Webhook-Id, not retried on 4xx, redelivered on request, in order per endpoint, disabled after
+// repeated failures, and resumed by a new app on the same store after a restart.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { FastifyInstance } from 'fastify';
+import { buildTestApp, call, createStaff, freshDatabaseUrl } from '../helpers.js';
+import { readFeed, registerWebhook, signatureValid, startReceiver, WEBHOOK_ENV } from './events-helpers.js';
+
+interface DeliveryView {
+  id: string;
+  status: string;
+  attempts: number;
+  lastResponseCode: number | null;
+  lastError: string | null;
+  eventType: string;
+}
+
+/** Polls the deliveries list until `done` holds for it. */
+async function waitForDeliveries(
+  app: FastifyInstance,
+  token: string,
+  hookId: string,
+  done: (d: DeliveryView[]) => boolean,
+  timeoutMs = 5000,
+): Promise<DeliveryView[]> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const res = await call(app, 'GET', `/webhooks/${hookId}/deliveries?limit=100`, { token });
+    assert.equal(res.status, 200);
+    if (done(res.data)) return res.data;
+    if (Date.now() > deadline) assert.fail(`deliveries never settled: ${JSON.stringify(res.data)}`);
+    await sleep(20);
+  }
+}
+
+test('creating a guest and sending a message produce signed deliveries within a second', async (t) => {
+  const app = await buildTestApp(t, WEBHOOK_ENV);
+  const admin = await createStaff(app, 'admin');
+  const rx = await startReceiver(t);
+  const hook = await registerWebhook(app, admin.token, rx.url, ['guest.created', 'message.created']);
+
+  const started = Date.now();
+  const guest = await call(app, 'POST', '/guests', { token: admin.token, body: { name: 'Fatima' } });
+  const cnv = await call(app, 'POST', '/conversations', {
+    token: admin.token,
+    body: { guestId: guest.data.id, channel: 'web' },
+  });
+  const sent = await call(app, 'POST', `/conversations/${cnv.data.id}/messages`, {
+    token: admin.token,
+    body: { content: 'Your room is ready' },
+  });
+  const got = await rx.waitFor(2, 1000);
+  assert.ok(got[1]!.at - started < 1000);
+  assert.deepEqual(
+    got.map((r) => r.json.event.type),
+    ['guest.created', 'message.created'],
+    'conversation.created is not subscribed',
+  );
+  assert.deepEqual(got[0]!.json.event.data, guest.data);
+  assert.deepEqual(got[1]!.json.event.data, sent.data);
+  for (const r of got) {
+    assert.ok(signatureValid(hook.secret, r), 'the signature verifies with the secret shown at creation');
+    assert.equal(r.headers['content-type'], 'application/json');
+    assert.equal(r.headers['user-agent'], 'GuestMessagingAPI-Webhooks/1');
+    assert.equal(r.headers['webhook-id'], r.json.id);
+    assert.match(r.json.id, /^whd_/);
+    assert.match(String(r.headers['webhook-timestamp']), /^\d{10}$/);
+  }
+  // The event delivered is the event of the feed.
+  const feed = await readFeed(app, admin.token, '&types=guest.created,message.created');
+  assert.deepEqual(
+    got.map((r) => r.json.event),
+    feed,
+  );
+  const done = await waitForDeliveries(app, admin.token, hook.id, (d) => d.every((x) => x.status === 'succeeded'));
+  assert.deepEqual(
+    done.map((d) => [d.attempts, d.lastResponseCode]),
+    [
+      [1, 200],
+      [1, 200],
+    ],
+  );
+});
+
+test('a receiver answering 500 twice then 200 gets it on the third attempt, with the same Webhook-Id', async (t) => {
+  const app = await buildTestApp(t, WEBHOOK_ENV);
+  const admin = await createStaff(app, 'admin');
+  const rx = await startReceiver(t);
+  rx.answer = (n) => (n < 2 ? 500 : 200);
+  const hook = await registerWebhook(app, admin.token, rx.url);
+  await call(app, 'POST', '/guests', { token: admin.token, body: { name: 'Retry' } });
+  const got = await rx.waitFor(3);
+  assert.equal(new Set(got.map((r) => r.headers['webhook-id'])).size, 1);
+  assert.equal(new Set(got.map((r) => r.body)).size, 1, 'the same body every time');
+  const [d] = await waitForDeliveries(app, admin.token, hook.id, (ds) => ds[0]?.status === 'succeeded');
+  assert.equal(d!.attempts, 3);
+  assert.equal(d!.lastResponseCode, 200);
+  const again = await call(app, 'GET', `/webhooks/${hook.id}`, { token: admin.token });
+  assert.equal(again.data.consecutiveFailures, 0, 'a success resets the failure count');
+});
+
+test('a 400 is not retried; redelivery sends it again with the same id', async (t) => {
+  const app = await buildTestApp(t, WEBHOOK_ENV);
+  const admin = await createStaff(app, 'admin');
+  const rx = await startReceiver(t);
+  rx.answer = (n) => (n === 0 ? 400 : 200);
+  const hook = await registerWebhook(app, admin.token, rx.url);
+  await call(app, 'POST', '/guests', { token: admin.token, body: { name: 'Bad request' } });
+  const [failed] = await waitForDeliveries(app, admin.token, hook.id, (d) => d[0]?.status === 'failed');
+  assert.deepEqual([failed!.attempts, failed!.lastResponseCode, failed!.lastError], [1, 400, 'HTTP 400']);
+  await sleep(200);
+  assert.equal(rx.received.length, 1, 'not retried');
+
+  const filtered = await call(app, 'GET', `/webhooks/${hook.id}/deliveries?status=succeeded`, { token: admin.token });
+  assert.equal(filtered.body.meta.total, 0);
+  const redo = await call(app, 'POST', `/webhooks/${hook.id}/deliveries/${failed!.id}/redeliver`, {
+    token: admin.token,
+  });
+  assert.equal(redo.status, 202);
+  assert.equal(redo.data.status, 'pending');
+  const got = await rx.waitFor(2);
+  assert.equal(got[1]!.headers['webhook-id'], failed!.id);
+  const [ok] = await waitForDeliveries(app, admin.token, hook.id, (d) => d[0]?.status === 'succeeded');
+  assert.equal(ok!.attempts, 2);
+  const missing = await call(app, 'POST', `/webhooks/${hook.id}/deliveries/whd_nope/redeliver`, {
+    token: admin.token,
+  });
+  assert.equal(missing.status, 404);
+});
+
+test('per-endpoint order holds for 5 quick changes, even when the first one needs a retry', async (t) => {
+  const app = await buildTestApp(t, WEBHOOK_ENV);
+  const admin = await createStaff(app, 'admin');
+  const rx = await startReceiver(t);
+  rx.answer = (n) => (n === 0 ? 503 : 200);
+  await registerWebhook(app, admin.token, rx.url, ['guest.created']);
+  await Promise.all(
+    [1, 2, 3, 4, 5].map((i) => call(app, 'POST', '/guests', { token: admin.token, body: { name: `G${i}` } })),
+  );
+  const got = await rx.waitFor(6);
+  const ids = got.map((r) => Number(r.json.event.id));
+  assert.deepEqual(
+    ids,
+    [...ids].sort((a, b) => a - b),
+    'events reach the endpoint in event order',
+  );
+  assert.equal(ids[0], ids[1], 'the failed first event is retried before any later one is sent');
+  assert.equal(new Set(ids).size, 5);
+});
+
+test('an endpoint failing WEBHOOK_DISABLE_AFTER times in a row is deactivated and webhook.disabled is written', async (t) => {
+  const app = await buildTestApp(t, { ...WEBHOOK_ENV, WEBHOOK_DISABLE_AFTER: '3' });
+  const admin = await createStaff(app, 'admin');
+  const failing = await startReceiver(t);
+  failing.answer = () => 500;
+  const monitor = await startReceiver(t);
+  const hook = await registerWebhook(app, admin.token, failing.url, ['guest.created']);
+  await registerWebhook(app, admin.token, monitor.url, ['webhook.disabled']);
+  await call(app, 'POST', '/guests', { token: admin.token, body: { name: 'Doomed' } });
+
+  const [notice] = await monitor.waitFor(1);
+  assert.equal(notice!.json.event.type, 'webhook.disabled');
+  assert.deepEqual(notice!.json.event.actor, { type: 'system', id: null });
+  assert.equal(notice!.json.event.data.id, hook.id);
+  assert.equal(notice!.json.event.data.active, false);
+  assert.equal(failing.received.length, 3);
+  const got = await call(app, 'GET', `/webhooks/${hook.id}`, { token: admin.token });
+  assert.equal(got.data.active, false);
+  assert.equal(got.data.consecutiveFailures, 3);
+  const feed = await readFeed(app, admin.token, '&types=webhook.disabled');
+  assert.equal(feed.length, 1);
+
+  // Inactive: new events make no deliveries; the waiting one resumes on re-activation.
+  await call(app, 'POST', '/guests', { token: admin.token, body: { name: 'Skipped' } });
+  await sleep(200);
+  assert.equal(failing.received.length, 3);
+  failing.answer = () => 200;
+  const on = await call(app, 'PATCH', `/webhooks/${hook.id}`, { token: admin.token, body: { active: true } });
+  assert.equal(on.data.consecutiveFailures, 0);
+  const after = await failing.waitFor(4);
+  assert.equal(after[3]!.json.event.data.name, 'Doomed');
+});
+
+test('a restart in the middle of retries resumes them from the store', async (t) => {
+  const env = { ...WEBHOOK_ENV, WEBHOOK_RETRY_BASE_MS: '100', DATABASE_URL: await freshDatabaseUrl(t) };
+  const rx = await startReceiver(t);
+  await rx.stop(); // the receiver is down
+
+  const first = await buildTestApp(t, env);
+  const admin = await createStaff(first, 'admin');
+  const hook = await registerWebhook(first, admin.token, rx.url);
+  await call(first, 'POST', '/guests', { token: admin.token, body: { name: 'Survivor' } });
+  const [pending] = await waitForDeliveries(first, admin.token, hook.id, (d) => (d[0]?.attempts ?? 0) >= 1);
+  assert.equal(pending!.status, 'pending');
+  assert.match(String(pending!.lastError), /ECONNREFUSED/);
+  await first.close();
+
+  const second = await buildTestApp(t, env);
+  await rx.start();
+  const [got] = await rx.waitFor(1, 10_000);
+  assert.equal(got!.json.id, pending!.id);
+  assert.equal(got!.json.event.data.name, 'Survivor');
+  assert.ok(signatureValid(hook.secret, got!));
+  const [done] = await waitForDeliveries(second, admin.token, hook.id, (d) => d[0]?.status === 'succeeded');
+  assert.ok(done!.attempts >= 2);
+  // Before the store is removed (its clean-up was registered first).
+  await second.close();
+});
