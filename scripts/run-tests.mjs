@@ -1,12 +1,17 @@
 // Runs every test file under test/ (node --test on Node 20 does not expand globs for .ts files).
 // Usage: node scripts/run-tests.mjs [dir or file ...]; TEST_STORE=postgres selects PostgreSQL + Redis.
+// test/reliability/ (slow: real servers, crashes, load) runs only when named or with --reliability;
+// scripts/reliability.mjs runs it.
 import { spawnSync } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
-function collect(path, out) {
+const withReliability = process.argv.includes('--reliability');
+
+function collect(path, out, named = true) {
   if (statSync(path).isDirectory()) {
-    for (const name of readdirSync(path).sort()) collect(join(path, name), out);
+    if (!named && !withReliability && path.endsWith('reliability')) return out;
+    for (const name of readdirSync(path).sort()) collect(join(path, name), out, false);
   } else if (path.endsWith('.test.ts')) {
     out.push(path);
   }

@@ -1,0 +1,49 @@
+// Owns what the OpenAPI document says about every route that its own schema cannot: the headers
+// the gate puts on every counted response (X-RateLimit-*, Retry-After) and the X-Request-Id on
+// every response, and who may call it (`x-roles`, from the route's own `config.access`).
+import type { FastifySchema, RouteOptions } from 'fastify';
+
+const int = (description: string, format: 'int32' | 'int64', maximum: number) => ({
+  type: 'integer',
+  format,
+  minimum: 0,
+  maximum,
+  description,
+});
+
+const REQUEST_ID = {
+  type: 'string',
+  maxLength: 128,
+  pattern: '^[A-Za-z0-9._:-]{1,128}$',
+  description: 'The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem',
+};
+const RATE_LIMIT = {
+  'X-RateLimit-Limit': int('Requests allowed in the current window for this bucket', 'int32', 10_000_000),
+  'X-RateLimit-Remaining': int('Requests left in the current window', 'int32', 10_000_000),
+  'X-RateLimit-Reset': int('Unix time in seconds when the window resets', 'int64', 253402300799),
+};
+const RETRY_AFTER = { 'Retry-After': int('Seconds to wait before retrying', 'int32', 86_400) };
+
+type Schema = Record<string, unknown>;
+
+/** Swagger's per-route transform: the route's schema with headers and roles documented. */
+export function documentRoute({ schema, url, route }: { schema: FastifySchema; url: string; route: RouteOptions }): {
+  schema: FastifySchema;
+  url: string;
+} {
+  if (typeof schema !== 'object' || schema === null) return { schema, url };
+  const base = schema as Schema;
+  const counted = route.config?.bucket !== false;
+  const access = route.config?.access;
+  const response: Record<string, Schema> = {};
+  for (const [status, res] of Object.entries((base.response ?? {}) as Record<string, Schema>)) {
+    const headers: Schema = { 'X-Request-Id': REQUEST_ID };
+    if (counted) Object.assign(headers, RATE_LIMIT);
+    if (status === '429' || status === '503') Object.assign(headers, RETRY_AFTER);
+    // A copy: the route's own schema also drives the response serializer.
+    response[status] = { ...res, headers };
+  }
+  const out: Schema = { ...base, response };
+  if (Array.isArray(access)) out['x-roles'] = [...access];
+  return { schema: out as FastifySchema, url };
+}
