@@ -8,19 +8,23 @@ import type { Config } from './config.js';
 import { migrate } from './db/migrate.js';
 import { openStore, type Store } from './db/store.js';
 import { TokenService } from './lib/jwt.js';
+import { documentRoute } from './lib/openapi.js';
 import { type Counter, MemoryCounter, RedisCounter } from './lib/rate-limiter.js';
 import { ErrorBody } from './lib/schemas.js';
 import { makeAjv } from './lib/validation.js';
 import { authRoutes } from './modules/auth/routes.js';
 import { conversationsRoutes } from './modules/conversations/routes.js';
+import { eventsRoutes } from './modules/events/routes.js';
+import eventsRuntime from './modules/events/runtime.js';
 import { guestsRoutes } from './modules/guests/routes.js';
 import { healthRoutes } from './modules/health/routes.js';
 import { knowledgeRoutes } from './modules/knowledge/routes.js';
 import { settingsRoutes } from './modules/settings/routes.js';
 import { staffRoutes } from './modules/staff/routes.js';
 import { tasksRoutes } from './modules/tasks/routes.js';
+import { webhooksRoutes } from './modules/webhooks/routes.js';
 import docs from './plugins/docs.js';
-import errors, { renderError } from './plugins/errors.js';
+import errors, { clientErrorHandler, renderError } from './plugins/errors.js';
 import gate, { countRequest } from './plugins/gate.js';
 import input from './plugins/input.js';
 
@@ -81,7 +85,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 200 },
     onProtoPoisoning: 'error',
     onConstructorPoisoning: 'error',
-    return503OnClosing: true,
+    clientErrorHandler,
+    // Draining requests get a 503 in the envelope from src/plugins/errors.ts instead.
+    return503OnClosing: false,
     // A URL the router cannot decode (or a path parameter over maxParamLength) never reaches a
     // route or its hooks: answer it in the envelope with the same headers as every response.
     frameworkErrors: (err, request, reply) => {
@@ -190,9 +196,22 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
         description:
           'JSON REST API for guest conversations over WhatsApp, SMS, e-mail and web chat, and the operations that follow.',
       },
-      servers: [{ url: '/' }],
-      components: { securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } } },
+      // x-internal (an OpenAPI extension the types do not know): this server is for outside integrators.
+      servers: [{ url: '/', 'x-internal': false } as { url: string }],
+      components: {
+        securitySchemes: {
+          bearerAuth: {
+            type: 'http',
+            scheme: 'bearer',
+            bearerFormat: 'JWT',
+            description:
+              'A JWT from POST /auth/login, following RFC8725 (JWT best current practices): HS256 only, ' +
+              'verified against an explicit algorithm list, with exp, iat, jti, iss and aud required.',
+          },
+        },
+      },
     },
+    transform: documentRoute,
     refResolver: { buildLocalReference: (json, _base, _frag, i) => String(json.$id ?? `def-${i}`) },
   });
   app.addHook('onRoute', (route) => {
@@ -204,6 +223,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
 
   await app.register(healthRoutes);
   await app.register(docs);
+  await app.register(eventsRuntime);
   await app.register(
     async (api) => {
       await api.register(authRoutes, { prefix: '/auth' });
@@ -213,6 +233,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       await api.register(guestsRoutes, { prefix: '/guests' });
       await api.register(tasksRoutes, { prefix: '/tasks' });
       await api.register(knowledgeRoutes, { prefix: '/knowledge' });
+      await api.register(eventsRoutes, { prefix: '/events' });
+      await api.register(webhooksRoutes, { prefix: '/webhooks' });
     },
     { prefix: '/api/v1' },
   );

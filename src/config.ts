@@ -24,6 +24,18 @@ export interface Config {
   readonly adminEmail: string | null;
   readonly adminPassword: string | null;
   readonly trustProxy: boolean;
+  /** Events older than this many days are purged from the feed. */
+  readonly eventRetentionDays: number;
+  /** How often each instance looks for new events and due deliveries written by any instance. */
+  readonly eventPollIntervalMs: number;
+  /** Interval of the comment line that keeps an idle event stream open through proxies. */
+  readonly eventStreamHeartbeatMs: number;
+  /** Allow webhook URLs on loopback, private or link-local addresses (tests, trusted networks). */
+  readonly webhookAllowPrivate: boolean;
+  /** First retry delay; each later one doubles (with full jitter), capped at 4 h. */
+  readonly webhookRetryBaseMs: number;
+  /** Consecutive failed attempts after which a webhook is set inactive. */
+  readonly webhookDisableAfter: number;
 }
 
 /** Thrown for a bad or missing variable; start-up prints its message on one line and exits 1. */
@@ -157,5 +169,11 @@ export function loadConfig(env: Env = process.env): Config {
     adminEmail,
     adminPassword,
     trustProxy: bool(env, 'TRUST_PROXY', false),
+    eventRetentionDays: int(env, 'EVENT_RETENTION_DAYS', 30, 1, 3650),
+    eventPollIntervalMs: int(env, 'EVENT_POLL_INTERVAL_MS', 1000, 10, 60_000),
+    eventStreamHeartbeatMs: int(env, 'EVENT_STREAM_HEARTBEAT_MS', 15_000, 10, 300_000),
+    webhookAllowPrivate: bool(env, 'WEBHOOK_ALLOW_PRIVATE', false),
+    webhookRetryBaseMs: int(env, 'WEBHOOK_RETRY_BASE_MS', 10_000, 1, 3_600_000),
+    webhookDisableAfter: int(env, 'WEBHOOK_DISABLE_AFTER', 50, 1, 1_000_000),
   });
 }

@@ -57,6 +57,10 @@ export interface TestApp {
 
 /** An app on a fresh store; closed (and its database dropped) when the test ends. */
 export async function buildTestApp(t: TestContext, env: Record<string, string> = {}): Promise<FastifyInstance> {
+  // Registered before the database is created: node:test runs after-hooks in registration order,
+  // and the app (with its background pollers) must close before its database is dropped.
+  let built: FastifyInstance | undefined;
+  t.after(() => built?.close());
   const base: Record<string, string> = {
     NODE_ENV: 'test',
     LOG_LEVEL: 'silent',
@@ -69,9 +73,8 @@ export async function buildTestApp(t: TestContext, env: Record<string, string> =
     base.REDIS_KEY_PREFIX = `gma-test:${randomBytes(6).toString('hex')}:`;
   }
   const config = loadConfig({ ...base, ...env });
-  const app = await buildApp(config);
-  t.after(() => app.close());
-  return app;
+  built = await buildApp(config);
+  return built;
 }
 
 let passwordHash: Promise<string> | undefined;

@@ -87,7 +87,9 @@ test('every operation has a 2xx response with a schema and documents its error r
     const ok = codes.filter((c) => /^2\d\d$/.test(c));
     assert.ok(ok.length > 0, `${name}: no 2xx response`);
     for (const c of ok) {
-      const schema = op.responses![c]!.content?.['application/json']?.schema;
+      // The event stream is the one operation that answers text/event-stream instead of JSON.
+      const content = op.responses![c]!.content;
+      const schema = (content?.['application/json'] ?? content?.['text/event-stream'])?.schema;
       assert.ok(schema && typeof schema === 'object', `${name} ${c}: no JSON schema`);
     }
     const errors = codes.filter((c) => /^[45]\d\d$/.test(c));

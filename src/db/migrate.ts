@@ -1,10 +1,12 @@
 // Owns applying migrations: one ordered list, run at start and by the CLI, on either store.
 import { type Migration, type MigrationProvider, Migrator, sql } from 'kysely';
 import { initial } from './migrations/001-initial.js';
+import { listCounts } from './migrations/002-list-counts.js';
+import { events } from './migrations/003-events.js';
 import { columnTypes, type MigrationDef } from './migrations/helpers.js';
 import type { Store } from './store.js';
 
-const MIGRATIONS: MigrationDef[] = [initial];
+const MIGRATIONS: MigrationDef[] = [initial, listCounts, events];
 
 export async function migrate(store: Store): Promise<string[]> {
   const t = columnTypes(store.dialect);

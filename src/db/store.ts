@@ -4,7 +4,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import SQLite from 'better-sqlite3';
-import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
+import { Kysely, PostgresDialect, type SqliteDatabase, SqliteDialect, sql } from 'kysely';
 import pg from 'pg';
 import type { StoreConfig } from '../config.js';
 import type { Database, Db } from './types.js';
@@ -30,6 +30,44 @@ function pgTypeParser(oid: number, format?: string): (value: string) => unknown 
   return PG_TYPES.getTypeParser(oid, format as 'text') as (value: string) => unknown;
 }
 
+/** Prepared statements kept per SQLite connection; the oldest unused one goes first past this. */
+const STATEMENT_CACHE_SIZE = 500;
+
+/**
+ * The connection as Kysely's SQLite driver sees it, with `prepare` answering from a cache keyed by
+ * SQL text: the driver prepares on every query, and compiling the same SQL again was ~15 % of a
+ * list request (docs/performance.md §4.2). Sharing a statement is safe because the driver runs one
+ * query at a time (its connection mutex) and `all`/`run` reset the statement when done; one still
+ * mid-`iterate` (a stream not yet finished) is busy, so the caller gets a fresh, uncached one.
+ */
+function cachingStatements(conn: SQLite.Database): SqliteDatabase {
+  const cache = new Map<string, SQLite.Statement>();
+  return {
+    prepare(text) {
+      const hit = cache.get(text);
+      if (hit?.busy) return conn.prepare(text);
+      if (hit !== undefined) {
+        // A Map iterates in insertion order: moving a hit to the end makes the first key the least
+        // recently used, the one to evict.
+        cache.delete(text);
+        cache.set(text, hit);
+        return hit;
+      }
+      const stmt = conn.prepare(text);
+      cache.set(text, stmt);
+      if (cache.size > STATEMENT_CACHE_SIZE) {
+        const oldest = cache.keys().next().value;
+        if (oldest !== undefined) cache.delete(oldest);
+      }
+      return stmt;
+    },
+    close() {
+      cache.clear();
+      conn.close();
+    },
+  };
+}
+
 export interface StoreOptions {
   sqliteSynchronous?: 'FULL' | 'NORMAL';
   pgPoolSize?: number;
@@ -43,7 +81,7 @@ export function openStore(config: StoreConfig, options: StoreOptions = {}): Stor
     conn.pragma('foreign_keys = ON');
     conn.pragma('busy_timeout = 5000');
     conn.pragma(`synchronous = ${options.sqliteSynchronous ?? 'FULL'}`);
-    const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: conn }) });
+    const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: cachingStatements(conn) }) });
     return {
       db,
       dialect: 'sqlite',
@@ -60,10 +98,21 @@ export function openStore(config: StoreConfig, options: StoreOptions = {}): Stor
     max: options.pgPoolSize ?? 10,
     connectionTimeoutMillis: 2000,
     idleTimeoutMillis: 30_000,
+    // A statement that runs away is cancelled by the server (57014), and a server that stops
+    // answering mid-query is given up on by the client, so a request never hangs on the store:
+    // both answer 503 SERVICE_UNAVAILABLE (src/plugins/errors.ts). TCP keep-alive notices a peer
+    // that vanished without closing its connections.
+    statement_timeout: 15_000,
+    query_timeout: 20_000,
+    keepAlive: true,
     types: { getTypeParser: pgTypeParser as typeof PG_TYPES.getTypeParser },
   });
   // An idle client losing its server must not crash the process; the next query reports it.
   pool.on('error', () => {});
+  // Nor must a client losing it while checked out (a query or transaction in flight, e.g. the
+  // event poller or webhook dispatcher during a server restart): pg rejects that query, then emits
+  // 'error' on the client, which the pool listens to only while the client is idle.
+  pool.on('connect', (client) => client.on('error', () => {}));
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   return {
     db,

@@ -1,6 +1,6 @@
 // Owns the table types of the store. Timestamps are ISO strings on SQLite and Date on PostgreSQL
 // (see `toIso`), booleans 0/1 on SQLite, JSON is text on SQLite and jsonb on PostgreSQL.
-import type { Insertable, Kysely, Selectable, Transaction, Updateable } from 'kysely';
+import type { Generated, Insertable, Kysely, Selectable, Transaction, Updateable } from 'kysely';
 
 export type Timestamp = string | Date;
 export type Bool = number | boolean;
@@ -103,7 +103,87 @@ export interface RevokedTokenTable {
   expires_at: number;
 }
 
+export interface EventTable {
+  /** Auto-incremented, never reused: the feed cursor. */
+  id: Generated<number>;
+  type: string;
+  occurred_at: Timestamp;
+  actor_type: 'staff' | 'system' | 'guest';
+  actor_id: string | null;
+  conversation_id: string | null;
+  task_id: string | null;
+  /** Assignee of the conversation or task after the change: what a staff-role reader may see. */
+  assignee: string | null;
+  /** JSON text (both stores). */
+  data: string;
+  changes: string | null;
+}
+
+export interface WebhookTable {
+  id: string;
+  url: string;
+  /** JSON text: an array of event types, or ["*"]. */
+  events: string;
+  description: string | null;
+  active: Bool;
+  secret: string;
+  consecutive_failures: number;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface WebhookDeliveryTable {
+  id: string;
+  webhook_id: string;
+  event_id: number;
+  event_type: string;
+  /** The event as JSON text, sent byte for byte on every attempt. */
+  payload: string;
+  status: 'pending' | 'succeeded' | 'failed';
+  attempts: number;
+  last_response_code: number | null;
+  last_error: string | null;
+  duration_ms: number | null;
+  next_attempt_at: Timestamp | null;
+  last_attempt_at: Timestamp | null;
+  locked_until: Timestamp | null;
+  locked_by: string | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+/** Rows per (status, channel, assignee) of conversations, kept by triggers (migration 002). */
+export interface ConversationCountTable {
+  status: string;
+  channel: string;
+  /** The assignee's staff id, or '' for none (a primary key column cannot be NULL portably). */
+  assignee_key: string;
+  n: number;
+}
+
+/** Rows per (status, priority, department, assignee) of tasks, kept by triggers (migration 002). */
+export interface TaskCountTable {
+  status: string;
+  priority: string;
+  department: string;
+  /** The assignee's staff id, or '' for none. */
+  assignee_key: string;
+  n: number;
+}
+
+/** One row (id 1): the number of guests, kept by triggers (migration 002). */
+export interface GuestCountTable {
+  id: number;
+  n: number;
+}
+
 export interface Database {
+  conversation_counts: ConversationCountTable;
+  task_counts: TaskCountTable;
+  guest_counts: GuestCountTable;
+  events: EventTable;
+  webhooks: WebhookTable;
+  webhook_deliveries: WebhookDeliveryTable;
   staff: StaffTable;
   guests: GuestTable;
   guest_tags: GuestTagTable;
@@ -127,3 +207,6 @@ export type MessageRow = Selectable<MessageTable>;
 export type TaskRow = Selectable<TaskTable>;
 export type KnowledgeRow = Selectable<KnowledgeTable>;
 export type SettingRow = Selectable<SettingTable>;
+export type EventRow = Selectable<EventTable>;
+export type WebhookRow = Selectable<WebhookTable>;
+export type WebhookDeliveryRow = Selectable<WebhookDeliveryTable>;

@@ -20,8 +20,8 @@ export const BulkBody = Type.Object(
 );
 
 const ItemError = Type.Object({
-  code: Type.String(),
-  message: Type.String(),
+  code: Type.String({ maxLength: 64, pattern: '^[A-Z_]+$' }),
+  message: Type.String({ maxLength: 2000 }),
   details: Type.Optional(Type.Unknown()),
 });
 
@@ -30,11 +30,12 @@ export const BulkResponse = <T extends TSchema>(data: T) =>
     success: Type.Literal(true),
     data: Type.Array(
       Type.Object({
-        index: Type.Integer(),
+        index: Type.Integer({ format: 'int32', minimum: 0, maximum: MAX_BULK_ITEMS - 1 }),
         success: Type.Boolean(),
         data: Type.Optional(data),
         error: Type.Optional(ItemError),
       }),
+      { maxItems: MAX_BULK_ITEMS },
     ),
   });
 

@@ -9,6 +9,8 @@ export const ID_PREFIX = {
   task: 'tsk',
   knowledge: 'kb',
   staff: 'stf',
+  webhook: 'whk',
+  delivery: 'whd',
 } as const;
 
 export type IdPrefix = (typeof ID_PREFIX)[keyof typeof ID_PREFIX];

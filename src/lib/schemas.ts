@@ -6,32 +6,33 @@ export const ErrorBody = Type.Object(
   {
     success: Type.Literal(false),
     error: Type.Object({
-      code: Type.String({ examples: ['NOT_FOUND'] }),
-      message: Type.String(),
+      code: Type.String({ maxLength: 64, pattern: '^[A-Z_]+$', examples: ['NOT_FOUND'] }),
+      message: Type.String({ maxLength: 2000 }),
       details: Type.Optional(Type.Unknown()),
     }),
   },
   { $id: 'Error', description: 'Error envelope' },
 );
 
+const Count = Type.Integer({ format: 'int64', minimum: 0, maximum: Number.MAX_SAFE_INTEGER });
 export const ListMeta = Type.Object({
-  page: Type.Integer(),
-  limit: Type.Integer(),
-  total: Type.Integer(),
-  pages: Type.Integer(),
+  page: Type.Integer({ format: 'int32', minimum: 1, maximum: 1_000_000 }),
+  limit: Type.Integer({ format: 'int32', minimum: 1, maximum: 100 }),
+  total: Count,
+  pages: Count,
 });
 export type ListMeta = Static<typeof ListMeta>;
 
 export const PageQuery = {
-  page: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000, default: 1 })),
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
+  page: Type.Optional(Type.Integer({ format: 'int32', minimum: 1, maximum: 1_000_000, default: 1 })),
+  limit: Type.Optional(Type.Integer({ format: 'int32', minimum: 1, maximum: 100, default: 20 })),
 };
 
 export const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64 }) });
 
 export const Ok = <T extends TSchema>(data: T) => Type.Object({ success: Type.Literal(true), data });
 export const OkList = <T extends TSchema>(item: T) =>
-  Type.Object({ success: Type.Literal(true), data: Type.Array(item), meta: ListMeta });
+  Type.Object({ success: Type.Literal(true), data: Type.Array(item, { maxItems: 100 }), meta: ListMeta });
 
 export const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
 
@@ -45,6 +46,7 @@ export const STANDARD_ERRORS = {
   404: err('NOT_FOUND'),
   429: err('RATE_LIMITED'),
   500: err('INTERNAL_ERROR'),
+  503: err('SERVICE_UNAVAILABLE: the store cannot be reached; retry after Retry-After seconds'),
 };
 export const CONFLICT_ERROR = { 409: err('CONFLICT: a unique value is taken') };
 export const BODY_ERRORS = {

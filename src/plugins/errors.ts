@@ -1,5 +1,7 @@
 // Owns how every failure is rendered: one error handler turns AppErrors, validation failures,
 // body-parser errors and unexpected faults into the envelope; one not-found handler gives 404/405.
+import { randomUUID } from 'node:crypto';
+import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { AppError, type ErrorCode } from '../lib/errors.js';
@@ -68,12 +70,43 @@ const UNAVAILABLE = new Set([
   '08006',
   '08001',
   '08003',
+  // query_canceled: statement_timeout fired (the store is overloaded or a lock is held too long).
+  '57014',
+  // SQLITE_BUSY: another process held the write lock for longer than busy_timeout.
+  'SQLITE_BUSY',
 ]);
 
 function isStoreUnavailable(err: Error): boolean {
   const code = (err as { code?: unknown }).code;
   if (typeof code === 'string' && UNAVAILABLE.has(code)) return true;
-  return /Connection terminated|timeout exceeded when trying to connect|Connection refused/i.test(err.message);
+  return /Connection terminated|timeout exceeded when trying to connect|Connection refused|Query read timeout|Client has encountered a connection error/i.test(
+    err.message,
+  );
+}
+
+/**
+ * Answers what Node's HTTP parser refuses before Fastify sees a request (headers over Node's
+ * `maxHeaderSize`, a request-line that is not HTTP, a header timeout) in the envelope, like every
+ * other error: 431 HEADERS_TOO_LARGE, 408, or 400 VALIDATION_ERROR. No route or hook ran, so no
+ * rate-limit headers; the request id is new (the client's header may be the oversized one).
+ */
+export function clientErrorHandler(this: FastifyInstance, err: Error & { code?: string }, socket: Socket) {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const [status, reason, code, message] =
+    err.code === 'HPE_HEADER_OVERFLOW'
+      ? [431, 'Request Header Fields Too Large', 'HEADERS_TOO_LARGE', 'The request headers are larger than 16 KiB']
+      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? [408, 'Request Timeout', 'REQUEST_TIMEOUT', 'The request was not received in time']
+        : [400, 'Bad Request', 'VALIDATION_ERROR', 'The request is not valid HTTP'];
+  this.log.debug({ err: err.message, code: err.code }, 'client error');
+  if (socket.writable) {
+    const body = JSON.stringify({ success: false, error: { code, message } });
+    socket.write(
+      `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${randomUUID()}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy();
 }
 
 export default fp(
@@ -89,6 +122,27 @@ export default fp(
     });
 
     app.setErrorHandler((err, request, reply) => renderError(err as Error, request, reply));
+
+    // While the server drains (SIGTERM), a request arriving on a kept-alive connection is answered
+    // 503 in the envelope with Retry-After, so the client retries elsewhere; requests already in
+    // flight finish normally. Every response sent while draining says Connection: close, or a
+    // connection that was busy when the drain began would stay open, idle, until its keep-alive
+    // timeout (72 s), and hold the process past its 10 s shutdown budget. (Fastify's own
+    // return503OnClosing answers with a body outside the envelope, so it is off in app.ts.)
+    let closing = false;
+    app.addHook('preClose', async () => {
+      closing = true;
+    });
+    app.addHook('onRequest', async (_request, reply) => {
+      if (!closing) return;
+      reply.header('connection', 'close');
+      throw new AppError('SERVICE_UNAVAILABLE', 'The server is shutting down; retry shortly', undefined, {
+        'retry-after': '1',
+      });
+    });
+    app.addHook('onSend', async (_request, reply) => {
+      if (closing) reply.header('connection', 'close');
+    });
 
     app.setNotFoundHandler((request, reply) => {
       const path = request.url.split('?')[0] ?? '';

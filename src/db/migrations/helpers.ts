@@ -8,12 +8,18 @@ export interface ColumnTypes {
   ts: ColumnDataType;
   json: ColumnDataType;
   bool: ColumnDataType;
+  /**
+   * A 64-bit auto-incrementing key that is never reused (cursors over it stay monotonic after
+   * deletes): integer + AUTOINCREMENT on SQLite (add `.autoIncrement()` when t.dialect is sqlite),
+   * bigserial on PostgreSQL.
+   */
+  autoId: ColumnDataType;
 }
 
 export function columnTypes(dialect: DialectName): ColumnTypes {
   return dialect === 'postgres'
-    ? { dialect, ts: 'timestamptz', json: 'jsonb', bool: 'boolean' }
-    : { dialect, ts: 'text', json: 'text', bool: 'integer' };
+    ? { dialect, ts: 'timestamptz', json: 'jsonb', bool: 'boolean', autoId: 'bigserial' }
+    : { dialect, ts: 'text', json: 'text', bool: 'integer', autoId: 'integer' };
 }
 
 export interface MigrationDef {

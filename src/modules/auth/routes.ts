@@ -11,9 +11,14 @@ import { Password, RoleSchema, Staff } from '../staff/schemas.js';
 
 const Session = Type.Object(
   {
-    token: Type.String({ description: 'Bearer token (JWT, HS256)' }),
-    expiresAt: Type.String({ format: 'date-time' }),
-    user: Type.Object({ id: Type.String(), name: Type.String(), email: Type.String(), role: RoleSchema }),
+    token: Type.String({ maxLength: 2048, description: 'Bearer token (JWT, HS256)' }),
+    expiresAt: Type.String({ format: 'date-time', maxLength: 30 }),
+    user: Type.Object({
+      id: Type.String({ maxLength: 64 }),
+      name: Type.String({ maxLength: 200 }),
+      email: Type.String({ format: 'email', maxLength: 254 }),
+      role: RoleSchema,
+    }),
   },
   { $id: 'Session' },
 );

@@ -10,22 +10,24 @@ export const ConversationStatus = Type.Enum(STATUSES);
 export type ConversationStatus = Static<typeof ConversationStatus>;
 
 const staffId = (description: string) => Type.String({ minLength: 1, maxLength: 64, description });
-const Timestamp = Type.String({ format: 'date-time' });
+const Timestamp = Type.String({ format: 'date-time', maxLength: 30 });
+const Id = Type.String({ maxLength: 64 });
 
 export const Conversation = Type.Object(
   {
-    id: Type.String({ examples: ['cnv_01jd8x3k5q7w9e2r4t6y8u0i1o'] }),
-    guestId: Type.String(),
-    guest: Type.Object({ id: Type.String(), name: Type.String() }),
+    id: Type.String({ maxLength: 64, examples: ['cnv_01jd8x3k5q7w9e2r4t6y8u0i1o'] }),
+    guestId: Id,
+    guest: Type.Object({ id: Id, name: Type.String({ maxLength: 200 }) }),
     channel: Channel,
     status: ConversationStatus,
-    assignee: Nullable(Type.String({ description: 'Staff id of the assignee; null when unassigned' })),
-    subject: Nullable(Type.String()),
+    assignee: Nullable(Type.String({ maxLength: 64, description: 'Staff id of the assignee; null when unassigned' })),
+    subject: Nullable(Type.String({ maxLength: 200 })),
     lastMessageAt: Type.String({
       format: 'date-time',
+      maxLength: 30,
       description: 'Time of the latest message; the creation time while there is none',
     }),
-    messageCount: Type.Integer(),
+    messageCount: Type.Integer({ format: 'int64', minimum: 0, maximum: Number.MAX_SAFE_INTEGER }),
     createdAt: Timestamp,
     updatedAt: Timestamp,
   },
@@ -35,14 +37,14 @@ export type ConversationView = Static<typeof Conversation>;
 
 export const Message = Type.Object(
   {
-    id: Type.String({ examples: ['msg_01jd8x3k5q7w9e2r4t6y8u0i1o'] }),
-    conversationId: Type.String(),
+    id: Type.String({ maxLength: 64, examples: ['msg_01jd8x3k5q7w9e2r4t6y8u0i1o'] }),
+    conversationId: Id,
     direction: Type.Enum(['inbound', 'outbound']),
     type: Type.Enum(['text', 'note'], { description: 'text goes to the guest; note is internal and never sent' }),
-    content: Type.String(),
+    content: Type.String({ maxLength: 4096 }),
     sender: Type.Object({
       type: Type.Enum(['guest', 'staff', 'system']),
-      id: Nullable(Type.String({ description: 'Guest id or staff id; null for the system' })),
+      id: Nullable(Type.String({ maxLength: 64, description: 'Guest id or staff id; null for the system' })),
     }),
     deliveryStatus: Type.Enum(['received', 'queued', 'sent', 'delivered', 'failed'], {
       description:

@@ -1,12 +1,14 @@
 // Owns the rules of conversations and messages that span several rows: who may create, change
 // or write to which conversation, and keeping a conversation's lastMessageAt / messageCount in
-// step with its messages. Every operation here is one transaction.
+// step with its messages. Every operation here is one transaction, its events written in it.
 import { nowIso } from '../../db/store.js';
 import type { Db, DbOrTx } from '../../db/types.js';
 import { isElevated, visibleTo } from '../../lib/access.js';
 import { type FieldError, forbidden, notFound, validation } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
 import type { AuthUser } from '../../plugins/gate.js';
+import { conversationEvents, conversationStatusChanged, messageCreated, staffActor } from '../events/emit.js';
+import { withEvents } from '../events/outbox.js';
 import { insertMessage } from './messages-repository.js';
 import {
   findConversation,
@@ -47,7 +49,7 @@ export async function createConversation(db: Db, user: AuthUser, body: CreateCon
     }
     assignee = user.id;
   }
-  return db.transaction().execute(async (tx): Promise<ConversationView> => {
+  return withEvents(db, async (tx, outbox): Promise<ConversationView> => {
     const guest = await findGuestName(tx, body.guestId);
     const problems: FieldError[] = [];
     if (guest === undefined) problems.push({ field: 'guestId', message: 'must be the id of an existing guest' });
@@ -67,8 +69,8 @@ export async function createConversation(db: Db, user: AuthUser, body: CreateCon
       messageCount: hasFirst ? 1 : 0,
       at,
     });
-    if (hasFirst) await insertMessage(tx, outbound(id, 'text', body.content!, user.id, at));
-    return {
+    const first = hasFirst ? await insertMessage(tx, outbound(id, 'text', body.content!, user.id, at)) : null;
+    const created: ConversationView = {
       id,
       guestId: body.guestId,
       guest: { id: body.guestId, name: guest!.name },
@@ -81,6 +83,9 @@ export async function createConversation(db: Db, user: AuthUser, body: CreateCon
       createdAt: at,
       updatedAt: at,
     };
+    conversationEvents(outbox, staffActor(user), null, created);
+    if (first) messageCreated(outbox, staffActor(user), first, assignee);
+    return created;
   });
 }
 
@@ -99,11 +104,12 @@ function outbound(conversationId: string, type: 'text' | 'note', content: string
 }
 
 export async function sendMessage(db: Db, user: AuthUser, conversationId: string, body: SendMessageInput) {
-  return db.transaction().execute(async (tx): Promise<MessageView> => {
-    await visibleConversationRef(tx, user, conversationId);
+  return withEvents(db, async (tx, outbox): Promise<MessageView> => {
+    const ref = await visibleConversationRef(tx, user, conversationId);
     const at = nowIso();
     const message = await insertMessage(tx, outbound(conversationId, body.type ?? 'text', body.content, user.id, at));
     await touchConversation(tx, conversationId, at, false);
+    messageCreated(outbox, staffActor(user), message, ref.assignee);
     return message;
   });
 }
@@ -113,15 +119,18 @@ export async function sendMessage(db: Db, user: AuthUser, conversationId: string
  * their own conversations: naming `assignee` at all, even themselves, is refused.
  */
 export async function updateConversation(db: Db, user: AuthUser, id: string, changes: ConversationChanges) {
-  return db.transaction().execute(async (tx): Promise<ConversationView> => {
+  return withEvents(db, async (tx, outbox): Promise<ConversationView> => {
     await visibleConversationRef(tx, user, id);
     if (changes.assignee !== undefined && !isElevated(user)) {
       throw forbidden('A staff member may change only the status of a conversation, not its assignee');
     }
     const bad = await assigneeProblem(tx, changes.assignee);
     if (bad) throw validation([bad]);
+    const before = (await findConversation(tx, id))!;
     await updateConversationRow(tx, id, changes, nowIso());
-    return (await findConversation(tx, id))!;
+    const after = (await findConversation(tx, id))!;
+    conversationEvents(outbox, staffActor(user), before, after);
+    return after;
   });
 }
 
@@ -134,7 +143,7 @@ export async function recordInboundMessage(
   db: Db,
   input: { conversationId: string; content: string },
 ): Promise<MessageView> {
-  return db.transaction().execute(async (tx) => {
+  return withEvents(db, async (tx, outbox) => {
     const conversation = await findConversationRef(tx, input.conversationId);
     if (conversation === undefined) throw notFound(WHAT, input.conversationId);
     const at = nowIso();
@@ -149,6 +158,12 @@ export async function recordInboundMessage(
       created_at: at,
     });
     await touchConversation(tx, conversation.id, at, true);
+    const after = (await findConversation(tx, conversation.id))!;
+    const guest = { type: 'guest' as const, id: conversation.guest_id };
+    messageCreated(outbox, guest, message, after.assignee);
+    if (conversation.status === 'closed' && after.status === 'open') {
+      conversationStatusChanged(outbox, guest, after, 'closed');
+    }
     return message;
   });
 }

@@ -20,6 +20,9 @@ import {
   STANDARD_ERRORS,
 } from '../../lib/schemas.js';
 import { ADMIN_MANAGER, ANY_ROLE } from '../../plugins/gate.js';
+import { recordEvents, staffActor } from '../events/emit.js';
+import { type Outbox, withEvents } from '../events/outbox.js';
+import type { Actor } from '../events/schemas.js';
 import {
   findConflicts,
   findGuest,
@@ -60,10 +63,10 @@ export const guestsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   async function writeGuest(
     values: { email?: string | null; phone?: string | null },
     exceptId: string | undefined,
-    work: (tx: DbOrTx) => Promise<GuestView>,
+    work: (tx: DbOrTx, outbox: Outbox) => Promise<GuestView>,
   ): Promise<GuestView> {
     try {
-      return await db().transaction().execute(work);
+      return await withEvents(db(), work);
     } catch (err) {
       if (!isUniqueViolation(err)) throw err;
       const found = await findConflicts(db(), values, exceptId);
@@ -71,10 +74,12 @@ export const guestsRoutes: FastifyPluginAsyncTypebox = async (app) => {
     }
   }
 
-  const create = (body: CreateGuest) =>
-    writeGuest(body, undefined, async (tx) => {
+  const create = (body: CreateGuest, actor: Actor) =>
+    writeGuest(body, undefined, async (tx, outbox) => {
       await assertNoConflict(tx, body);
-      return insertGuest(tx, body);
+      const guest = await insertGuest(tx, body);
+      recordEvents(outbox, 'guest', actor, null, guest);
+      return guest;
     });
 
   app.get(
@@ -133,7 +138,7 @@ export const guestsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
-      const guest = await create(request.body);
+      const guest = await create(request.body, staffActor(request.user!));
       reply.code(201);
       return ok(guest);
     },
@@ -150,7 +155,15 @@ export const guestsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: BulkResponse(Guest), ...STANDARD_ERRORS, ...BODY_ERRORS },
       },
     },
-    async (request) => runBulk<CreateGuest, GuestView>(request.body.items, CreateGuestBody, create, request.log),
+    async (request) => {
+      const actor = staffActor(request.user!);
+      return runBulk<CreateGuest, GuestView>(
+        request.body.items,
+        CreateGuestBody,
+        (item) => create(item, actor),
+        request.log,
+      );
+    },
   );
 
   app.patch(
@@ -168,11 +181,13 @@ export const guestsRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request) => {
       const { id } = request.params;
       const body: UpdateGuest = request.body;
-      const updated = await writeGuest(body, id, async (tx) => {
+      const updated = await writeGuest(body, id, async (tx, outbox) => {
         const current = await findGuest(tx, id);
         if (current === undefined) throw notFound('Guest', id);
         await assertNoConflict(tx, body, id);
-        return updateGuest(tx, current, body);
+        const after = await updateGuest(tx, current, body);
+        recordEvents(outbox, 'guest', staffActor(request.user!), current, after);
+        return after;
       });
       return ok(updated);
     },

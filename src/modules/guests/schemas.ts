@@ -6,14 +6,14 @@ export const MAX_TAGS = 50;
 
 export const Guest = Type.Object(
   {
-    id: Type.String({ examples: ['gst_01jd8x3k5q7w9e2r4t6y8u0i1o'] }),
-    name: Type.String(),
-    email: Nullable(Type.String()),
-    phone: Nullable(Type.String({ description: 'E.164, e.g. +447700900123' })),
-    tags: Type.Array(Type.String()),
-    notes: Nullable(Type.String()),
-    createdAt: Type.String({ format: 'date-time' }),
-    updatedAt: Type.String({ format: 'date-time' }),
+    id: Type.String({ maxLength: 64, examples: ['gst_01jd8x3k5q7w9e2r4t6y8u0i1o'] }),
+    name: Type.String({ maxLength: 200 }),
+    email: Nullable(Type.String({ format: 'email', maxLength: 254 })),
+    phone: Nullable(Type.String({ maxLength: 16, description: 'E.164, e.g. +447700900123' })),
+    tags: Type.Array(Type.String({ maxLength: 50 }), { maxItems: 50 }),
+    notes: Nullable(Type.String({ maxLength: 10_000 })),
+    createdAt: Type.String({ format: 'date-time', maxLength: 30 }),
+    updatedAt: Type.String({ format: 'date-time', maxLength: 30 }),
   },
   { $id: 'Guest' },
 );
@@ -22,6 +22,7 @@ const Name = Type.String({ minLength: 1, maxLength: 200 });
 const Email = Type.String({ format: 'email', maxLength: 254 });
 const Phone = Type.String({
   pattern: '^\\+[1-9]\\d{6,14}$',
+  maxLength: 16,
   description: 'E.164: a leading +, country code and number, 7 to 15 digits',
   examples: ['+447700900123'],
 });

@@ -7,7 +7,7 @@ import { STANDARD_ERRORS } from '../../lib/schemas.js';
 const Check = Type.Union([Type.Literal('ok'), Type.Literal('unavailable'), Type.Literal('not_configured')]);
 const Ready = Type.Object({
   success: Type.Boolean(),
-  data: Type.Object({ status: Type.String(), store: Check, redis: Check }),
+  data: Type.Object({ status: Type.Enum(['ready', 'unavailable']), store: Check, redis: Check }),
 });
 
 function within<T>(ms: number, p: Promise<T>): Promise<T> {
@@ -24,8 +24,9 @@ export const healthRoutes: FastifyPluginAsyncTypebox = async (app) => {
       schema: {
         tags: ['operations'],
         summary: 'Liveness: the process is up',
+        security: [],
         response: {
-          200: Type.Object({ success: Type.Literal(true), data: Type.Object({ status: Type.String() }) }),
+          200: Type.Object({ success: Type.Literal(true), data: Type.Object({ status: Type.Literal('ok') }) }),
           500: STANDARD_ERRORS[500],
         },
       },
@@ -40,6 +41,7 @@ export const healthRoutes: FastifyPluginAsyncTypebox = async (app) => {
       schema: {
         tags: ['operations'],
         summary: 'Readiness: the store and Redis answer (503 otherwise)',
+        security: [],
         response: { 200: Ready, 503: Ready },
       },
     },
@@ -58,7 +60,10 @@ export const healthRoutes: FastifyPluginAsyncTypebox = async (app) => {
             );
       const ready = storeOk === 'ok' && redisState !== 'unavailable';
       reply.code(ready ? 200 : 503);
-      return { success: ready, data: { status: ready ? 'ready' : 'unavailable', store: storeOk, redis: redisState } };
+      return {
+        success: ready,
+        data: { status: ready ? ('ready' as const) : ('unavailable' as const), store: storeOk, redis: redisState },
+      };
     },
   );
 };

@@ -3,6 +3,8 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { notFound } from '../../lib/errors.js';
 import { BODY_ERRORS, IdParams, Ok, OkList, ok, okList, pageMeta, STANDARD_ERRORS } from '../../lib/schemas.js';
 import { ADMIN_MANAGER, ANY_ROLE } from '../../plugins/gate.js';
+import { knowledgeDeleted, recordEvents, staffActor } from '../events/emit.js';
+import { withEvents } from '../events/outbox.js';
 import { deleteEntry, findEntry, insertEntry, listEntries, replaceEntry } from './repository.js';
 import {
   CreateEntryBody,
@@ -69,7 +71,11 @@ export const knowledgeRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       const { title, content, category = DEFAULT_CATEGORY } = request.body;
-      const entry = await insertEntry(db(), { title, content, category });
+      const entry = await withEvents(db(), async (tx, outbox) => {
+        const created = await insertEntry(tx, { title, content, category });
+        recordEvents(outbox, 'knowledge', staffActor(request.user!), null, created);
+        return created;
+      });
       reply.code(201);
       return ok(entry);
     },
@@ -88,8 +94,14 @@ export const knowledgeRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request) => {
-      const entry = await replaceEntry(db(), request.params.id, request.body);
-      if (entry === undefined) throw missing(request.params.id);
+      const { id } = request.params;
+      const entry = await withEvents(db(), async (tx, outbox) => {
+        const before = await findEntry(tx, id);
+        const after = before && (await replaceEntry(tx, id, request.body));
+        if (before === undefined || after === undefined) throw missing(id);
+        recordEvents(outbox, 'knowledge', staffActor(request.user!), before, after);
+        return after;
+      });
       return ok(entry);
     },
   );
@@ -107,7 +119,11 @@ export const knowledgeRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const { id } = request.params;
-      if (!(await deleteEntry(db(), id))) throw missing(id);
+      await withEvents(db(), async (tx, outbox) => {
+        const entry = await findEntry(tx, id);
+        if (entry === undefined || !(await deleteEntry(tx, id))) throw missing(id);
+        knowledgeDeleted(outbox, staffActor(request.user!), entry);
+      });
       return ok({ id, deleted: true as const });
     },
   );

@@ -8,12 +8,12 @@ export const MAX_SEARCH_LENGTH = 200;
 
 export const KnowledgeEntry = Type.Object(
   {
-    id: Type.String({ examples: ['kb_01jd8x3k5q7w9e2r4t6y8u0i1o'] }),
-    title: Type.String(),
-    content: Type.String(),
-    category: Type.String(),
-    createdAt: Type.String({ format: 'date-time' }),
-    updatedAt: Type.String({ format: 'date-time' }),
+    id: Type.String({ maxLength: 64, examples: ['kb_01jd8x3k5q7w9e2r4t6y8u0i1o'] }),
+    title: Type.String({ maxLength: 200 }),
+    content: Type.String({ maxLength: 50_000 }),
+    category: Type.String({ maxLength: 50 }),
+    createdAt: Type.String({ format: 'date-time', maxLength: 30 }),
+    updatedAt: Type.String({ format: 'date-time', maxLength: 30 }),
   },
   { $id: 'KnowledgeEntry' },
 );
@@ -58,4 +58,4 @@ export const ListEntriesQuery = Type.Object(
   { additionalProperties: false },
 );
 
-export const DeletedEntry = Type.Object({ id: Type.String(), deleted: Type.Literal(true) });
+export const DeletedEntry = Type.Object({ id: Type.String({ maxLength: 64 }), deleted: Type.Literal(true) });

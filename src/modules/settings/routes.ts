@@ -6,15 +6,17 @@ import { notFound, validation } from '../../lib/errors.js';
 import { BODY_ERRORS, Nullable, Ok, ok, STANDARD_ERRORS } from '../../lib/schemas.js';
 import { bodyChecker } from '../../lib/validation.js';
 import { ADMIN, ADMIN_MANAGER } from '../../plugins/gate.js';
+import { settingUpdated, staffActor } from '../events/emit.js';
+import { withEvents } from '../events/outbox.js';
 import { CUSTOM_KEY, customValueProblems, isKnownKey, SETTINGS } from './registry.js';
 import { deleteSetting, getSetting, listSettings, putSetting } from './repository.js';
 
 const Setting = Type.Object(
   {
-    key: Type.String(),
+    key: Type.String({ maxLength: 100 }),
     value: Type.Unknown({ description: 'The JSON value; its shape depends on the key' }),
-    updatedAt: Nullable(Type.String({ format: 'date-time' })),
-    updatedBy: Nullable(Type.String({ description: 'Staff id of the last writer; null for a default' })),
+    updatedAt: Nullable(Type.String({ format: 'date-time', maxLength: 30 })),
+    updatedBy: Nullable(Type.String({ maxLength: 64, description: 'Staff id of the last writer; null for a default' })),
   },
   { $id: 'Setting' },
 );
@@ -90,7 +92,13 @@ export const settingsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       if (!isKnownKey(key)) throw unknownKey(key);
       const { value } = request.body as { value: unknown };
       checkValue(key, value);
-      return ok(await putSetting(app.ctx.store.db, key, value, request.user!.id));
+      const saved = await withEvents(app.ctx.store.db, async (tx, outbox) => {
+        const before = await getSetting(tx, key);
+        const after = await putSetting(tx, key, value, request.user!.id);
+        settingUpdated(outbox, staffActor(request.user!), before, after);
+        return after;
+      });
+      return ok(saved);
     },
   );
 
@@ -103,7 +111,7 @@ export const settingsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'Reset a known key to its default, or remove a custom key (admin)',
         params: KeyParams,
         response: {
-          200: Ok(Type.Object({ key: Type.String(), deleted: Type.Boolean() })),
+          200: Ok(Type.Object({ key: Type.String({ maxLength: 100 }), deleted: Type.Boolean() })),
           ...STANDARD_ERRORS,
         },
       },
@@ -111,8 +119,14 @@ export const settingsRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request) => {
       const { key } = request.params;
       if (!isKnownKey(key)) throw unknownKey(key);
-      const deleted = await deleteSetting(app.ctx.store.db, key);
-      if (!deleted && CUSTOM_KEY.test(key)) throw unknownKey(key);
+      await withEvents(app.ctx.store.db, async (tx, outbox) => {
+        const before = await getSetting(tx, key);
+        const deleted = await deleteSetting(tx, key);
+        if (!deleted && CUSTOM_KEY.test(key)) throw unknownKey(key);
+        // A reset is an update to the default; a removed custom key reads as null.
+        const after = (await getSetting(tx, key)) ?? { key, value: null, updatedAt: null, updatedBy: null };
+        if (deleted) settingUpdated(outbox, staffActor(request.user!), before, after);
+      });
       return ok({ key, deleted: true });
     },
   );

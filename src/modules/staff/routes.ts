@@ -17,6 +17,8 @@ import {
   STANDARD_ERRORS,
 } from '../../lib/schemas.js';
 import { ADMIN, ANY_ROLE } from '../../plugins/gate.js';
+import { recordEvents, staffActor } from '../events/emit.js';
+import { withEvents } from '../events/outbox.js';
 import { checkDepartment } from '../settings/repository.js';
 import { countActiveAdminsForUpdate, findStaff, insertStaff, listStaff, updateStaff } from './repository.js';
 import { CreatedStaff, CreateStaffBody, ListStaffQuery, Staff, UpdateStaffBody } from './schemas.js';
@@ -76,12 +78,16 @@ export const staffRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const temporaryPassword = body.password === undefined ? generatePassword() : undefined;
       const passwordHash = await hashPassword(body.password ?? temporaryPassword!);
       try {
-        const staff = await insertStaff(db(), {
-          name: body.name,
-          email: body.email,
-          role: body.role,
-          department: body.department ?? null,
-          passwordHash,
+        const staff = await withEvents(db(), async (tx, outbox) => {
+          const created = await insertStaff(tx, {
+            name: body.name,
+            email: body.email,
+            role: body.role,
+            department: body.department ?? null,
+            passwordHash,
+          });
+          recordEvents(outbox, 'staff', staffActor(request.user!), null, created);
+          return created;
         });
         reply.code(201);
         return ok(temporaryPassword === undefined ? staff : { ...staff, temporaryPassword });
@@ -112,14 +118,16 @@ export const staffRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const { id } = request.params;
       const body = request.body;
       await checkDepartment(db(), body.department);
-      const updated = await app.ctx.store.db.transaction().execute(async (tx) => {
+      const updated = await withEvents(app.ctx.store.db, async (tx, outbox) => {
         const current = visibleTo(request.user!, await findStaff(tx, id), (s) => s.id, 'Staff member', id);
         const losesAdmin =
           current.role === 'admin' && current.active && (body.active === false || (body.role ?? 'admin') !== 'admin');
         if (losesAdmin && (await countActiveAdminsForUpdate(tx, app.ctx.store.dialect)) <= 1) {
           throw conflict('This is the last active admin; promote another admin first');
         }
-        return updateStaff(tx, id, body);
+        const after = (await updateStaff(tx, id, body))!;
+        recordEvents(outbox, 'staff', staffActor(request.user!), current, after);
+        return after;
       });
       return ok(updated!);
     },

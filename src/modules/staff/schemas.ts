@@ -7,14 +7,14 @@ export const RoleSchema = Type.Union([Type.Literal('admin'), Type.Literal('manag
 
 export const Staff = Type.Object(
   {
-    id: Type.String({ examples: ['stf_01jd8x3k5q7w9e2r4t6y8u0i1o'] }),
-    name: Type.String(),
-    email: Type.String(),
+    id: Type.String({ maxLength: 64, examples: ['stf_01jd8x3k5q7w9e2r4t6y8u0i1o'] }),
+    name: Type.String({ maxLength: 200 }),
+    email: Type.String({ format: 'email', maxLength: 254 }),
     role: RoleSchema,
-    department: Nullable(Type.String()),
+    department: Nullable(Type.String({ maxLength: 50 })),
     active: Type.Boolean(),
-    createdAt: Type.String({ format: 'date-time' }),
-    updatedAt: Type.String({ format: 'date-time' }),
+    createdAt: Type.String({ format: 'date-time', maxLength: 30 }),
+    updatedAt: Type.String({ format: 'date-time', maxLength: 30 }),
   },
   { $id: 'Staff' },
 );
@@ -38,7 +38,7 @@ export const CreateStaffBody = Type.Object(
 export const CreatedStaff = Type.Object({
   ...Staff.properties,
   temporaryPassword: Type.Optional(
-    Type.String({ description: 'Shown once when no password was given; the member should change it.' }),
+    Type.String({ maxLength: 256, description: 'Shown once when no password was given; the member should change it.' }),
   ),
 });
 

@@ -6,6 +6,9 @@ import { BulkBody, BulkResponse, runBulk } from '../../lib/bulk.js';
 import { type FieldError, forbidden, validation } from '../../lib/errors.js';
 import { BODY_ERRORS, IdParams, Ok, OkList, ok, okList, pageMeta, STANDARD_ERRORS } from '../../lib/schemas.js';
 import { ADMIN_MANAGER, ANY_ROLE } from '../../plugins/gate.js';
+import { staffActor, taskEvents } from '../events/emit.js';
+import { withEvents } from '../events/outbox.js';
+import type { Actor } from '../events/schemas.js';
 import { findTask, insertTask, listTasks, referenceProblems, updateTask } from './repository.js';
 import {
   CreateTaskBody,
@@ -43,15 +46,15 @@ export const tasksRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const db = () => app.ctx.store.db;
 
   /** Checks what the body refers to and inserts the task, in one transaction. */
-  function createTask(input: CreateTaskInput): Promise<TaskView> {
-    return db()
-      .transaction()
-      .execute(async (tx) => {
-        const { dueAt, problems } = dueAtOf(input.dueAt);
-        problems.push(...(await referenceProblems(tx, input)));
-        if (problems.length > 0) throw invalid(problems);
-        return insertTask(tx, { ...input, dueAt });
-      });
+  function createTask(input: CreateTaskInput, actor: Actor): Promise<TaskView> {
+    return withEvents(db(), async (tx, outbox) => {
+      const { dueAt, problems } = dueAtOf(input.dueAt);
+      problems.push(...(await referenceProblems(tx, input)));
+      if (problems.length > 0) throw invalid(problems);
+      const task = await insertTask(tx, { ...input, dueAt });
+      taskEvents(outbox, actor, null, task);
+      return task;
+    });
   }
 
   app.get(
@@ -101,7 +104,7 @@ export const tasksRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
-      const task = await createTask(request.body);
+      const task = await createTask(request.body, staffActor(request.user!));
       reply.code(201);
       return ok(task);
     },
@@ -118,7 +121,15 @@ export const tasksRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: BulkResponse(Task), ...STANDARD_ERRORS, ...BODY_ERRORS },
       },
     },
-    async (request) => runBulk<CreateTaskInput, TaskView>(request.body.items, CreateTaskBody, createTask, request.log),
+    async (request) => {
+      const actor = staffActor(request.user!);
+      return runBulk<CreateTaskInput, TaskView>(
+        request.body.items,
+        CreateTaskBody,
+        (item) => createTask(item, actor),
+        request.log,
+      );
+    },
   );
 
   app.patch(
@@ -139,21 +150,21 @@ export const tasksRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const { id } = request.params;
       const user = request.user!;
       const body = request.body;
-      const updated = await db()
-        .transaction()
-        .execute(async (tx) => {
-          const current = visibleTo(user, await findTask(tx, id), (t) => t.assignee, 'Task', id);
-          if (!isElevated(user)) {
-            const denied = Object.keys(body).filter((k) => !STAFF_UPDATABLE.has(k));
-            if (denied.length > 0) {
-              throw forbidden(`A staff member may change only status and notes; not allowed: ${denied.join(', ')}`);
-            }
+      const updated = await withEvents(db(), async (tx, outbox) => {
+        const current = visibleTo(user, await findTask(tx, id), (t) => t.assignee, 'Task', id);
+        if (!isElevated(user)) {
+          const denied = Object.keys(body).filter((k) => !STAFF_UPDATABLE.has(k));
+          if (denied.length > 0) {
+            throw forbidden(`A staff member may change only status and notes; not allowed: ${denied.join(', ')}`);
           }
-          const { dueAt, problems } = dueAtOf(body.dueAt);
-          problems.push(...(await referenceProblems(tx, { department: body.department, assignee: body.assignee })));
-          if (problems.length > 0) throw invalid(problems);
-          return updateTask(tx, current, { ...body, dueAt });
-        });
+        }
+        const { dueAt, problems } = dueAtOf(body.dueAt);
+        problems.push(...(await referenceProblems(tx, { department: body.department, assignee: body.assignee })));
+        if (problems.length > 0) throw invalid(problems);
+        const after = await updateTask(tx, current, { ...body, dueAt });
+        taskEvents(outbox, staffActor(user), current, after);
+        return after;
+      });
       return ok(updated);
     },
   );

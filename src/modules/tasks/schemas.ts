@@ -8,22 +8,25 @@ export const TASK_STATUSES = ['open', 'in_progress', 'completed', 'cancelled'] a
 export const Priority = Type.Enum([...TASK_PRIORITIES]);
 export const Status = Type.Enum([...TASK_STATUSES]);
 
-const DateTime = Type.String({ format: 'date-time' });
+const DateTime = Type.String({ format: 'date-time', maxLength: 30 });
+const Id = Type.String({ maxLength: 64 });
 
 export const Task = Type.Object(
   {
-    id: Type.String({ examples: ['tsk_01jd8x3k5q7w9e2r4t6y8u0i1o'] }),
-    title: Type.String(),
-    description: Nullable(Type.String()),
-    department: Type.String(),
+    id: Type.String({ maxLength: 64, examples: ['tsk_01jd8x3k5q7w9e2r4t6y8u0i1o'] }),
+    title: Type.String({ maxLength: 200 }),
+    description: Nullable(Type.String({ maxLength: 5000 })),
+    department: Type.String({ maxLength: 50 }),
     priority: Priority,
     status: Status,
-    guestId: Nullable(Type.String()),
-    conversationId: Nullable(Type.String()),
-    assignee: Nullable(Type.String({ description: 'Staff id' })),
-    notes: Nullable(Type.String()),
+    guestId: Nullable(Id),
+    conversationId: Nullable(Id),
+    assignee: Nullable(Type.String({ maxLength: 64, description: 'Staff id' })),
+    notes: Nullable(Type.String({ maxLength: 5000 })),
     dueAt: Nullable(DateTime),
-    completedAt: Nullable(Type.String({ format: 'date-time', description: 'Set when the task moves to completed' })),
+    completedAt: Nullable(
+      Type.String({ format: 'date-time', maxLength: 30, description: 'Set when the task moves to completed' }),
+    ),
     createdAt: DateTime,
     updatedAt: DateTime,
   },
@@ -39,7 +42,7 @@ const Department = Type.String({
   description: 'One of the departments the `departments` setting lists',
 });
 const refId = (description: string) => Type.String({ minLength: 1, maxLength: 64, description });
-const DueAt = Type.String({ format: 'date-time', description: 'ISO 8601 date-time with a time zone' });
+const DueAt = Type.String({ format: 'date-time', maxLength: 64, description: 'ISO 8601 date-time with a time zone' });
 
 export const CreateTaskBody = Type.Object(
   {
