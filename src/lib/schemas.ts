@@ -37,6 +37,8 @@ export const OkList = <T extends TSchema>(item: T) =>
 export const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
 
 const err = (description: string) => ({ ...Type.Ref('Error'), description });
+/** An error response in the envelope, for a route's own codes. */
+export const errorResponse = err;
 
 /** The error responses every authenticated route can give; routes add their own on top. */
 export const STANDARD_ERRORS = {

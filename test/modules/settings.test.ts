@@ -254,3 +254,29 @@ test('DELETE resets a known key to its default and removes a custom key', async 
   const list = await call(app, 'GET', '/settings', { token: admin.token });
   assert.ok(!list.data.some((s: { key: string }) => s.key === 'custom.temp'));
 });
+
+test('at most 100 custom keys are kept: the 101st is 409 CONFLICT, an existing one still updates', async (t) => {
+  const app = await buildTestApp(t, { RATE_LIMIT_STANDARD: '1000' });
+  const admin = await createStaff(app, 'admin');
+  for (let i = 0; i < 100; i++) {
+    const put = await call(app, 'PUT', `/settings/custom.k${i}`, { token: admin.token, body: { value: i } });
+    assert.equal(put.status, 200);
+  }
+  const over = await call(app, 'PUT', '/settings/custom.k100', { token: admin.token, body: { value: 100 } });
+  assert.equal(over.status, 409);
+  assert.equal(over.body.error.code, 'CONFLICT');
+  assert.equal((await call(app, 'GET', '/settings/custom.k100', { token: admin.token })).status, 404);
+  const again = await call(app, 'PUT', '/settings/custom.k7', { token: admin.token, body: { value: 'seven' } });
+  assert.equal(again.status, 200);
+  const departments = await call(app, 'GET', '/settings/departments', { token: admin.token });
+  const known = await call(app, 'PUT', '/settings/departments', {
+    token: admin.token,
+    body: { value: departments.data.value },
+  });
+  assert.equal(known.status, 200, 'known keys do not count');
+  assert.equal((await call(app, 'DELETE', '/settings/custom.k0', { token: admin.token })).status, 200);
+  const room = await call(app, 'PUT', '/settings/custom.k100', { token: admin.token, body: { value: 100 } });
+  assert.equal(room.status, 200);
+  const list = await call(app, 'GET', '/settings', { token: admin.token });
+  assert.equal(list.data.filter((s: { key: string }) => s.key.startsWith('custom.')).length, 100);
+});

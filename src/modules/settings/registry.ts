@@ -5,6 +5,8 @@ import type { FieldError } from '../../lib/errors.js';
 
 const MAX_CUSTOM_BYTES = 64 * 1024;
 export const CUSTOM_KEY = /^custom\.[A-Za-z0-9_.-]{1,64}$/;
+/** At most this many custom keys are stored, so GET /settings stays bounded (100 × 64 KiB). */
+export const MAX_CUSTOM_KEYS = 100;
 
 const isTimeZone = (tz: string) => {
   try {

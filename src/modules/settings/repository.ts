@@ -45,6 +45,16 @@ export async function putSetting(db: DbOrTx, key: string, value: unknown, by: st
   return { key, value, updatedAt: now, updatedBy: by };
 }
 
+/** How many custom.* keys are stored. */
+export async function countCustomSettings(db: DbOrTx): Promise<number> {
+  const row = await db
+    .selectFrom('settings')
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .where('key', 'like', 'custom.%')
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
 export async function deleteSetting(db: DbOrTx, key: string): Promise<boolean> {
   const r = await db.deleteFrom('settings').where('key', '=', key).executeTakeFirst();
   return Number(r.numDeletedRows) > 0;

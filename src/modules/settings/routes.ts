@@ -2,14 +2,14 @@
 // its key's schema from the registry.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { notFound, validation } from '../../lib/errors.js';
-import { BODY_ERRORS, Nullable, Ok, ok, STANDARD_ERRORS } from '../../lib/schemas.js';
+import { conflict, notFound, validation } from '../../lib/errors.js';
+import { BODY_ERRORS, errorResponse, Nullable, Ok, ok, STANDARD_ERRORS } from '../../lib/schemas.js';
 import { bodyChecker } from '../../lib/validation.js';
 import { ADMIN, ADMIN_MANAGER } from '../../plugins/gate.js';
 import { settingUpdated, staffActor } from '../events/emit.js';
 import { withEvents } from '../events/outbox.js';
-import { CUSTOM_KEY, customValueProblems, isKnownKey, SETTINGS } from './registry.js';
-import { deleteSetting, getSetting, listSettings, putSetting } from './repository.js';
+import { CUSTOM_KEY, customValueProblems, isKnownKey, MAX_CUSTOM_KEYS, SETTINGS } from './registry.js';
+import { countCustomSettings, deleteSetting, getSetting, listSettings, putSetting } from './repository.js';
 
 const Setting = Type.Object(
   {
@@ -81,10 +81,15 @@ export const settingsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       schema: {
         tags: ['settings'],
         summary: 'Set a setting (admin)',
-        description: `Keys: ${Object.keys(SETTINGS).join(', ')}, and custom.<name> for any JSON value up to 64 KiB.`,
+        description: `Keys: ${Object.keys(SETTINGS).join(', ')}, and custom.<name> for any JSON value up to 64 KiB (at most ${MAX_CUSTOM_KEYS} custom keys; one more is 409 CONFLICT).`,
         params: KeyParams,
         body: PutBody,
-        response: { 200: Ok(Setting), ...STANDARD_ERRORS, ...BODY_ERRORS },
+        response: {
+          200: Ok(Setting),
+          ...STANDARD_ERRORS,
+          409: errorResponse(`CONFLICT: ${MAX_CUSTOM_KEYS} custom keys are set already`),
+          ...BODY_ERRORS,
+        },
       },
     },
     async (request) => {
@@ -94,6 +99,9 @@ export const settingsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       checkValue(key, value);
       const saved = await withEvents(app.ctx.store.db, async (tx, outbox) => {
         const before = await getSetting(tx, key);
+        if (before === undefined && (await countCustomSettings(tx)) >= MAX_CUSTOM_KEYS) {
+          throw conflict(`At most ${MAX_CUSTOM_KEYS} custom settings are kept; delete one before adding another`);
+        }
         const after = await putSetting(tx, key, value, request.user!.id);
         settingUpdated(outbox, staffActor(request.user!), before, after);
         return after;
