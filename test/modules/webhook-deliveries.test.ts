@@ -208,3 +208,33 @@ test('a restart in the middle of retries resumes them from the store', async (t)
   // Before the store is removed (its clean-up was registered first).
   await second.close();
 });
+
+test('two instances sharing the store deliver each event exactly once between them', async (t) => {
+  const env = { ...WEBHOOK_ENV, DATABASE_URL: await freshDatabaseUrl(t) };
+  const rx = await startReceiver(t);
+  const a = await buildTestApp(t, env);
+  const b = await buildTestApp(t, env);
+  const admin = await createStaff(a, 'admin');
+  const hook = await registerWebhook(a, admin.token, rx.url, ['guest.created']);
+
+  const n = 30;
+  await Promise.all(
+    Array.from({ length: n }, (_, i) =>
+      call(i % 2 === 0 ? a : b, 'POST', '/guests', { token: admin.token, body: { name: `Guest ${i}` } }),
+    ),
+  );
+  const got = await rx.waitFor(n, 10_000);
+  // Both dispatchers keep polling; give a second claim the time it would need to show up.
+  await sleep(1500);
+  assert.equal(rx.received.length, n, 'no delivery is sent twice');
+  assert.equal(new Set(got.map((r) => r.json.id)).size, n);
+  assert.deepEqual(
+    got.map((r) => r.json.event.data.name).sort(),
+    Array.from({ length: n }, (_, i) => `Guest ${i}`).sort(),
+  );
+  const done = await waitForDeliveries(a, admin.token, hook.id, (d) => d.every((x) => x.status === 'succeeded'));
+  assert.equal(done.length, n);
+  assert.ok(done.every((d) => d.attempts === 1));
+  await b.close();
+  await a.close();
+});
