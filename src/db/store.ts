@@ -1,12 +1,15 @@
 // Owns the connection to the store: one Kysely instance over better-sqlite3 or pg, chosen by
 // config, with the few dialect differences (types returned, pragmas, pool) settled here so the
 // rest of the code sees ISO timestamp strings, JSON text and numeric counts on both.
+import { createHash } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import SQLite from 'better-sqlite3';
-import { Kysely, PostgresDialect, type SqliteDatabase, SqliteDialect, sql } from 'kysely';
+import { CompiledQuery, Kysely, PostgresDialect, type SqliteDatabase, SqliteDialect, sql } from 'kysely';
 import pg from 'pg';
 import type { StoreConfig } from '../config.js';
+import { GroupCommitter, registerGroupCommit } from './group-commit.js';
+import { registerFastPath } from './prepared.js';
 import type { Database, Db } from './types.js';
 
 export type DialectName = 'sqlite' | 'postgres';
@@ -34,37 +37,32 @@ function pgTypeParser(oid: number, format?: string): (value: string) => unknown 
 const STATEMENT_CACHE_SIZE = 500;
 
 /**
- * The connection as Kysely's SQLite driver sees it, with `prepare` answering from a cache keyed by
- * SQL text: the driver prepares on every query, and compiling the same SQL again was ~15 % of a
- * list request (docs/performance.md §4.2). Sharing a statement is safe because the driver runs one
- * query at a time (its connection mutex) and `all`/`run` reset the statement when done; one still
- * mid-`iterate` (a stream not yet finished) is busy, so the caller gets a fresh, uncached one.
+ * Prepared statements by SQL text, the least recently used dropped past STATEMENT_CACHE_SIZE:
+ * Kysely's driver prepares on every query, and compiling the same SQL again was ~15 % of a list
+ * request (docs/performance.md). Sharing a statement is safe because queries on the connection run
+ * one at a time (the driver's mutex, or synchronously on the fast path) and `all`/`run` reset the
+ * statement when done; one still mid-`iterate` (a stream not yet finished) is busy, so the caller
+ * gets a fresh, uncached one.
  */
-function cachingStatements(conn: SQLite.Database): SqliteDatabase {
+function statementCache(conn: SQLite.Database): (text: string) => SQLite.Statement {
   const cache = new Map<string, SQLite.Statement>();
-  return {
-    prepare(text) {
-      const hit = cache.get(text);
-      if (hit?.busy) return conn.prepare(text);
-      if (hit !== undefined) {
-        // A Map iterates in insertion order: moving a hit to the end makes the first key the least
-        // recently used, the one to evict.
-        cache.delete(text);
-        cache.set(text, hit);
-        return hit;
-      }
-      const stmt = conn.prepare(text);
-      cache.set(text, stmt);
-      if (cache.size > STATEMENT_CACHE_SIZE) {
-        const oldest = cache.keys().next().value;
-        if (oldest !== undefined) cache.delete(oldest);
-      }
-      return stmt;
-    },
-    close() {
-      cache.clear();
-      conn.close();
-    },
+  return (text) => {
+    const hit = cache.get(text);
+    if (hit?.busy) return conn.prepare(text);
+    if (hit !== undefined) {
+      // A Map iterates in insertion order: moving a hit to the end makes the first key the least
+      // recently used, the one to evict.
+      cache.delete(text);
+      cache.set(text, hit);
+      return hit;
+    }
+    const stmt = conn.prepare(text);
+    cache.set(text, stmt);
+    if (cache.size > STATEMENT_CACHE_SIZE) {
+      const oldest = cache.keys().next().value;
+      if (oldest !== undefined) cache.delete(oldest);
+    }
+    return stmt;
   };
 }
 
@@ -81,7 +79,19 @@ export function openStore(config: StoreConfig, options: StoreOptions = {}): Stor
     conn.pragma('foreign_keys = ON');
     conn.pragma('busy_timeout = 5000');
     conn.pragma(`synchronous = ${options.sqliteSynchronous ?? 'FULL'}`);
-    const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: cachingStatements(conn) }) });
+    const prepare = statementCache(conn);
+    const database: SqliteDatabase = { prepare, close: () => conn.close() };
+    const db = new Kysely<Database>({ dialect: new SqliteDialect({ database }) });
+    // Outside a transaction a statement runs at once on the cached statement; while one of Kysely's
+    // transactions is open on the connection (between its awaits), it queues behind it instead.
+    registerFastPath(db, async <R>(text: string, parameters: readonly unknown[]) => {
+      if (conn.inTransaction) return (await db.executeQuery<R>(CompiledQuery.raw(text, [...parameters]))).rows;
+      const stmt = prepare(text);
+      if (stmt.reader) return stmt.all(parameters) as R[];
+      stmt.run(parameters);
+      return [];
+    });
+    registerGroupCommit(db, new GroupCommitter(db, (statement) => conn.exec(statement)));
     return {
       db,
       dialect: 'sqlite',
@@ -114,6 +124,17 @@ export function openStore(config: StoreConfig, options: StoreOptions = {}): Stor
   // 'error' on the client, which the pool listens to only while the client is idle.
   pool.on('connect', (client) => client.on('error', () => {}));
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  // Named statements are parsed and planned once per connection; the name is the SQL's digest.
+  const names = new Map<string, string>();
+  registerFastPath(db, async <R>(text: string, parameters: readonly unknown[]) => {
+    let name = names.get(text);
+    if (name === undefined) {
+      name = `gma_${createHash('sha256').update(text).digest('base64url').slice(0, 24)}`;
+      names.set(text, name);
+    }
+    const result = await pool.query({ name, text, values: parameters as unknown[] });
+    return result.rows as R[];
+  });
   return {
     db,
     dialect: 'postgres',

@@ -4,6 +4,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { sql } from 'kysely';
+import { type Param, prepared } from '../db/prepared.js';
 import { AppError, authError, forbidden } from '../lib/errors.js';
 import type { Role } from '../lib/jwt.js';
 
@@ -38,6 +39,17 @@ declare module 'fastify' {
   }
 }
 
+/** The staff member a token names, as stored now, and whether the token was revoked. */
+const staffForToken = prepared((db, p: Param<{ sub: string; jti: string }>) =>
+  db
+    .selectFrom('staff')
+    .select(['id', 'role', 'name', 'email', 'department', 'active', 'tokens_valid_after'])
+    .select((eb) =>
+      eb.exists(eb.selectFrom('revoked_tokens').select(sql.lit(1).as('one')).where('jti', '=', p('jti'))).as('revoked'),
+    )
+    .where('id', '=', p('sub')),
+);
+
 const BEARER = /^Bearer +([A-Za-z0-9_\-.=]+) *$/i;
 
 async function authenticate(app: FastifyInstance, request: FastifyRequest): Promise<AuthUser> {
@@ -53,14 +65,7 @@ async function authenticate(app: FastifyInstance, request: FastifyRequest): Prom
   }
   const { sub, jti, iat, exp } = result.claims;
   // One round trip: the staff member as stored now, and whether this token was revoked.
-  const row = await app.ctx.store.db
-    .selectFrom('staff')
-    .select(['id', 'role', 'name', 'email', 'department', 'active', 'tokens_valid_after'])
-    .select((eb) =>
-      eb.exists(eb.selectFrom('revoked_tokens').select(sql.lit(1).as('one')).where('jti', '=', jti)).as('revoked'),
-    )
-    .where('id', '=', sub)
-    .executeTakeFirst();
+  const row = await staffForToken.first(app.ctx.store.db, { sub, jti });
   if (row === undefined) throw authError('TOKEN_INVALID', 'The token subject does not exist', true);
   if (row.revoked) throw authError('TOKEN_INVALID', 'The token has been revoked', true);
   if (iat < Number(row.tokens_valid_after)) {
@@ -113,18 +118,19 @@ export default fp(
     app.addHook('onRequest', async (request, reply) => {
       const cfg = request.routeOptions.config;
       const access = cfg.access ?? 'public';
-      let failure: AppError | null = null;
+      // A request that fails authentication (a bad token, or the store not answering: 503) is
+      // still counted, so every response carries the X-RateLimit-* headers.
+      let failure: unknown = null;
       if (access !== 'public') {
         try {
           request.user = await authenticate(app, request);
         } catch (err) {
-          if (!(err instanceof AppError)) throw err;
           failure = err;
         }
       }
       const bucket = cfg.bucket ?? 'standard';
       if (bucket !== false) await countRequest(app, request, reply, bucket);
-      if (failure) throw failure;
+      if (failure !== null) throw failure;
       if (access !== 'public' && !access.includes(request.user!.role)) throw forbidden();
     });
   },

@@ -61,6 +61,7 @@ test('PostgreSQL stopped: 503 SERVICE_UNAVAILABLE within a second, /readyz 503, 
     assert.equal(res.status, 503, res.raw.body);
     assert.equal(res.body.error.code, 'SERVICE_UNAVAILABLE');
     assert.equal(res.headers['retry-after'], '1');
+    assert.ok(res.headers['x-ratelimit-remaining'] !== undefined, 'a request failing on the store is still counted');
     assert.doesNotMatch(res.raw.body, /ECONNREFUSED|postgres|127\.0\.0\.1|connect/i);
     assert.ok(res.ms < 1000, `answered in ${Math.round(res.ms)} ms`);
   }

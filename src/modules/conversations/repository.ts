@@ -1,5 +1,6 @@
 // Owns conversation rows: reads (joined with the guest's name), writes, and the row-to-API mapping;
 // also the two lookups a conversation's references are checked with (guest, active staff).
+import { type Param, type Prepared, prepared } from '../../db/prepared.js';
 import { toBool, toIso } from '../../db/store.js';
 import type { ConversationRow, DbOrTx } from '../../db/types.js';
 import type { ConversationStatus, ConversationView } from './schemas.js';
@@ -64,25 +65,32 @@ export interface ConversationFilter {
   onlyAssignee?: string;
 }
 
-export async function listConversations(db: DbOrTx, f: ConversationFilter, page: number, limit: number) {
+type ListParams = {
+  status: ConversationStatus;
+  channel: ConversationRow['channel'];
+  assignee: string;
+  onlyAssignee: string;
+  limit: number;
+  offset: number;
+};
+
+/** The filters a query shape has: each present or not, the assignee also "is null". */
+const shapeOf = (f: ConversationFilter): string =>
+  [
+    f.status !== undefined,
+    f.channel !== undefined,
+    f.assignee === undefined ? 'any' : f.assignee === null ? 'none' : 'one',
+    f.onlyAssignee !== undefined,
+  ].join();
+
+function filtered(db: DbOrTx, f: ConversationFilter, p: Param<ListParams>) {
   let q = db.selectFrom('conversations as c');
-  if (f.status !== undefined) q = q.where('c.status', '=', f.status);
-  if (f.channel !== undefined) q = q.where('c.channel', '=', f.channel);
+  if (f.status !== undefined) q = q.where('c.status', '=', p('status'));
+  if (f.channel !== undefined) q = q.where('c.channel', '=', p('channel'));
   if (f.assignee === null) q = q.where('c.assignee', 'is', null);
-  else if (f.assignee !== undefined) q = q.where('c.assignee', '=', f.assignee);
-  if (f.onlyAssignee !== undefined) q = q.where('c.assignee', '=', f.onlyAssignee);
-  const [rows, count] = await Promise.all([
-    q
-      .innerJoin('guests as g', 'g.id', 'c.guest_id')
-      .select(COLUMNS)
-      .orderBy('c.last_message_at', 'desc')
-      .orderBy('c.id', 'desc')
-      .limit(limit)
-      .offset((page - 1) * limit)
-      .execute(),
-    countConversations(db, f),
-  ]);
-  return { items: rows.map(toConversation), total: Number(count.n) };
+  else if (f.assignee !== undefined) q = q.where('c.assignee', '=', p('assignee'));
+  if (f.onlyAssignee !== undefined) q = q.where('c.assignee', '=', p('onlyAssignee'));
+  return q;
 }
 
 /**
@@ -90,15 +98,58 @@ export async function listConversations(db: DbOrTx, f: ConversationFilter, page:
  * triggers, migration 002): at most a few hundred rows whatever the table's size, where a
  * count(*) grew with it (3.4–7 ms at 1M). Same filters, mapped onto the count keys.
  */
-function countConversations(db: DbOrTx, f: ConversationFilter) {
+function countQuery(db: DbOrTx, f: ConversationFilter, p: Param<ListParams>) {
   let q = db
     .selectFrom('conversation_counts')
     .select((eb) => eb.fn.coalesce(eb.fn.sum<number>('n'), eb.lit(0)).as('n'));
-  if (f.status !== undefined) q = q.where('status', '=', f.status);
-  if (f.channel !== undefined) q = q.where('channel', '=', f.channel);
-  if (f.assignee !== undefined) q = q.where('assignee_key', '=', f.assignee ?? '');
-  if (f.onlyAssignee !== undefined) q = q.where('assignee_key', '=', f.onlyAssignee);
-  return q.executeTakeFirstOrThrow();
+  if (f.status !== undefined) q = q.where('status', '=', p('status'));
+  if (f.channel !== undefined) q = q.where('channel', '=', p('channel'));
+  if (f.assignee === null) q = q.where('assignee_key', '=', '');
+  else if (f.assignee !== undefined) q = q.where('assignee_key', '=', p('assignee'));
+  if (f.onlyAssignee !== undefined) q = q.where('assignee_key', '=', p('onlyAssignee'));
+  return q;
+}
+
+/** One prepared page query and one prepared count per filter shape (24 at most). */
+const shapes = new Map<
+  string,
+  { page: Prepared<ListParams, ConversationListRow>; count: Prepared<ListParams, { n: number }> }
+>();
+
+function queriesFor(f: ConversationFilter) {
+  const key = shapeOf(f);
+  let q = shapes.get(key);
+  if (q === undefined) {
+    q = {
+      page: prepared((db, p: Param<ListParams>) =>
+        filtered(db, f, p)
+          .innerJoin('guests as g', 'g.id', 'c.guest_id')
+          .select(COLUMNS)
+          .orderBy('c.last_message_at', 'desc')
+          .orderBy('c.id', 'desc')
+          .limit(p('limit'))
+          .offset(p('offset')),
+      ),
+      count: prepared((db, p: Param<ListParams>) => countQuery(db, f, p)),
+    };
+    shapes.set(key, q);
+  }
+  return q;
+}
+
+export async function listConversations(db: DbOrTx, f: ConversationFilter, page: number, limit: number) {
+  const q = queriesFor(f);
+  // Inputs a shape does not use are never bound; '' keeps the object's shape the same.
+  const params: ListParams = {
+    status: f.status ?? 'open',
+    channel: f.channel ?? 'web',
+    assignee: f.assignee ?? '',
+    onlyAssignee: f.onlyAssignee ?? '',
+    limit,
+    offset: (page - 1) * limit,
+  };
+  const [rows, count] = await Promise.all([q.page.all(db, params), q.count.first(db, params)]);
+  return { items: rows.map(toConversation), total: Number(count?.n ?? 0) };
 }
 
 export interface NewConversation {

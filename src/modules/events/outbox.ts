@@ -3,6 +3,7 @@
 // active webhook subscribed to them. After the commit, listeners (stream pollers, dispatcher,
 // Redis fan-out) are told that new events exist.
 import { type Kysely, PostgresAdapter, sql, type Transaction } from 'kysely';
+import { transact } from '../../db/group-commit.js';
 import { toBool, toIso, toJson } from '../../db/store.js';
 import type { Database, Db, DbOrTx } from '../../db/types.js';
 import { newId } from '../../lib/ids.js';
@@ -42,7 +43,8 @@ export function onEventsCommitted(db: Db, fn: () => void): () => void {
 }
 
 /**
- * Runs `work` in one transaction and writes the events it added at its end, inside the same
+ * Runs `work` in one transaction (on SQLite grouped with concurrent ones into one durable commit,
+ * src/db/group-commit.ts) and writes the events it added at its end, inside the same
  * transaction. Events are written last on purpose: on PostgreSQL the write takes the events lock,
  * and holding it while waiting for row locks could deadlock with another writer.
  */
@@ -51,7 +53,7 @@ export async function withEvents<T>(
   work: (tx: Transaction<Database>, outbox: Outbox) => Promise<T>,
 ): Promise<T> {
   let written = 0;
-  const result = await db.transaction().execute(async (tx) => {
+  const result = await transact(db, async (tx) => {
     const pending: NewEvent[] = [];
     const out = await work(tx, { add: (e) => pending.push(e) });
     written = pending.length;

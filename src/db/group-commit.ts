@@ -1,0 +1,93 @@
+// Owns group commit on SQLite. With synchronous=FULL every commit waits for the disk (one fsync of
+// the WAL, ~0.3–1 ms here), and SQLite commits one transaction at a time, so durable writes were
+// capped by the disk at a few thousand a second whatever the CPU. Write transactions that arrive
+// while one is committing are run together in the next transaction instead, each in its own
+// savepoint, and made durable by one commit. Each caller is answered only after that commit:
+// acknowledged still means on disk. A transaction that fails is rolled back to its savepoint
+// alone; if the commit itself fails, every transaction of the batch gets the error.
+import type { Transaction } from 'kysely';
+import type { Database, Db } from './types.js';
+
+export type TxWork<T> = (tx: Transaction<Database>) => Promise<T>;
+
+interface Job {
+  work: TxWork<unknown>;
+  resolve(value: unknown): void;
+  reject(error: unknown): void;
+  outcome?: { ok: true; value: unknown } | { ok: false; error: unknown };
+}
+
+/** At most this many transactions share a commit, so one batch cannot hold the writer for long. */
+const MAX_BATCH = 64;
+
+export class GroupCommitter {
+  private queue: Job[] = [];
+  private draining = false;
+
+  /**
+   * @param exec runs a statement on the connection the transactions use, at once (savepoints are
+   * opened and released there while the batch's transaction holds the connection).
+   */
+  constructor(
+    private readonly db: Db,
+    private readonly exec: (statement: string) => void,
+  ) {}
+
+  run<T>(work: TxWork<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.queue.push({ work, resolve: resolve as (v: unknown) => void, reject });
+      if (!this.draining) {
+        this.draining = true;
+        // Requests parsed in the same turn of the event loop join the first batch.
+        setImmediate(() => void this.drain());
+      }
+    });
+  }
+
+  private async drain(): Promise<void> {
+    while (this.queue.length > 0) await this.commit(this.queue.splice(0, MAX_BATCH));
+    this.draining = false;
+  }
+
+  private async commit(batch: Job[]): Promise<void> {
+    try {
+      await this.db.transaction().execute(async (tx) => {
+        for (const job of batch) {
+          this.exec('savepoint group_commit');
+          try {
+            const value = await job.work(tx);
+            this.exec('release group_commit');
+            job.outcome = { ok: true, value };
+          } catch (error) {
+            job.outcome = { ok: false, error };
+            // Undo this transaction's writes only; the others of the batch stand.
+            this.exec('rollback to group_commit');
+            this.exec('release group_commit');
+          }
+        }
+      });
+    } catch (error) {
+      // Nothing of the batch was committed.
+      for (const job of batch) job.reject(job.outcome?.ok === false ? job.outcome.error : error);
+      return;
+    }
+    for (const job of batch) {
+      const o = job.outcome!;
+      if (o.ok) job.resolve(o.value);
+      else job.reject(o.error);
+    }
+  }
+}
+
+const committers = new WeakMap<object, GroupCommitter>();
+
+/** Called by the store for its root Kysely instance (SQLite). */
+export function registerGroupCommit(db: Db, committer: GroupCommitter): void {
+  committers.set(db, committer);
+}
+
+/** Runs `work` in a transaction: grouped with others on SQLite, an ordinary one elsewhere. */
+export function transact<T>(db: Db, work: TxWork<T>): Promise<T> {
+  const committer = committers.get(db);
+  return committer ? committer.run(work) : db.transaction().execute(work);
+}

@@ -1,0 +1,84 @@
+// Owns prepared hot queries: a query is written once with Kysely's builder, compiled once per store
+// with placeholders for its inputs, and then run with new values without being built or compiled
+// again (building and compiling was ~20 % of a list request, docs/performance.md). Outside a
+// transaction it takes the store's fast path: on SQLite the connection's cached prepared
+// statement, run at once; on PostgreSQL a named prepared statement, parsed and planned once per
+// connection. Inside a transaction it runs through that transaction like any Kysely query.
+import { type Compilable, CompiledQuery } from 'kysely';
+import type { DbOrTx } from './types.js';
+
+/** Runs compiled SQL on the root instance, outside any transaction. */
+export type FastQuery = <R>(sql: string, parameters: readonly unknown[]) => Promise<R[]>;
+
+const fastPaths = new WeakMap<object, FastQuery>();
+
+/** Called by the store for its root Kysely instance. */
+export function registerFastPath(db: object, run: FastQuery): void {
+  fastPaths.set(db, run);
+}
+
+/** A placeholder value no caller could pass: NUL never reaches the store (src/plugins/input.ts). */
+const MARK = '\u0000param:';
+
+type Slot = { name: string } | { value: unknown };
+interface Template {
+  sql: string;
+  slots: Slot[];
+}
+
+export interface Prepared<P, R> {
+  all(db: DbOrTx, params: P): Promise<R[]>;
+  first(db: DbOrTx, params: P): Promise<R | undefined>;
+  /** The SQL as compiled for `db`'s dialect (tests, plans). */
+  sql(db: DbOrTx): string;
+}
+
+export type Param<P> = <K extends keyof P & string>(name: K) => P[K];
+
+/**
+ * `build(db, p)` writes the query; `p('name')` stands for the input called `name` wherever a value
+ * goes (comparisons, limit, offset). Every other value in it is a constant. Fails on first use if
+ * the compiler dropped an input (it could not be bound then).
+ */
+export function prepared<P extends Record<string, unknown>, R>(
+  build: (db: DbOrTx, p: Param<P>) => Compilable<R>,
+): Prepared<P, R> {
+  // Per dialect adapter, i.e. per store: tests open many stores of both kinds in one process.
+  const templates = new WeakMap<object, Template>();
+  const template = (db: DbOrTx): Template => {
+    const adapter = db.getExecutor().adapter;
+    let t = templates.get(adapter);
+    if (t === undefined) {
+      const used = new Set<string>();
+      const compiled = build(db, (name) => {
+        used.add(name);
+        return `${MARK}${name}` as never;
+      }).compile();
+      const slots: Slot[] = compiled.parameters.map((v) =>
+        typeof v === 'string' && v.startsWith(MARK) ? { name: v.slice(MARK.length) } : { value: v },
+      );
+      for (const name of used) {
+        if (!slots.some((s) => 'name' in s && s.name === name)) {
+          throw new Error(`prepared: input "${name}" is not bound in: ${compiled.sql}`);
+        }
+      }
+      t = { sql: compiled.sql, slots };
+      templates.set(adapter, t);
+    }
+    return t;
+  };
+  const all = async (db: DbOrTx, params: P): Promise<R[]> => {
+    const t = template(db);
+    const values = t.slots.map((s) => ('name' in s ? params[s.name] : s.value));
+    const fast = db.isTransaction ? undefined : fastPaths.get(db);
+    if (fast !== undefined) return fast<R>(t.sql, values);
+    return (await db.executeQuery<R>(CompiledQuery.raw(t.sql, values))).rows;
+  };
+  return {
+    all,
+    async first(db, params) {
+      return (await all(db, params))[0];
+    },
+    sql: (db) => template(db).sql,
+  };
+}

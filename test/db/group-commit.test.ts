@@ -1,0 +1,91 @@
+// Tests the write path under concurrency, on whichever store is under test (on SQLite concurrent
+// writes share one durable commit, src/db/group-commit.ts): every acknowledged write is stored
+// with its events, a refused one leaves nothing behind, and one that fails after writing is
+// undone alone while the others that committed with it stand.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { transact } from '../../src/db/group-commit.js';
+import { newId } from '../../src/lib/ids.js';
+import { buildTestApp, call, createStaff } from '../helpers.js';
+
+test('concurrent message posts, some refused: each acknowledged one is stored once, with its event', async (t) => {
+  const app = await buildTestApp(t, { RATE_LIMIT_STANDARD: '1000' });
+  const admin = await createStaff(app, 'admin');
+  const guest = await call(app, 'POST', '/guests', { token: admin.token, body: { name: 'Concurrent' } });
+  const cnv = await call(app, 'POST', '/conversations', {
+    token: admin.token,
+    body: { guestId: guest.data.id, channel: 'sms' },
+  });
+  const missing = 'cnv_01m00000000000000000000000';
+  const results = await Promise.all(
+    Array.from({ length: 60 }, (_, i) =>
+      call(app, 'POST', `/conversations/${i % 4 === 3 ? missing : cnv.data.id}/messages`, {
+        token: admin.token,
+        body: { content: `message ${i}` },
+      }),
+    ),
+  );
+  const ok = results.filter((r) => r.status === 201);
+  assert.equal(ok.length, 45);
+  assert.ok(results.every((r) => r.status === 201 || r.status === 404));
+
+  const list = await call(app, 'GET', `/conversations/${cnv.data.id}/messages?limit=100`, { token: admin.token });
+  assert.equal(list.body.meta.total, 45);
+  assert.deepEqual(list.data.map((m: { id: string }) => m.id).sort(), ok.map((r) => r.data.id).sort());
+  const after = await call(app, 'GET', `/conversations/${cnv.data.id}`, { token: admin.token });
+  assert.equal(after.data.messageCount, 45);
+  const feed = await call(app, 'GET', '/events?types=message.created&limit=100', { token: admin.token });
+  assert.deepEqual(feed.data.map((e: { data: { id: string } }) => e.data.id).sort(), ok.map((r) => r.data.id).sort());
+  const ids = feed.data.map((e: { id: string }) => Number(e.id));
+  assert.deepEqual(
+    ids,
+    [...ids].sort((a, b) => a - b),
+    'the feed is in id order',
+  );
+});
+
+test('a transaction that fails after writing is undone alone; the ones committed with it stand', async (t) => {
+  const app = await buildTestApp(t);
+  const db = app.ctx.store.db;
+  const at = new Date().toISOString();
+  const guest = (name: string) => ({
+    id: newId('gst'),
+    name,
+    search_text: name.toLowerCase(),
+    email: null,
+    email_lower: null,
+    phone: null,
+    tags: '[]',
+    notes: null,
+    created_at: at,
+    updated_at: at,
+  });
+  const good = Array.from({ length: 10 }, (_, i) => guest(`Kept ${i}`));
+  const bad = Array.from({ length: 5 }, (_, i) => guest(`Undone ${i}`));
+  const outcomes = await Promise.allSettled([
+    ...good.map((g) =>
+      transact(db, async (tx) => {
+        await tx.insertInto('guests').values(g).execute();
+        return g.id;
+      }),
+    ),
+    ...bad.map((g) =>
+      transact(db, async (tx) => {
+        await tx.insertInto('guests').values(g).execute();
+        throw new Error(`refused ${g.name}`);
+      }),
+    ),
+  ]);
+  assert.deepEqual(
+    outcomes.slice(0, 10).map((o) => o.status),
+    Array(10).fill('fulfilled'),
+  );
+  for (const [i, o] of outcomes.slice(10).entries()) {
+    assert.equal(o.status, 'rejected');
+    assert.equal((o as PromiseRejectedResult).reason.message, `refused Undone ${i}`);
+  }
+  const names = (await db.selectFrom('guests').select('name').execute()).map((r) => r.name).sort();
+  assert.deepEqual(names, good.map((g) => g.name).sort());
+  // The store is usable afterwards, in and out of a transaction.
+  assert.equal(await transact(db, async (tx) => (await tx.selectFrom('guests').select('id').execute()).length), 10);
+});
