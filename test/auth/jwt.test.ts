@@ -160,6 +160,23 @@ test('an expired token is TOKEN_EXPIRED with an invalid_token challenge', async 
   assert.match(res.body.error.message, /log in again/i);
 });
 
+test('a token accepted before is TOKEN_EXPIRED once its exp passes (verified tokens are remembered)', async (t) => {
+  const app = await buildTestApp(t);
+  const user = await createStaff(app, 'staff');
+  const ttlMs = app.ctx.config.tokenTtlSeconds * 1000;
+  // Expires about 2.5 s from now.
+  const { token, claims } = app.ctx.tokens.sign(user.id, 'staff', Date.now() - ttlMs + 2500);
+  assert.equal((await me(app, `Bearer ${token}`)).status, 200);
+  assert.equal((await me(app, `Bearer ${token}`)).status, 200);
+  await new Promise((resolve) => setTimeout(resolve, Math.max(0, claims.exp * 1000 - Date.now()) + 50));
+  assert401(await me(app, `Bearer ${token}`), 'TOKEN_EXPIRED');
+  // A tampered copy of a remembered token is still checked in full.
+  const [h, b, sig] = user.token.split('.') as [string, string, string];
+  assert.equal((await me(app, `Bearer ${user.token}`)).status, 200);
+  const flipped = `${h}.${b}.${sig.slice(0, -2)}${sig.at(-2) === 'A' ? 'B' : 'A'}${sig.at(-1)}`;
+  assert401(await me(app, `Bearer ${flipped}`), 'TOKEN_INVALID');
+});
+
 test('a token in the query string is never read: TOKEN_MISSING', async (t) => {
   const app = await buildTestApp(t);
   const user = await createStaff(app, 'admin');
