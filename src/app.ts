@@ -27,6 +27,7 @@ import docs from './plugins/docs.js';
 import errors, { clientErrorHandler, renderError } from './plugins/errors.js';
 import gate, { countRequest } from './plugins/gate.js';
 import input from './plugins/input.js';
+import readCache from './plugins/read-cache.js';
 
 export interface AppContext {
   config: Config;
@@ -187,6 +188,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(errors);
   await app.register(gate);
   await app.register(input);
+  await app.register(readCache);
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',

@@ -19,6 +19,12 @@ export interface Store {
   readonly dialect: DialectName;
   /** Resolves when the store answers a trivial query. */
   ping(): Promise<void>;
+  /**
+   * A value that changes whenever anything in the store may have changed (a write by this process
+   * or a commit by any other), or null when the store cannot say cheaply (PostgreSQL) or a
+   * transaction is open on the connection. Read caches key on it (src/plugins/read-cache.ts).
+   */
+  readVersion(): string | null;
   close(): Promise<void>;
 }
 
@@ -92,9 +98,17 @@ export function openStore(config: StoreConfig, options: StoreOptions = {}): Stor
       return [];
     });
     registerGroupCommit(db, new GroupCommitter(db, (statement) => conn.exec(statement)));
+    // total_changes(): rows written by this connection, triggers included, committed or not;
+    // data_version: moves when another connection commits. Together they move on every change.
+    const version = conn.prepare('select total_changes(), data_version from pragma_data_version()').raw(true);
     return {
       db,
       dialect: 'sqlite',
+      readVersion() {
+        if (conn.inTransaction) return null;
+        const [changes, other] = version.get() as [number, number];
+        return `${changes}.${other}`;
+      },
       async ping() {
         conn.prepare('select 1').get();
       },
@@ -138,6 +152,7 @@ export function openStore(config: StoreConfig, options: StoreOptions = {}): Stor
   return {
     db,
     dialect: 'postgres',
+    readVersion: () => null,
     async ping() {
       await sql`select 1`.execute(db);
     },

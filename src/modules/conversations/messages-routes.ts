@@ -13,7 +13,7 @@ export const messagesRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/:id/messages',
     {
-      config: { access: ANY_ROLE },
+      config: { access: ANY_ROLE, cache: true },
       schema: {
         tags: ['conversations'],
         summary: "List a conversation's messages, oldest first",

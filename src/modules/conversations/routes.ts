@@ -24,7 +24,7 @@ export const conversationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/',
     {
-      config: { access: ANY_ROLE },
+      config: { access: ANY_ROLE, cache: true },
       schema: {
         tags: ['conversations'],
         summary: 'List conversations, latest activity first (a staff-role caller sees only their own)',

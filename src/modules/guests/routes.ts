@@ -85,7 +85,7 @@ export const guestsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/',
     {
-      config: { access: ANY_ROLE },
+      config: { access: ANY_ROLE, cache: true },
       schema: {
         tags: ['guests'],
         summary: 'List guests, newest first; search name/e-mail/phone, filter by tag (staff: own guests only)',

@@ -23,7 +23,7 @@ export const knowledgeRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/',
     {
-      config: { access: ANY_ROLE },
+      config: { access: ANY_ROLE, cache: true },
       schema: {
         tags: ['knowledge'],
         summary: 'List knowledge entries by title, or search them full-text, best match first',

@@ -60,7 +60,7 @@ export const tasksRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/',
     {
-      config: { access: ANY_ROLE },
+      config: { access: ANY_ROLE, cache: true },
       schema: {
         tags: ['tasks'],
         summary: 'List tasks, newest first (a staff-role caller sees only tasks assigned to them)',

@@ -1,0 +1,82 @@
+// Owns the read cache: a list route that declares `config.cache` answers a request it answered
+// before with the same bytes, as long as nothing in the store has changed since. "Changed" is the
+// store's version (src/db/store.ts), which moves on every write by this process and every commit
+// by another, so a cached page is never stale: it is exactly what the query would return now.
+// Integrations poll the same list all day; between changes each poll then costs no query.
+// Only SQLite can tell its version cheaply; on PostgreSQL nothing is cached. Keyed by the caller
+// (what a list shows depends on who asks) and the URL as sent. `Cache-Control: no-cache` on a
+// request skips the cache for it.
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Answer repeated requests from the read cache while the store is unchanged. */
+    cache?: boolean;
+  }
+}
+
+/** Bounds: entries kept, bytes kept, and the largest response kept. */
+const MAX_ENTRIES = 1000;
+const MAX_BYTES = 16 * 1024 * 1024;
+const MAX_ENTRY_BYTES = 256 * 1024;
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+export default fp(
+  async function readCache(app: FastifyInstance) {
+    const entries = new Map<string, string>();
+    let bytes = 0;
+    let version: string | null = null;
+    /** Requests that missed: where their response goes, and the version it was read at. */
+    const misses = new WeakMap<FastifyRequest, { key: string; version: string }>();
+
+    const forget = (key: string) => {
+      const old = entries.get(key);
+      if (old !== undefined) {
+        bytes -= old.length;
+        entries.delete(key);
+      }
+    };
+
+    app.addHook('preHandler', async (request: FastifyRequest, reply: FastifyReply) => {
+      if (request.routeOptions.config.cache !== true) return;
+      if (/no-cache|no-store/i.test(request.headers['cache-control'] ?? '')) return;
+      const now = app.ctx.store.readVersion();
+      if (now === null) return;
+      if (now !== version) {
+        // Something changed: every entry is stale.
+        entries.clear();
+        bytes = 0;
+        version = now;
+      }
+      const key = `${request.user?.id ?? ''}\u0000${request.url}`;
+      const hit = entries.get(key);
+      if (hit !== undefined) {
+        // Most recently used last, so the first key is the one to evict.
+        entries.delete(key);
+        entries.set(key, hit);
+        reply.type(JSON_TYPE);
+        return reply.send(hit);
+      }
+      misses.set(request, { key, version: now });
+    });
+
+    app.addHook('onSend', async (request, reply, payload) => {
+      const miss = misses.get(request);
+      if (miss === undefined) return payload;
+      // Kept only if read at the version still current: a write since then made it stale.
+      if (reply.statusCode === 200 && typeof payload === 'string' && miss.version === version) {
+        if (payload.length <= MAX_ENTRY_BYTES) {
+          forget(miss.key);
+          entries.set(miss.key, payload);
+          bytes += payload.length;
+          while (entries.size > MAX_ENTRIES || bytes > MAX_BYTES) {
+            forget(entries.keys().next().value as string);
+          }
+        }
+      }
+      return payload;
+    });
+  },
+  { name: 'read-cache', dependencies: ['gate'] },
+);
