@@ -1,5 +1,6 @@
 // Owns record identifiers: TypeID-style `<prefix>_<26 char lowercase ULID>`, time-ordered and
 // monotonic within a millisecond, so ordering by id is ordering by creation.
+import { randomFillSync } from 'node:crypto';
 import { monotonicFactory } from 'ulidx';
 
 export const ID_PREFIX = {
@@ -15,7 +16,23 @@ export const ID_PREFIX = {
 
 export type IdPrefix = (typeof ID_PREFIX)[keyof typeof ID_PREFIX];
 
-const ulid = monotonicFactory();
+/**
+ * Random numbers for ULIDs, drawn from a pool of cryptographically random bytes refilled 4 KiB at
+ * a time: the default asks the OS on every call (~18 µs per request written, measured).
+ */
+const pool = Buffer.alloc(4096);
+let used = pool.length;
+function random(): number {
+  if (used + 4 > pool.length) {
+    randomFillSync(pool);
+    used = 0;
+  }
+  const n = pool.readUInt32LE(used);
+  used += 4;
+  return n / 0x1_0000_0000;
+}
+
+const ulid = monotonicFactory(random);
 
 export function newId(prefix: IdPrefix): string {
   return `${prefix}_${ulid().toLowerCase()}`;

@@ -1,5 +1,6 @@
 // Owns message rows: listing a conversation's messages oldest first, inserting one, and the
 // row-to-API mapping. Keeping the conversation's counters in step is the caller's (service.ts).
+import { type Param, prepared } from '../../db/prepared.js';
 import { toIso } from '../../db/store.js';
 import type { DbOrTx, MessageRow } from '../../db/types.js';
 import { newId } from '../../lib/ids.js';
@@ -47,8 +48,22 @@ export async function listMessages(db: DbOrTx, conversationId: string, page: num
 
 export type NewMessage = Omit<MessageRow, 'id'>;
 
+const insert = prepared((db, p: Param<MessageRow>) =>
+  db.insertInto('messages').values({
+    id: p('id'),
+    conversation_id: p('conversation_id'),
+    direction: p('direction'),
+    type: p('type'),
+    content: p('content'),
+    sender_type: p('sender_type'),
+    sender_id: p('sender_id'),
+    delivery_status: p('delivery_status'),
+    created_at: p('created_at'),
+  }),
+);
+
 export async function insertMessage(db: DbOrTx, m: NewMessage): Promise<MessageView> {
   const row: MessageRow = { id: newId('msg'), ...m };
-  await db.insertInto('messages').values(row).execute();
+  await insert.all(db, row);
   return toMessage(row);
 }

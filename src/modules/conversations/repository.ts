@@ -47,13 +47,13 @@ export async function findConversation(db: DbOrTx, id: string): Promise<Conversa
   return row && toConversation(row);
 }
 
+const conversationRef = prepared((db, p: Param<{ id: string }>) =>
+  db.selectFrom('conversations').select(['id', 'guest_id', 'status', 'assignee']).where('id', '=', p('id')),
+);
+
 /** The columns access checks and message writes need, without the join. */
 export function findConversationRef(db: DbOrTx, id: string) {
-  return db
-    .selectFrom('conversations')
-    .select(['id', 'guest_id', 'status', 'assignee'])
-    .where('id', '=', id)
-    .executeTakeFirst();
+  return conversationRef.first(db, { id });
 }
 
 export interface ConversationFilter {
@@ -203,25 +203,30 @@ export async function updateConversationRow(
  * turns a closed conversation open; decided in the statement so a concurrent status change
  * between reading and writing cannot be overwritten with a stale decision.
  */
+const touch = [false, true].map((reopenClosed) =>
+  prepared((db, p: Param<{ id: string; at: string }>) =>
+    db
+      .updateTable('conversations')
+      .set((eb) => ({
+        last_message_at: p('at'),
+        message_count: eb('message_count', '+', 1),
+        updated_at: p('at'),
+        ...(reopenClosed && {
+          status: eb
+            .case()
+            .when('status', '=', 'closed')
+            .then('open')
+            .else(eb.ref('status'))
+            .end()
+            .$castTo<ConversationStatus>(),
+        }),
+      }))
+      .where('id', '=', p('id')),
+  ),
+) as [Prepared<{ id: string; at: string }, unknown>, Prepared<{ id: string; at: string }, unknown>];
+
 export async function touchConversation(db: DbOrTx, id: string, at: string, reopenClosed: boolean): Promise<void> {
-  await db
-    .updateTable('conversations')
-    .set((eb) => ({
-      last_message_at: at,
-      message_count: eb('message_count', '+', 1),
-      updated_at: at,
-      ...(reopenClosed && {
-        status: eb
-          .case()
-          .when('status', '=', 'closed')
-          .then('open')
-          .else(eb.ref('status'))
-          .end()
-          .$castTo<ConversationStatus>(),
-      }),
-    }))
-    .where('id', '=', id)
-    .execute();
+  await touch[reopenClosed ? 1 : 0].all(db, { id, at });
 }
 
 export function findGuestName(db: DbOrTx, id: string) {

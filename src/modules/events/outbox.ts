@@ -2,10 +2,11 @@
 // and they are written in the same transaction as the change, with one pending delivery for every
 // active webhook subscribed to them. After the commit, listeners (stream pollers, dispatcher,
 // Redis fan-out) are told that new events exist.
-import { type Kysely, PostgresAdapter, sql, type Transaction } from 'kysely';
+import { type Insertable, type Kysely, PostgresAdapter, sql, type Transaction } from 'kysely';
 import { transact } from '../../db/group-commit.js';
+import { type Param, prepared } from '../../db/prepared.js';
 import { toBool, toIso, toJson } from '../../db/store.js';
-import type { Database, Db, DbOrTx } from '../../db/types.js';
+import type { Database, Db, DbOrTx, EventTable } from '../../db/types.js';
 import { newId } from '../../lib/ids.js';
 import { insertDelivery } from '../webhooks/deliveries-repository.js';
 import type { Actor, Changes, EventType } from './schemas.js';
@@ -87,6 +88,28 @@ export function eventJson(e: {
   return head.slice(0, -1) + tail;
 }
 
+const activeWebhooks = prepared((db, _p: Param<Record<string, never>>) =>
+  db.selectFrom('webhooks').select(['id', 'events']).where('active', '=', toBool(true)),
+);
+
+type EventInsert = Omit<Insertable<EventTable>, 'id'>;
+const insertEvent = prepared((db, p: Param<Required<EventInsert>>) =>
+  db
+    .insertInto('events')
+    .values({
+      type: p('type'),
+      occurred_at: p('occurred_at'),
+      actor_type: p('actor_type'),
+      actor_id: p('actor_id'),
+      conversation_id: p('conversation_id'),
+      task_id: p('task_id'),
+      assignee: p('assignee'),
+      data: p('data'),
+      changes: p('changes'),
+    })
+    .returning('id'),
+);
+
 /**
  * Inserts the events and their deliveries. On PostgreSQL ids come from a sequence at insert time,
  * so without care a transaction could commit id 11 before another commits id 10, and a reader at
@@ -97,29 +120,23 @@ async function writeEvents(tx: DbOrTx, events: NewEvent[]): Promise<void> {
   if (tx.getExecutor().adapter instanceof PostgresAdapter) {
     await sql`select pg_advisory_xact_lock(${sql.lit(EVENTS_LOCK)})`.execute(tx);
   }
-  const hooks = (
-    await tx.selectFrom('webhooks').select(['id', 'events']).where('active', '=', toBool(true)).execute()
-  ).map((h) => ({ id: h.id, events: JSON.parse(h.events) as string[] }));
+  const hooks = (await activeWebhooks.all(tx, {})).map((h) => ({ id: h.id, events: JSON.parse(h.events) as string[] }));
   const occurredAt = new Date().toISOString();
   for (const e of events) {
     const data = toJson(e.data);
     const changes = e.changes === undefined ? null : toJson(e.changes);
-    const row = await tx
-      .insertInto('events')
-      .values({
-        type: e.type,
-        occurred_at: occurredAt,
-        actor_type: e.actor.type,
-        actor_id: e.actor.id,
-        conversation_id: e.conversationId ?? null,
-        task_id: e.taskId ?? null,
-        assignee: e.assignee ?? null,
-        data,
-        changes,
-      })
-      .returning('id')
-      .executeTakeFirstOrThrow();
-    const eventId = Number(row.id);
+    const [row] = await insertEvent.all(tx, {
+      type: e.type,
+      occurred_at: occurredAt,
+      actor_type: e.actor.type,
+      actor_id: e.actor.id,
+      conversation_id: e.conversationId ?? null,
+      task_id: e.taskId ?? null,
+      assignee: e.assignee ?? null,
+      data,
+      changes,
+    });
+    const eventId = Number(row!.id);
     const payload = eventJson({
       id: eventId,
       type: e.type,
