@@ -3,10 +3,11 @@ import { type Migration, type MigrationProvider, Migrator, sql } from 'kysely';
 import { initial } from './migrations/001-initial.js';
 import { listCounts } from './migrations/002-list-counts.js';
 import { events } from './migrations/003-events.js';
+import { guestSearch } from './migrations/004-guest-search.js';
 import { columnTypes, type MigrationDef } from './migrations/helpers.js';
 import type { Store } from './store.js';
 
-const MIGRATIONS: MigrationDef[] = [initial, listCounts, events];
+const MIGRATIONS: MigrationDef[] = [initial, listCounts, events, guestSearch];
 
 export async function migrate(store: Store): Promise<string[]> {
   const t = columnTypes(store.dialect);

@@ -1,6 +1,6 @@
 // Owns guest rows and their guest_tags index rows: reads, writes, the conflict lookup for the
 // unique e-mail and phone, and the mapping of a row to its API shape.
-import { sql } from 'kysely';
+import { PostgresAdapter, sql } from 'kysely';
 import type { Static } from 'typebox';
 import { fromJson, likeContains, nowIso, toIso, toJson } from '../../db/store.js';
 import type { DbOrTx, GuestRow } from '../../db/types.js';
@@ -68,13 +68,27 @@ export interface GuestFilter {
   assignee?: string;
 }
 
+/**
+ * Guests whose name, e-mail or phone contains `term`, in any case. A term of three characters or
+ * more uses the trigram index (migration 004): on SQLite through the FTS5 table, whose index LIKE
+ * can use only without an ESCAPE clause, so a term holding LIKE's own wildcards (% _ \\), or a
+ * shorter one, is matched by reading every guest instead; on PostgreSQL pg_trgm serves the same
+ * LIKE as is.
+ */
+function searchCondition(db: DbOrTx, term: string) {
+  const lower = term.toLowerCase();
+  const indexable = [...lower].length >= 3 && !/[%_\\]/.test(lower);
+  if (indexable && !(db.getExecutor().adapter instanceof PostgresAdapter)) {
+    return sql<boolean>`guests.id in (select k.guest_id from guest_search s join guest_search_keys k on k.k = s.rowid where s.search_text like ${`%${lower}%`})`;
+  }
+  return sql<boolean>`search_text like ${likeContains(term)} escape '\\'`;
+}
+
 export async function listGuests(db: DbOrTx, f: GuestFilter, page: number, limit: number) {
   let q = db.selectFrom('guests');
   // Builders are immutable: q is still this object only if no filter below applied.
   const unfiltered = q;
-  if (f.search !== undefined && f.search !== '') {
-    q = q.where(sql<boolean>`search_text like ${likeContains(f.search)} escape '\\'`);
-  }
+  if (f.search !== undefined && f.search !== '') q = q.where(searchCondition(db, f.search));
   if (f.tag !== undefined) {
     // IN, not a join: the (tag, guest_id) index yields the ids and each guest appears once.
     q = q.where('guests.id', 'in', db.selectFrom('guest_tags').select('guest_tags.guest_id').where('tag', '=', f.tag));
