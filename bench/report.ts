@@ -91,7 +91,7 @@ function contention(rows: ScenarioResult[]): string {
 
 export function formatVerdicts(verdicts: Verdict[]): string {
   if (verdicts.length === 0) return '';
-  const lines = ['\nTargets (issue 4; baseline, before optimisation):'];
+  const lines = ['\nTargets (issue 4):'];
   for (const v of verdicts) {
     lines.push(`  ${v.pass ? 'PASS' : 'FAIL'}  ${v.target.padEnd(58)} ${v.scope.padEnd(13)} ${v.measured}`);
   }
