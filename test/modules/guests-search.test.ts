@@ -96,3 +96,37 @@ test('search returns exactly the guests containing the term, through creates and
   await check('after editing');
   assert.ok(expected(guests, 'souza').length > 6, 'the edits are visible to the search');
 });
+
+test('a term in more than 1,000 guests pages newest first with the right total, like a rare one', async (t) => {
+  const app = await buildTestApp(t, { RATE_LIMIT_STANDARD: '10000', RATE_LIMIT_BULK: '1000' });
+  const admin = await createStaff(app, 'admin');
+  const made: { id: string; createdAt: string }[] = [];
+  for (let b = 0; b < 11; b++) {
+    const items = Array.from({ length: 100 }, (_, i) => ({
+      name: b * 100 + i < 1030 ? `Li Zhangsson ${b * 100 + i}` : `Ola Nordmann ${b * 100 + i}`,
+    }));
+    const res = await call(app, 'POST', '/guests/bulk', { token: admin.token, body: { items } });
+    assert.equal(res.status, 200, res.raw.body);
+    for (const r of res.data) made.push({ id: r.data.id, createdAt: r.data.createdAt });
+  }
+  const common = made.slice(0, 1030);
+  const newestFirst = [...common].sort((a, b) =>
+    a.createdAt === b.createdAt ? (a.id < b.id ? 1 : -1) : a.createdAt < b.createdAt ? 1 : -1,
+  );
+  for (const [term, want] of [
+    ['zhangsson', newestFirst],
+    ['ZHANG', newestFirst],
+    ['nordmann', [...made.slice(1030)].reverse()],
+  ] as const) {
+    for (const page of [1, 2, 52]) {
+      const res = await call(app, 'GET', `/guests?search=${term}&limit=20&page=${page}`, { token: admin.token });
+      assert.equal(res.status, 200);
+      assert.equal(res.body.meta.total, want.length, term);
+      assert.deepEqual(
+        res.data.map((g: { id: string }) => g.id),
+        want.slice((page - 1) * 20, page * 20).map((g) => g.id),
+        `${term} page ${page}`,
+      );
+    }
+  }
+});

@@ -69,26 +69,49 @@ export interface GuestFilter {
 }
 
 /**
- * Guests whose name, e-mail or phone contains `term`, in any case. A term of three characters or
- * more uses the trigram index (migration 004): on SQLite through the FTS5 table, whose index LIKE
- * can use only without an ESCAPE clause, so a term holding LIKE's own wildcards (% _ \\), or a
- * shorter one, is matched by reading every guest instead; on PostgreSQL pg_trgm serves the same
- * LIKE as is.
+ * A search term the trigram index serves (migration 004), lower-cased, or null. On SQLite the
+ * index is an FTS5 table, which can use it for LIKE only without an ESCAPE clause: a term holding
+ * LIKE's own wildcards (% _ \\), or one shorter than a trigram, is matched by reading the guests
+ * instead. On PostgreSQL pg_trgm serves the escaped LIKE as is, so there is nothing to choose.
  */
-function searchCondition(db: DbOrTx, term: string) {
+function sqliteIndexedTerm(db: DbOrTx, term: string): string | null {
+  if (db.getExecutor().adapter instanceof PostgresAdapter) return null;
   const lower = term.toLowerCase();
-  const indexable = [...lower].length >= 3 && !/[%_\\]/.test(lower);
-  if (indexable && !(db.getExecutor().adapter instanceof PostgresAdapter)) {
-    return sql<boolean>`guests.id in (select k.guest_id from guest_search s join guest_search_keys k on k.k = s.rowid where s.search_text like ${`%${lower}%`})`;
-  }
-  return sql<boolean>`search_text like ${likeContains(term)} escape '\\'`;
+  return [...lower].length >= 3 && !/[%_\\]/.test(lower) ? lower : null;
 }
 
+/** Guests whose name, e-mail or phone contains the term, in any case, read one by one. */
+const scanCondition = (term: string) => sql<boolean>`search_text like ${likeContains(term)} escape '\\'`;
+
+/** The same set, from the trigram index (`lower` from sqliteIndexedTerm). */
+const indexCondition = (lower: string) =>
+  sql<boolean>`guests.id in (select k.guest_id from guest_search s join guest_search_keys k on k.k = s.rowid where s.search_text like ${`%${lower}%`})`;
+
+/**
+ * Past this many matches a term is common, and its page is found sooner by reading guests newest
+ * first until the page is full (a term in 2 % of guests fills 20 rows after ~1,000) than by
+ * sorting every match the index yields (at 400,000 guests, 8,000 matches: ~60 ms).
+ */
+export const COMMON_MATCHES = 1000;
+
 export async function listGuests(db: DbOrTx, f: GuestFilter, page: number, limit: number) {
+  const search = f.search !== undefined && f.search !== '' ? f.search : undefined;
+  const indexed = search === undefined ? null : sqliteIndexedTerm(db, search);
+  // A search alone is counted from the index itself: one row per guest, no join.
+  let indexedTotal: number | undefined;
+  if (indexed !== null && f.tag === undefined && f.assignee === undefined) {
+    const { rows } = await sql<{
+      n: number;
+    }>`select count(*) as n from guest_search where search_text like ${`%${indexed}%`}`.execute(db);
+    indexedTotal = Number(rows[0]!.n);
+  }
   let q = db.selectFrom('guests');
   // Builders are immutable: q is still this object only if no filter below applied.
   const unfiltered = q;
-  if (f.search !== undefined && f.search !== '') q = q.where(searchCondition(db, f.search));
+  if (search !== undefined) {
+    const useIndex = indexed !== null && (indexedTotal === undefined || indexedTotal <= COMMON_MATCHES);
+    q = q.where(useIndex ? indexCondition(indexed) : scanCondition(search));
+  }
   if (f.tag !== undefined) {
     // IN, not a join: the (tag, guest_id) index yields the ids and each guest appears once.
     q = q.where('guests.id', 'in', db.selectFrom('guest_tags').select('guest_tags.guest_id').where('tag', '=', f.tag));
@@ -123,9 +146,11 @@ export async function listGuests(db: DbOrTx, f: GuestFilter, page: number, limit
       .execute(),
     // Unfiltered, the total is guest_counts' single row (kept by triggers, migration 002) rather
     // than a count over every guest; a search, tag or assignee still counts the matching rows.
-    q === unfiltered
-      ? db.selectFrom('guest_counts').select('n').where('id', '=', 1).executeTakeFirstOrThrow()
-      : q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
+    indexedTotal !== undefined
+      ? { n: indexedTotal }
+      : q === unfiltered
+        ? db.selectFrom('guest_counts').select('n').where('id', '=', 1).executeTakeFirstOrThrow()
+        : q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
   ]);
   return { items: rows.map(toGuest), total: Number(count.n) };
 }
