@@ -55,8 +55,8 @@ export async function startApiServer(store: BenchStore, o: ApiServerOptions): Pr
     env.REDIS_KEY_PREFIX = store.redisKeyPrefix;
   }
   const logPath = join(o.logDir, `api-${store.kind}-${port}.log`);
-  // The compiled server, as `npm start` runs it (`npm run bench` compiles first).
-  const proc = spawnNode([...(o.nodeFlags ?? []), 'dist/server.js'], env, logPath, o.cwd);
+  // The compiled server with the flags `npm start` gives it (`npm run bench` compiles first).
+  const proc = spawnNode([...(o.nodeFlags ?? []), '--max-semi-space-size=8', 'dist/server.js'], env, logPath, o.cwd);
   const stop = () => stopChild(proc);
   onCleanup(`stop API server ${proc.pid}`, async () => {
     await stop();
