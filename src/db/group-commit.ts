@@ -6,6 +6,7 @@
 // acknowledged still means on disk. A transaction that fails is rolled back to its savepoint
 // alone; if the commit itself fails, every transaction of the batch gets the error.
 import type { Transaction } from 'kysely';
+import { type FastQuery, registerFastPath } from './prepared.js';
 import type { Database, Db } from './types.js';
 
 export type TxWork<T> = (tx: Transaction<Database>) => Promise<T>;
@@ -27,10 +28,13 @@ export class GroupCommitter {
   /**
    * @param exec runs a statement on the connection the transactions use, at once (savepoints are
    * opened and released there while the batch's transaction holds the connection).
+   * @param direct runs a prepared query (src/db/prepared.ts) on that connection at once; the
+   * batch's transaction is given it as its fast path.
    */
   constructor(
     private readonly db: Db,
     private readonly exec: (statement: string) => void,
+    private readonly direct?: FastQuery,
   ) {}
 
   run<T>(work: TxWork<T>): Promise<T> {
@@ -52,6 +56,7 @@ export class GroupCommitter {
   private async commit(batch: Job[]): Promise<void> {
     try {
       await this.db.transaction().execute(async (tx) => {
+        if (this.direct) registerFastPath(tx, this.direct);
         for (const job of batch) {
           this.exec('savepoint group_commit');
           try {

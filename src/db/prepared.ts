@@ -3,7 +3,8 @@
 // again (building and compiling was ~20 % of a list request, docs/performance.md). Outside a
 // transaction it takes the store's fast path: on SQLite the connection's cached prepared
 // statement, run at once; on PostgreSQL a named prepared statement, parsed and planned once per
-// connection. Inside a transaction it runs through that transaction like any Kysely query.
+// connection. Inside a transaction it runs through that transaction like any Kysely query, or on
+// the transaction's own fast path when it has one (SQLite group commit).
 import { type Compilable, CompiledQuery } from 'kysely';
 import type { DbOrTx } from './types.js';
 
@@ -12,7 +13,11 @@ export type FastQuery = <R>(sql: string, parameters: readonly unknown[]) => Prom
 
 const fastPaths = new WeakMap<object, FastQuery>();
 
-/** Called by the store for its root Kysely instance. */
+/**
+ * Called by the store for its root Kysely instance, and by the group committer for the transaction
+ * of each batch: every statement of the batch then runs at once on the connection the transaction
+ * holds, without Kysely's per-query machinery (docs/performance.md).
+ */
 export function registerFastPath(db: object, run: FastQuery): void {
   fastPaths.set(db, run);
 }
@@ -70,7 +75,9 @@ export function prepared<P extends Record<string, unknown>, R>(
   const all = async (db: DbOrTx, params: P): Promise<R[]> => {
     const t = template(db);
     const values = t.slots.map((s) => ('name' in s ? params[s.name] : s.value));
-    const fast = db.isTransaction ? undefined : fastPaths.get(db);
+    // The root instance's path (it defers to Kysely while a transaction holds the connection), or
+    // the path of a transaction that registered one (a group commit's batch on SQLite).
+    const fast = fastPaths.get(db);
     if (fast !== undefined) return fast<R>(t.sql, values);
     return (await db.executeQuery<R>(CompiledQuery.raw(t.sql, values))).rows;
   };
