@@ -50,9 +50,45 @@ const staffForToken = prepared((db, p: Param<{ sub: string; jti: string }>) =>
     .where('id', '=', p('sub')),
 );
 
+type StaffRow = Awaited<ReturnType<typeof staffForToken.first>>;
+
+/** Tokens whose staff row is kept between changes to the store; past this, rows are read each time. */
+const MAX_CACHED_TOKENS = 10_000;
+
+/**
+ * The staff row and revocation for a token, kept while the store's version (src/db/store.ts) is
+ * unchanged: any write (a logout, a deactivation, a password change, or anything else) moves the
+ * version and empties it, so a revoked token is refused on its next request, as without it. On a
+ * store that cannot tell its version cheaply (PostgreSQL) every request reads the row.
+ */
+function staffRows(app: FastifyInstance) {
+  const rows = new Map<string, StaffRow>();
+  let readAt: string | null = null;
+  return async (sub: string, jti: string): Promise<StaffRow> => {
+    const version = app.ctx.store.readVersion();
+    const key = `${sub}\u0000${jti}`;
+    if (version !== null) {
+      if (version !== readAt) {
+        rows.clear();
+        readAt = version;
+      }
+      if (rows.has(key)) return rows.get(key);
+    }
+    const row = await staffForToken.first(app.ctx.store.db, { sub, jti });
+    // Kept under the version read before the query: a write in between moves the version, so the
+    // next request reads again.
+    if (version !== null && version === readAt && rows.size < MAX_CACHED_TOKENS) rows.set(key, row);
+    return row;
+  };
+}
+
 const BEARER = /^Bearer +([A-Za-z0-9_\-.=]+) *$/i;
 
-async function authenticate(app: FastifyInstance, request: FastifyRequest): Promise<AuthUser> {
+async function authenticate(
+  app: FastifyInstance,
+  request: FastifyRequest,
+  staffRow: ReturnType<typeof staffRows>,
+): Promise<AuthUser> {
   const header = request.headers.authorization;
   if (header === undefined || header === '') {
     throw authError('TOKEN_MISSING', 'The Authorization header is required: Bearer <token>', false);
@@ -65,7 +101,7 @@ async function authenticate(app: FastifyInstance, request: FastifyRequest): Prom
   }
   const { sub, jti, iat, exp } = result.claims;
   // One round trip: the staff member as stored now, and whether this token was revoked.
-  const row = await staffForToken.first(app.ctx.store.db, { sub, jti });
+  const row = await staffRow(sub, jti);
   if (row === undefined) throw authError('TOKEN_INVALID', 'The token subject does not exist', true);
   if (row.revoked) throw authError('TOKEN_INVALID', 'The token has been revoked', true);
   if (iat < Number(row.tokens_valid_after)) {
@@ -108,6 +144,7 @@ export async function countRequest(
 export default fp(
   async function gate(app: FastifyInstance) {
     app.decorateRequest('user', null);
+    const staffRow = staffRows(app);
 
     app.addHook('onRoute', (route) => {
       if (route.url.startsWith('/api/v1') && route.config?.access === undefined) {
@@ -123,7 +160,7 @@ export default fp(
       let failure: unknown = null;
       if (access !== 'public') {
         try {
-          request.user = await authenticate(app, request);
+          request.user = await authenticate(app, request, staffRow);
         } catch (err) {
           failure = err;
         }
