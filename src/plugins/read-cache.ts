@@ -24,7 +24,8 @@ const JSON_TYPE = 'application/json; charset=utf-8';
 
 export default fp(
   async function readCache(app: FastifyInstance) {
-    const entries = new Map<string, string>();
+    // Kept as bytes: a string body would be encoded to UTF-8 again on every answer.
+    const entries = new Map<string, Buffer>();
     let bytes = 0;
     let version: string | null = null;
     /** Requests that missed: where their response goes, and the version it was read at. */
@@ -66,10 +67,11 @@ export default fp(
       if (miss === undefined) return payload;
       // Kept only if read at the version still current: a write since then made it stale.
       if (reply.statusCode === 200 && typeof payload === 'string' && miss.version === version) {
-        if (payload.length <= MAX_ENTRY_BYTES) {
+        const body = Buffer.from(payload);
+        if (body.length <= MAX_ENTRY_BYTES) {
           forget(miss.key);
-          entries.set(miss.key, payload);
-          bytes += payload.length;
+          entries.set(miss.key, body);
+          bytes += body.length;
           while (entries.size > MAX_ENTRIES || bytes > MAX_BYTES) {
             forget(entries.keys().next().value as string);
           }
