@@ -33,10 +33,15 @@ export interface Outbox {
 // Arbitrary, fixed: the advisory lock that orders event commits on PostgreSQL (see writeEvents).
 const EVENTS_LOCK = 727_465_001;
 
-const listeners = new WeakMap<Kysely<Database>, Set<() => void>>();
+/** What a commit that wrote events wrote: how many webhook deliveries it queued. */
+export interface EventsCommitted {
+  deliveries: number;
+}
+
+const listeners = new WeakMap<Kysely<Database>, Set<(c: EventsCommitted) => void>>();
 
 /** Calls `fn` after each commit on `db` that wrote events; returns the unsubscribe function. */
-export function onEventsCommitted(db: Db, fn: () => void): () => void {
+export function onEventsCommitted(db: Db, fn: (c: EventsCommitted) => void): () => void {
   const set = listeners.get(db) ?? new Set();
   listeners.set(db, set);
   set.add(fn);
@@ -54,15 +59,16 @@ export async function withEvents<T>(
   work: (tx: Transaction<Database>, outbox: Outbox) => Promise<T>,
 ): Promise<T> {
   let written = 0;
+  let deliveries = 0;
   const result = await transact(db, async (tx) => {
     const pending: NewEvent[] = [];
     const out = await work(tx, { add: (e) => pending.push(e) });
     written = pending.length;
-    if (pending.length > 0) await writeEvents(tx, pending);
+    if (pending.length > 0) deliveries = await writeEvents(tx, pending);
     return out;
   });
   if (written > 0) {
-    for (const fn of listeners.get(db) ?? []) fn();
+    for (const fn of listeners.get(db) ?? []) fn({ deliveries });
   }
   return result;
 }
@@ -116,12 +122,13 @@ const insertEvent = prepared((db, p: Param<Required<EventInsert>>) =>
  * cursor 11 would never see 10. The transaction-scoped advisory lock makes event-writing
  * transactions commit in id order; SQLite has one writer at a time and needs nothing.
  */
-async function writeEvents(tx: DbOrTx, events: NewEvent[]): Promise<void> {
+async function writeEvents(tx: DbOrTx, events: NewEvent[]): Promise<number> {
   if (tx.getExecutor().adapter instanceof PostgresAdapter) {
     await sql`select pg_advisory_xact_lock(${sql.lit(EVENTS_LOCK)})`.execute(tx);
   }
   const hooks = (await activeWebhooks.all(tx, {})).map((h) => ({ id: h.id, events: JSON.parse(h.events) as string[] }));
   const occurredAt = new Date().toISOString();
+  let deliveries = 0;
   for (const e of events) {
     const data = toJson(e.data);
     const changes = e.changes === undefined ? null : toJson(e.changes);
@@ -154,5 +161,7 @@ async function writeEvents(tx: DbOrTx, events: NewEvent[]): Promise<void> {
     for (const t of targets) {
       await insertDelivery(tx, { id: t.deliveryId, webhookId: t.webhookId, eventId, eventType: e.type, payload });
     }
+    deliveries += targets.length;
   }
+  return deliveries;
 }

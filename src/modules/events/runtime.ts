@@ -23,6 +23,8 @@ declare module 'fastify' {
 }
 
 const PURGE_EVERY_MS = 3600_000;
+/** The wake-up message of a commit that queued no webhook delivery (any other: it did). */
+const NO_DELIVERIES = '0';
 const DAY_MS = 86_400_000;
 
 export default fp(
@@ -38,9 +40,11 @@ export default fp(
       disableAfter: config.webhookDisableAfter,
       allowPrivate: config.webhookAllowPrivate,
     });
-    const wake = () => {
+    // Streams poll for every new event; the dispatcher has work only when deliveries were queued
+    // (retries come due on its own timer), so a commit that queued none does not wake it.
+    const wake = (deliveries: boolean) => {
       hub.wake();
-      dispatcher.wake();
+      if (deliveries) dispatcher.wake();
     };
 
     // Own connections, without the key prefix (it applies to keys, not to channels): one to
@@ -56,12 +60,12 @@ export default fp(
       // Polling carries on while Redis is away; the app's own connection already reports it.
       publisher.on('error', () => {});
       subscriber.on('error', () => {});
-      subscriber.on('message', wake);
+      subscriber.on('message', (_channel: string, message: string) => wake(message !== NO_DELIVERIES));
       subscriber.subscribe(channel).catch(() => {});
     }
-    const off = onEventsCommitted(store.db, () => {
-      wake();
-      publisher?.publish(channel, '1').catch(() => {});
+    const off = onEventsCommitted(store.db, ({ deliveries }) => {
+      wake(deliveries > 0);
+      publisher?.publish(channel, deliveries > 0 ? '1' : NO_DELIVERIES).catch(() => {});
     });
 
     const purge = () => purgeBefore(store.db, new Date(Date.now() - config.eventRetentionDays * DAY_MS));
