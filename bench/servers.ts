@@ -1,6 +1,7 @@
 // Owns starting the two servers a run measures: the real API (src/server.ts, production settings,
 // auth and rate limiting on with limits raised) and the bare Fastify ceiling, each a child process.
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { freePort, type NodeChild, onCleanup, spawnNode, stopChild, waitForHttp } from './proc.js';
 import type { BenchStore } from './stores.js';
@@ -33,6 +34,12 @@ export interface ApiServerOptions {
   nodeFlags?: string[];
 }
 
+/** The node flags of package.json's `start` script, so the bench runs the server as users do. */
+function startFlags(cwd: string): string[] {
+  const pkg = JSON.parse(readFileSync(join(cwd, 'package.json'), 'utf8')) as { scripts: { start: string } };
+  return pkg.scripts.start.split(/\s+/).filter((word) => word.startsWith('--'));
+}
+
 export async function startApiServer(store: BenchStore, o: ApiServerOptions): Promise<RunningServer> {
   const port = await freePort();
   const env: NodeJS.ProcessEnv = { ...process.env };
@@ -56,7 +63,7 @@ export async function startApiServer(store: BenchStore, o: ApiServerOptions): Pr
   }
   const logPath = join(o.logDir, `api-${store.kind}-${port}.log`);
   // The compiled server with the flags `npm start` gives it (`npm run bench` compiles first).
-  const proc = spawnNode([...(o.nodeFlags ?? []), '--max-semi-space-size=8', 'dist/server.js'], env, logPath, o.cwd);
+  const proc = spawnNode([...(o.nodeFlags ?? []), ...startFlags(o.cwd), 'dist/server.js'], env, logPath, o.cwd);
   const stop = () => stopChild(proc);
   onCleanup(`stop API server ${proc.pid}`, async () => {
     await stop();
