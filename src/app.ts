@@ -10,6 +10,7 @@ import { openStore, type Store } from './db/store.js';
 import { TokenService } from './lib/jwt.js';
 import { documentRoute } from './lib/openapi.js';
 import { type Counter, MemoryCounter, RedisCounter } from './lib/rate-limiter.js';
+import { requestLogger } from './lib/request-logger.js';
 import { ErrorBody } from './lib/schemas.js';
 import { makeAjv } from './lib/validation.js';
 import { authRoutes } from './modules/auth/routes.js';
@@ -78,6 +79,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   const app = Fastify({
     logger: options.logger ?? loggerOptions(config),
     trustProxy: config.trustProxy,
+    childLoggerFactory: requestLogger,
     bodyLimit: 1024 * 1024,
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
@@ -175,8 +177,11 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   );
   app.addSchema(ErrorBody);
 
-  app.addHook('onRequest', async (request, reply) => {
+  // Hooks on every request are callback hooks where they need not wait: an async hook costs a
+  // promise and a turn of the microtask queue per request (docs/performance.md).
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
+    done();
   });
   app.addHook('onClose', async () => {
     clearInterval(purge);

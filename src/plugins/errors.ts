@@ -133,15 +133,18 @@ export default fp(
     app.addHook('preClose', async () => {
       closing = true;
     });
-    app.addHook('onRequest', async (_request, reply) => {
-      if (!closing) return;
+    app.addHook('onRequest', (_request, reply, done) => {
+      if (!closing) return done();
       reply.header('connection', 'close');
-      throw new AppError('SERVICE_UNAVAILABLE', 'The server is shutting down; retry shortly', undefined, {
-        'retry-after': '1',
-      });
+      done(
+        new AppError('SERVICE_UNAVAILABLE', 'The server is shutting down; retry shortly', undefined, {
+          'retry-after': '1',
+        }),
+      );
     });
-    app.addHook('onSend', async (_request, reply) => {
+    app.addHook('onSend', (_request, reply, payload, done) => {
       if (closing) reply.header('connection', 'close');
+      done(null, payload);
     });
 
     app.setNotFoundHandler((request, reply) => {

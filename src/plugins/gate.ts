@@ -7,6 +7,7 @@ import { sql } from 'kysely';
 import { type Param, prepared } from '../db/prepared.js';
 import { AppError, authError, forbidden } from '../lib/errors.js';
 import type { Role } from '../lib/jwt.js';
+import { type Hit, MemoryCounter } from '../lib/rate-limiter.js';
 
 export type Access = 'public' | readonly Role[];
 export type Bucket = 'standard' | 'bulk';
@@ -36,6 +37,11 @@ declare module 'fastify' {
   }
   interface FastifyRequest {
     user: AuthUser | null;
+    /**
+     * The store's version (src/db/store.ts) the gate read when it admitted the request from its
+     * kept staff rows, so a later hook reuses it instead of reading it again (null: not read).
+     */
+    storeVersion: string | null;
   }
 }
 
@@ -64,7 +70,15 @@ const MAX_CACHED_TOKENS = 10_000;
 function staffRows(app: FastifyInstance) {
   const rows = new Map<string, StaffRow>();
   let readAt: string | null = null;
-  return async (sub: string, jti: string): Promise<StaffRow> => {
+  const read = async (sub: string, jti: string, key: string, version: string | null): Promise<StaffRow> => {
+    const row = await staffForToken.first(app.ctx.store.db, { sub, jti });
+    // Kept under the version read before the query: a write in between moves the version, so the
+    // next request reads again.
+    if (version !== null && version === readAt && rows.size < MAX_CACHED_TOKENS) rows.set(key, row);
+    return row;
+  };
+  /** The row at once when kept (no promise, no turn of the event loop), else a promise of it. */
+  return (request: FastifyRequest, sub: string, jti: string): StaffRow | Promise<StaffRow> => {
     const version = app.ctx.store.readVersion();
     const key = `${sub}\u0000${jti}`;
     if (version !== null) {
@@ -72,23 +86,23 @@ function staffRows(app: FastifyInstance) {
         rows.clear();
         readAt = version;
       }
-      if (rows.has(key)) return rows.get(key);
+      if (rows.has(key)) {
+        request.storeVersion = version;
+        return rows.get(key);
+      }
     }
-    const row = await staffForToken.first(app.ctx.store.db, { sub, jti });
-    // Kept under the version read before the query: a write in between moves the version, so the
-    // next request reads again.
-    if (version !== null && version === readAt && rows.size < MAX_CACHED_TOKENS) rows.set(key, row);
-    return row;
+    return read(sub, jti, key, version);
   };
 }
 
 const BEARER = /^Bearer +([A-Za-z0-9_\-.=]+) *$/i;
 
-async function authenticate(
+/** The caller, at once when the token's staff row is kept, else a promise; throws when refused. */
+function authenticate(
   app: FastifyInstance,
   request: FastifyRequest,
   staffRow: ReturnType<typeof staffRows>,
-): Promise<AuthUser> {
+): AuthUser | Promise<AuthUser> {
   const header = request.headers.authorization;
   if (header === undefined || header === '') {
     throw authError('TOKEN_MISSING', 'The Authorization header is required: Bearer <token>', false);
@@ -100,8 +114,14 @@ async function authenticate(
     throw authError(result.reason === 'expired' ? 'TOKEN_EXPIRED' : 'TOKEN_INVALID', result.message, true);
   }
   const { sub, jti, iat, exp } = result.claims;
-  // One round trip: the staff member as stored now, and whether this token was revoked.
-  const row = await staffRow(sub, jti);
+  // One round trip (or none while the store is unchanged): the staff member as stored now, and
+  // whether this token was revoked.
+  const row = staffRow(request, sub, jti);
+  const check = (r: StaffRow) => admit(r, jti, iat, exp);
+  return row instanceof Promise ? row.then(check) : check(row);
+}
+
+function admit(row: StaffRow, jti: string, iat: number, exp: number): AuthUser {
   if (row === undefined) throw authError('TOKEN_INVALID', 'The token subject does not exist', true);
   if (row.revoked) throw authError('TOKEN_INVALID', 'The token has been revoked', true);
   if (iat < Number(row.tokens_valid_after)) {
@@ -128,10 +148,25 @@ export async function countRequest(
   reply: FastifyReply,
   bucket: Bucket,
 ): Promise<void> {
-  const { config } = app.ctx;
+  await count(app, request, reply, bucket);
+}
+
+/** countRequest, done at once when the counters are in process (no Redis). */
+function count(
+  app: FastifyInstance,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  bucket: Bucket,
+): void | Promise<void> {
+  const { config, counter } = app.ctx;
   const limit = bucket === 'bulk' ? config.rateLimitBulk : config.rateLimitStandard;
-  const key = request.user ? `stf:${request.user.id}` : `ip:${request.ip}`;
-  const hit = await app.ctx.counter.hit(`${bucket}:${key}`, config.rateLimitWindowSeconds * 1000);
+  const key = `${bucket}:${request.user ? `stf:${request.user.id}` : `ip:${request.ip}`}`;
+  const windowMs = config.rateLimitWindowSeconds * 1000;
+  if (counter instanceof MemoryCounter) return limitTo(reply, limit, counter.hitSync(key, windowMs, Date.now()));
+  return counter.hit(key, windowMs).then((hit) => limitTo(reply, limit, hit));
+}
+
+function limitTo(reply: FastifyReply, limit: number, hit: Hit): void {
   setLimitHeaders(reply, limit, hit.count, hit.resetAtMs);
   if (hit.count > limit) {
     const retry = Math.max(1, Math.ceil((hit.resetAtMs - Date.now()) / 1000));
@@ -144,6 +179,7 @@ export async function countRequest(
 export default fp(
   async function gate(app: FastifyInstance) {
     app.decorateRequest('user', null);
+    app.decorateRequest('storeVersion', null);
     const staffRow = staffRows(app);
 
     app.addHook('onRoute', (route) => {
@@ -152,23 +188,46 @@ export default fp(
       }
     });
 
-    app.addHook('onRequest', async (request, reply) => {
+    // A callback hook, not an async one: with the staff row kept and the counters in process,
+    // a request passes the gate without a promise or a turn of the event loop.
+    app.addHook('onRequest', (request, reply, done) => {
       const cfg = request.routeOptions.config;
       const access = cfg.access ?? 'public';
+      const bucket = cfg.bucket ?? 'standard';
+      // Whether the request may go on, once authenticated (or refused) and counted.
+      const verdict = (failure: unknown): Error | undefined => {
+        if (failure !== null) return failure as Error;
+        if (access !== 'public' && !access.includes(request.user!.role)) return forbidden();
+        return undefined;
+      };
       // A request that fails authentication (a bad token, or the store not answering: 503) is
       // still counted, so every response carries the X-RateLimit-* headers.
-      let failure: unknown = null;
-      if (access !== 'public') {
+      const counted = (failure: unknown) => {
+        let pending: void | Promise<void>;
         try {
-          request.user = await authenticate(app, request, staffRow);
-        } catch (err) {
-          failure = err;
+          pending = bucket === false ? undefined : count(app, request, reply, bucket);
+        } catch (limited) {
+          return done(limited as Error);
         }
+        if (pending instanceof Promise) pending.then(() => done(verdict(failure)), done);
+        else done(verdict(failure));
+      };
+      if (access === 'public') return counted(null);
+      let user: AuthUser | Promise<AuthUser>;
+      try {
+        user = authenticate(app, request, staffRow);
+      } catch (err) {
+        return counted(err);
       }
-      const bucket = cfg.bucket ?? 'standard';
-      if (bucket !== false) await countRequest(app, request, reply, bucket);
-      if (failure !== null) throw failure;
-      if (access !== 'public' && !access.includes(request.user!.role)) throw forbidden();
+      if (user instanceof Promise) {
+        user.then((u) => {
+          request.user = u;
+          counted(null);
+        }, counted);
+      } else {
+        request.user = user;
+        counted(null);
+      }
     });
   },
   { name: 'gate', dependencies: ['errors'] },

@@ -9,12 +9,12 @@ import { inputProblem } from '../lib/validation.js';
 
 export default fp(
   async function input(app: FastifyInstance) {
-    app.addHook('preValidation', async (request) => {
+    app.addHook('preValidation', (request, _reply, done) => {
       const problem =
         inputProblem(request.params, 'params') ??
         inputProblem(request.query, 'query') ??
         inputProblem(request.body, 'body');
-      if (problem !== null) throw validation([problem], `${problem.field}: ${problem.message}`);
+      done(problem === null ? undefined : validation([problem], `${problem.field}: ${problem.message}`));
     });
   },
   { name: 'input', dependencies: ['errors'] },

@@ -6,7 +6,7 @@
 // Only SQLite can tell its version cheaply; on PostgreSQL nothing is cached. Keyed by the caller
 // (what a list shows depends on who asks) and the URL as sent. `Cache-Control: no-cache` on a
 // request skips the cache for it.
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import fp from 'fastify-plugin';
 
 declare module 'fastify' {
@@ -21,6 +21,13 @@ const MAX_ENTRIES = 1000;
 const MAX_BYTES = 16 * 1024 * 1024;
 const MAX_ENTRY_BYTES = 256 * 1024;
 const JSON_TYPE = 'application/json; charset=utf-8';
+
+type OnSendDone = (err: Error | null, payload?: unknown) => void;
+
+function asList<T>(hooks: T | T[] | undefined): T[] {
+  if (hooks === undefined) return [];
+  return Array.isArray(hooks) ? hooks : [hooks];
+}
 
 export default fp(
   async function readCache(app: FastifyInstance) {
@@ -39,11 +46,13 @@ export default fp(
       }
     };
 
-    app.addHook('preHandler', async (request: FastifyRequest, reply: FastifyReply) => {
-      if (request.routeOptions.config.cache !== true) return;
-      if (/no-cache|no-store/i.test(request.headers['cache-control'] ?? '')) return;
-      const now = app.ctx.store.readVersion();
-      if (now === null) return;
+    // Callback hooks, on the routes that declare `config.cache` only: other routes pay nothing.
+    const lookup = (request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction) => {
+      if (/no-cache|no-store/i.test(request.headers['cache-control'] ?? '')) return done();
+      // The version the gate read admitting this request (the store as it was after the request
+      // arrived, a moment ago in the same synchronous run), else read now.
+      const now = request.storeVersion ?? app.ctx.store.readVersion();
+      if (now === null) return done();
       if (now !== version) {
         // Something changed: every entry is stale.
         entries.clear();
@@ -52,21 +61,21 @@ export default fp(
       }
       const key = `${request.user?.id ?? ''}\u0000${request.url}`;
       const hit = entries.get(key);
-      if (hit !== undefined) {
-        // Most recently used last, so the first key is the one to evict.
-        entries.delete(key);
-        entries.set(key, hit);
-        reply.type(JSON_TYPE);
-        return reply.send(hit);
+      if (hit === undefined) {
+        misses.set(request, { key, version: now });
+        return done();
       }
-      misses.set(request, { key, version: now });
-    });
+      // Most recently used last, so the first key is the one to evict.
+      entries.delete(key);
+      entries.set(key, hit);
+      // Answered here: the handler does not run (a callback hook that sends does not call done).
+      reply.type(JSON_TYPE).send(hit);
+    };
 
-    app.addHook('onSend', async (request, reply, payload) => {
+    const keep = (request: FastifyRequest, reply: FastifyReply, payload: unknown, done: OnSendDone) => {
       const miss = misses.get(request);
-      if (miss === undefined) return payload;
       // Kept only if read at the version still current: a write since then made it stale.
-      if (reply.statusCode === 200 && typeof payload === 'string' && miss.version === version) {
+      if (miss !== undefined && reply.statusCode === 200 && typeof payload === 'string' && miss.version === version) {
         const body = Buffer.from(payload);
         if (body.length <= MAX_ENTRY_BYTES) {
           forget(miss.key);
@@ -77,7 +86,13 @@ export default fp(
           }
         }
       }
-      return payload;
+      done(null, payload);
+    };
+
+    app.addHook('onRoute', (route) => {
+      if (route.config?.cache !== true) return;
+      route.preHandler = [...asList(route.preHandler), lookup] as typeof route.preHandler;
+      route.onSend = [...asList(route.onSend), keep] as typeof route.onSend;
     });
   },
   { name: 'read-cache', dependencies: ['gate'] },
