@@ -1,0 +1,62 @@
+// request.log is made lazily (src/lib/request-logger.ts): these tests check that what it writes is
+// what pino's per-request child wrote: every line of a request carries its reqId (the
+// X-Request-Id answered), levels below LOG_LEVEL write nothing, and the redaction still applies.
+import assert from 'node:assert/strict';
+import { Writable } from 'node:stream';
+import { type TestContext, test } from 'node:test';
+import { buildApp, loggerOptions } from '../../src/app.js';
+import { loadConfig } from '../../src/config.js';
+import { JWT_SECRET } from '../helpers.js';
+
+interface Line {
+  level: number;
+  msg?: string;
+  reqId?: string;
+  [key: string]: unknown;
+}
+
+async function appWithLog(t: TestContext, level: string) {
+  const lines: Line[] = [];
+  const stream = new Writable({
+    write(chunk, _encoding, cb) {
+      for (const text of String(chunk).split('\n')) if (text !== '') lines.push(JSON.parse(text) as Line);
+      cb();
+    },
+  });
+  const config = loadConfig({ NODE_ENV: 'test', LOG_LEVEL: level, JWT_SECRET, DATABASE_URL: 'sqlite::memory:' });
+  const app = await buildApp(config, { logger: { ...(loggerOptions(config) as object), stream } });
+  t.after(() => app.close());
+  return { app, lines };
+}
+
+test('at info, a request logs its start and end, both with the reqId it was answered with', async (t) => {
+  const { app, lines } = await appWithLog(t, 'info');
+  const res = await app.inject({ method: 'GET', url: '/healthz', headers: { 'x-request-id': 'trace-me-1' } });
+  assert.equal(res.statusCode, 200);
+  assert.equal(res.headers['x-request-id'], 'trace-me-1');
+  const mine = lines.filter((l) => l.reqId === 'trace-me-1');
+  assert.deepEqual(
+    mine.map((l) => l.msg),
+    ['incoming request', 'request completed'],
+  );
+});
+
+test('at warn, a request that goes well writes nothing; one that fails writes its error with its reqId', async (t) => {
+  const { app, lines } = await appWithLog(t, 'warn');
+  const before = lines.length;
+  assert.equal((await app.inject({ method: 'GET', url: '/healthz' })).statusCode, 200);
+  assert.equal(lines.length, before, 'nothing below warn is written');
+
+  // The store goes away: the request is answered 503 (or 500) and its error logged with its reqId.
+  await app.ctx.store.close();
+  const res = await app.inject({
+    method: 'POST',
+    url: '/api/v1/auth/login',
+    headers: { 'x-request-id': 'trace-me-2', 'content-type': 'application/json' },
+    payload: JSON.stringify({ email: 'nobody@hotel.test', password: 'not the password 123' }),
+  });
+  assert.ok(res.statusCode >= 500, res.body);
+  const errors = lines.filter((l) => l.reqId === 'trace-me-2' && l.level >= 50);
+  assert.ok(errors.length >= 1, JSON.stringify(lines.slice(before)));
+  assert.doesNotMatch(JSON.stringify(errors), /not the password/);
+});
