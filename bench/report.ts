@@ -93,7 +93,8 @@ export function formatVerdicts(verdicts: Verdict[]): string {
   if (verdicts.length === 0) return '';
   const lines = ['\nTargets (issue 4):'];
   for (const v of verdicts) {
-    lines.push(`  ${v.pass ? 'PASS' : 'FAIL'}  ${v.target.padEnd(58)} ${v.scope.padEnd(13)} ${v.measured}`);
+    const verdict = v.pass === null ? 'NOTE' : v.pass ? 'PASS' : 'FAIL';
+    lines.push(`  ${verdict}  ${v.target.padEnd(58)} ${v.scope.padEnd(13)} ${v.measured}`);
   }
   return lines.join('\n');
 }
