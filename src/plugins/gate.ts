@@ -35,6 +35,9 @@ declare module 'fastify' {
     /** Which rate-limit bucket the route counts in (default standard); false: not counted. */
     bucket?: Bucket | false;
   }
+  interface FastifyInstance {
+    gate: Gate;
+  }
   interface FastifyRequest {
     user: AuthUser | null;
     /**
@@ -43,6 +46,21 @@ declare module 'fastify' {
      */
     storeVersion: string | null;
   }
+}
+
+/**
+ * The gate's checks for a request answered before routing (src/plugins/read-cache.ts): each
+ * answers at once from kept state or returns undefined, and the request then takes the full path,
+ * which reports any refusal itself.
+ */
+export interface Gate {
+  /** The caller, when the token verifies and its staff row is kept at the store's version now. */
+  identify(authorization: string | undefined): { user: AuthUser; version: string } | undefined;
+  /**
+   * Counts the request in the caller's bucket and gives its X-RateLimit-* headers, when the
+   * counters are in process and the request is within the limit; else counts nothing.
+   */
+  countAtOnce(user: AuthUser, bucket: Bucket | false): Record<string, number> | undefined;
 }
 
 /** The staff member a token names, as stored now, and whether the token was revoked. */
@@ -70,40 +88,37 @@ const MAX_CACHED_TOKENS = 10_000;
 function staffRows(app: FastifyInstance) {
   const rows = new Map<string, StaffRow>();
   let readAt: string | null = null;
-  const read = async (sub: string, jti: string, key: string, version: string | null): Promise<StaffRow> => {
-    const row = await staffForToken.first(app.ctx.store.db, { sub, jti });
-    // Kept under the version read before the query: a write in between moves the version, so the
-    // next request reads again.
-    if (version !== null && version === readAt && rows.size < MAX_CACHED_TOKENS) rows.set(key, row);
-    return row;
-  };
-  /** The row at once when kept (no promise, no turn of the event loop), else a promise of it. */
-  return (request: FastifyRequest, sub: string, jti: string): StaffRow | Promise<StaffRow> => {
-    const version = app.ctx.store.readVersion();
-    const key = `${sub}\u0000${jti}`;
-    if (version !== null) {
+  return {
+    /** The row as kept at the store's version now, with that version; undefined if not kept. */
+    kept(sub: string, jti: string): { row: StaffRow; version: string } | undefined {
+      const version = app.ctx.store.readVersion();
+      if (version === null) return undefined;
       if (version !== readAt) {
         rows.clear();
         readAt = version;
+        return undefined;
       }
-      if (rows.has(key)) {
-        request.storeVersion = version;
-        return rows.get(key);
-      }
-    }
-    return read(sub, jti, key, version);
+      const key = `${sub}\u0000${jti}`;
+      return rows.has(key) ? { row: rows.get(key), version } : undefined;
+    },
+    /** The row read from the store, kept for the next request if nothing changed meanwhile. */
+    async read(sub: string, jti: string): Promise<StaffRow> {
+      const version = app.ctx.store.readVersion();
+      const row = await staffForToken.first(app.ctx.store.db, { sub, jti });
+      // Kept under the version read before the query: a write in between moves the version, so the
+      // next request reads again.
+      if (version !== null && version === readAt && rows.size < MAX_CACHED_TOKENS) rows.set(`${sub}\u0000${jti}`, row);
+      return row;
+    },
   };
 }
 
+type StaffRows = ReturnType<typeof staffRows>;
+
 const BEARER = /^Bearer +([A-Za-z0-9_\-.=]+) *$/i;
 
-/** The caller, at once when the token's staff row is kept, else a promise; throws when refused. */
-function authenticate(
-  app: FastifyInstance,
-  request: FastifyRequest,
-  staffRow: ReturnType<typeof staffRows>,
-): AuthUser | Promise<AuthUser> {
-  const header = request.headers.authorization;
+/** The verified claims of the bearer token in an Authorization header; throws when refused. */
+function claimsOf(app: FastifyInstance, header: string | undefined) {
   if (header === undefined || header === '') {
     throw authError('TOKEN_MISSING', 'The Authorization header is required: Bearer <token>', false);
   }
@@ -113,12 +128,20 @@ function authenticate(
   if (!result.ok) {
     throw authError(result.reason === 'expired' ? 'TOKEN_EXPIRED' : 'TOKEN_INVALID', result.message, true);
   }
-  const { sub, jti, iat, exp } = result.claims;
+  return result.claims;
+}
+
+/** The caller, at once when the token's staff row is kept, else a promise; throws when refused. */
+function authenticate(app: FastifyInstance, request: FastifyRequest, staff: StaffRows): AuthUser | Promise<AuthUser> {
+  const { sub, jti, iat, exp } = claimsOf(app, request.headers.authorization);
   // One round trip (or none while the store is unchanged): the staff member as stored now, and
   // whether this token was revoked.
-  const row = staffRow(request, sub, jti);
-  const check = (r: StaffRow) => admit(r, jti, iat, exp);
-  return row instanceof Promise ? row.then(check) : check(row);
+  const kept = staff.kept(sub, jti);
+  if (kept !== undefined) {
+    request.storeVersion = kept.version;
+    return admit(kept.row, jti, iat, exp);
+  }
+  return staff.read(sub, jti).then((row) => admit(row, jti, iat, exp));
 }
 
 function admit(row: StaffRow, jti: string, iat: number, exp: number): AuthUser {
@@ -131,10 +154,13 @@ function admit(row: StaffRow, jti: string, iat: number, exp: number): AuthUser {
   return { id: row.id, role: row.role, name: row.name, email: row.email, department: row.department, jti, exp, iat };
 }
 
-function setLimitHeaders(reply: FastifyReply, limit: number, count: number, resetAtMs: number) {
-  reply.header('x-ratelimit-limit', limit);
-  reply.header('x-ratelimit-remaining', Math.max(0, limit - count));
-  reply.header('x-ratelimit-reset', Math.ceil(resetAtMs / 1000));
+/** The X-RateLimit-* headers for a request counted as `hit` in a bucket of `limit`. */
+function limitHeaders(limit: number, hit: Hit): Record<string, number> {
+  return {
+    'x-ratelimit-limit': limit,
+    'x-ratelimit-remaining': Math.max(0, limit - hit.count),
+    'x-ratelimit-reset': Math.ceil(hit.resetAtMs / 1000),
+  };
 }
 
 /**
@@ -158,16 +184,24 @@ function count(
   reply: FastifyReply,
   bucket: Bucket,
 ): void | Promise<void> {
-  const { config, counter } = app.ctx;
-  const limit = bucket === 'bulk' ? config.rateLimitBulk : config.rateLimitStandard;
-  const key = `${bucket}:${request.user ? `stf:${request.user.id}` : `ip:${request.ip}`}`;
-  const windowMs = config.rateLimitWindowSeconds * 1000;
+  const { counter } = app.ctx;
+  const { limit, windowMs, key } = bucketOf(app, bucket, request.user ? `stf:${request.user.id}` : `ip:${request.ip}`);
   if (counter instanceof MemoryCounter) return limitTo(reply, limit, counter.hitSync(key, windowMs, Date.now()));
   return counter.hit(key, windowMs).then((hit) => limitTo(reply, limit, hit));
 }
 
+/** A bucket's limit and window, and the counter key of a caller (`stf:<id>` or `ip:<address>`) in it. */
+function bucketOf(app: FastifyInstance, bucket: Bucket, caller: string) {
+  const { config } = app.ctx;
+  return {
+    limit: bucket === 'bulk' ? config.rateLimitBulk : config.rateLimitStandard,
+    windowMs: config.rateLimitWindowSeconds * 1000,
+    key: `${bucket}:${caller}`,
+  };
+}
+
 function limitTo(reply: FastifyReply, limit: number, hit: Hit): void {
-  setLimitHeaders(reply, limit, hit.count, hit.resetAtMs);
+  reply.headers(limitHeaders(limit, hit));
   if (hit.count > limit) {
     const retry = Math.max(1, Math.ceil((hit.resetAtMs - Date.now()) / 1000));
     throw new AppError('RATE_LIMITED', `Too many requests; retry in ${retry} s`, undefined, {
@@ -180,7 +214,26 @@ export default fp(
   async function gate(app: FastifyInstance) {
     app.decorateRequest('user', null);
     app.decorateRequest('storeVersion', null);
-    const staffRow = staffRows(app);
+    const staff = staffRows(app);
+    app.decorate('gate', {
+      identify(authorization) {
+        try {
+          const { sub, jti, iat, exp } = claimsOf(app, authorization);
+          const kept = staff.kept(sub, jti);
+          return kept === undefined ? undefined : { user: admit(kept.row, jti, iat, exp), version: kept.version };
+        } catch {
+          return undefined;
+        }
+      },
+      countAtOnce(user, bucket) {
+        const { counter } = app.ctx;
+        if (bucket === false) return {};
+        if (!(counter instanceof MemoryCounter)) return undefined;
+        const { limit, windowMs, key } = bucketOf(app, bucket, `stf:${user.id}`);
+        const hit = counter.hitWithin(key, windowMs, Date.now(), limit);
+        return hit === undefined ? undefined : limitHeaders(limit, hit);
+      },
+    } satisfies Gate);
 
     app.addHook('onRoute', (route) => {
       if (route.url.startsWith('/api/v1') && route.config?.access === undefined) {
@@ -215,7 +268,7 @@ export default fp(
       if (access === 'public') return counted(null);
       let user: AuthUser | Promise<AuthUser>;
       try {
-        user = authenticate(app, request, staffRow);
+        user = authenticate(app, request, staff);
       } catch (err) {
         return counted(err);
       }
