@@ -77,7 +77,11 @@ export function judge(runs: StoreRun[], ceiling: ScenarioResult, connections: nu
       out.push({
         target: `p99 ≤ ${TARGETS.p99Ms} ms at ${connections} connections, every read`,
         scope,
-        measured: `worst ${worst.p99} ms (${worst.id})${over.length > 0 ? `; over: ${over.join(', ')}` : ''}`,
+        // Bare Fastify's own p99 in this run, for scale: on a host period where even it is over
+        // the target, no server on these cores can be under it.
+        measured:
+          `worst ${worst.p99} ms (${worst.id})${over.length > 0 ? `; over: ${over.join(', ')}` : ''}` +
+          `; bare Fastify's own p99 ${ceiling.p99} ms`,
         pass: over.length === 0,
       });
     }
@@ -97,7 +101,12 @@ export function judge(runs: StoreRun[], ceiling: ScenarioResult, connections: nu
       out.push({
         target: `durable POST messages ≥ ${TARGETS.postPerSec}/s (${run.durability})`,
         scope,
-        measured: `${Math.round(post.reqPerSec)}/s`,
+        // Server CPU per POST beside bare Fastify's per request: the host's speed moves both.
+        measured:
+          `${Math.round(post.reqPerSec)}/s` +
+          (post.serverUsPerRequest !== null && ceiling.serverUsPerRequest !== null
+            ? ` (${Math.round(post.serverUsPerRequest)} µs server CPU per POST; bare Fastify ${Math.round(ceiling.serverUsPerRequest)} µs per request)`
+            : ''),
         pass: post.reqPerSec >= TARGETS.postPerSec && post.errors === 0,
       });
     }
