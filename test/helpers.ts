@@ -5,10 +5,11 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Writable } from 'node:stream';
 import type { TestContext } from 'node:test';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import pg from 'pg';
-import { buildApp } from '../src/app.js';
+import { buildApp, loggerOptions } from '../src/app.js';
 import { type Config, loadConfig } from '../src/config.js';
 import type { Role } from '../src/lib/jwt.js';
 import { hashPassword } from '../src/lib/password.js';
@@ -75,6 +76,38 @@ export async function buildTestApp(t: TestContext, env: Record<string, string> =
   const config = loadConfig({ ...base, ...env });
   built = await buildApp(config);
   return built;
+}
+
+/** A line the app logged, parsed. */
+export interface LogLine {
+  level: number;
+  msg?: string;
+  reqId?: string;
+  [key: string]: unknown;
+}
+
+/**
+ * An app logging at `level` into `lines` (parsed JSON lines) instead of stdout, on in-memory
+ * SQLite unless `env` names another store; closed when the test ends.
+ */
+export async function appWithLog(t: TestContext, level: string, env: Record<string, string> = {}) {
+  const lines: LogLine[] = [];
+  const stream = new Writable({
+    write(chunk, _encoding, cb) {
+      for (const text of String(chunk).split('\n')) if (text !== '') lines.push(JSON.parse(text) as LogLine);
+      cb();
+    },
+  });
+  const config = loadConfig({
+    NODE_ENV: 'test',
+    LOG_LEVEL: level,
+    JWT_SECRET,
+    DATABASE_URL: 'sqlite::memory:',
+    ...env,
+  });
+  const app = await buildApp(config, { logger: { ...(loggerOptions(config) as object), stream } });
+  t.after(() => app.close());
+  return { app, lines };
 }
 
 let passwordHash: Promise<string> | undefined;

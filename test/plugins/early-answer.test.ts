@@ -6,12 +6,9 @@
 // instance), each caller's own page, and the same request-log lines. On PostgreSQL nothing is
 // cached and every request takes the full path; the same assertions hold.
 import assert from 'node:assert/strict';
-import { Writable } from 'node:stream';
-import { type TestContext, test } from 'node:test';
+import { test } from 'node:test';
 import type { FastifyInstance } from 'fastify';
-import { buildApp, loggerOptions } from '../../src/app.js';
-import { loadConfig } from '../../src/config.js';
-import { buildTestApp, call, createStaff, freshDatabaseUrl, JWT_SECRET, TEST_STORE } from '../helpers.js';
+import { appWithLog, buildTestApp, call, createStaff, freshDatabaseUrl, type LogLine, TEST_STORE } from '../helpers.js';
 
 async function listening(app: FastifyInstance): Promise<string> {
   await app.listen({ port: 0, host: '127.0.0.1' });
@@ -159,37 +156,9 @@ test('each caller gets their own page over the network', async (t) => {
   assert.deepEqual(await ids(bob.token), []);
 });
 
-interface Line {
-  msg?: string;
-  reqId?: string;
-  req?: Record<string, unknown>;
-  res?: Record<string, unknown>;
-  responseTime?: number;
-}
-
-async function appWithInfoLog(t: TestContext) {
-  const lines: Line[] = [];
-  const stream = new Writable({
-    write(chunk, _encoding, cb) {
-      for (const text of String(chunk).split('\n')) if (text !== '') lines.push(JSON.parse(text) as Line);
-      cb();
-    },
-  });
-  const env: Record<string, string> = {
-    NODE_ENV: 'test',
-    LOG_LEVEL: 'info',
-    JWT_SECRET,
-    DATABASE_URL: 'sqlite::memory:',
-  };
-  if (TEST_STORE === 'postgres') env.DATABASE_URL = await freshDatabaseUrl(t);
-  const config = loadConfig(env);
-  const app = await buildApp(config, { logger: { ...(loggerOptions(config) as object), stream } });
-  t.after(() => app.close());
-  return { app, lines };
-}
-
 test('at info, a cached page writes the same request lines as the full path, with its reqId', async (t) => {
-  const { app, lines } = await appWithInfoLog(t);
+  const env: Record<string, string> = TEST_STORE === 'postgres' ? { DATABASE_URL: await freshDatabaseUrl(t) } : {};
+  const { app, lines } = await appWithLog(t, 'info', env);
   const base = await listening(app);
   const admin = await createStaff(app, 'admin');
   for (const id of ['full-1', 'early-2', 'early-3']) {
@@ -197,7 +166,7 @@ test('at info, a cached page writes the same request lines as the full path, wit
     assert.equal(res.status, 200);
   }
   // The first request ran the full path (nothing kept yet); the later ones could be answered early.
-  const of = (id: string) => lines.filter((l) => l.reqId === id);
+  const of = (id: string): LogLine[] => lines.filter((l) => l.reqId === id);
   const full = of('full-1');
   assert.deepEqual(
     full.map((l) => l.msg),
@@ -209,7 +178,8 @@ test('at info, a cached page writes the same request lines as the full path, wit
       mine.map((l) => l.msg),
       ['incoming request', 'request completed'],
     );
-    assert.deepEqual(mine[0]!.req, { ...full[0]!.req, remotePort: mine[0]!.req!.remotePort });
+    const req = mine[0]!.req as Record<string, unknown>;
+    assert.deepEqual(req, { ...(full[0]!.req as Record<string, unknown>), remotePort: req.remotePort });
     assert.deepEqual(mine[1]!.res, { statusCode: 200 });
     assert.equal(typeof mine[1]!.responseTime, 'number');
   }

@@ -2,32 +2,8 @@
 // what pino's per-request child wrote: every line of a request carries its reqId (the
 // X-Request-Id answered), levels below LOG_LEVEL write nothing, and the redaction still applies.
 import assert from 'node:assert/strict';
-import { Writable } from 'node:stream';
-import { type TestContext, test } from 'node:test';
-import { buildApp, loggerOptions } from '../../src/app.js';
-import { loadConfig } from '../../src/config.js';
-import { JWT_SECRET } from '../helpers.js';
-
-interface Line {
-  level: number;
-  msg?: string;
-  reqId?: string;
-  [key: string]: unknown;
-}
-
-async function appWithLog(t: TestContext, level: string) {
-  const lines: Line[] = [];
-  const stream = new Writable({
-    write(chunk, _encoding, cb) {
-      for (const text of String(chunk).split('\n')) if (text !== '') lines.push(JSON.parse(text) as Line);
-      cb();
-    },
-  });
-  const config = loadConfig({ NODE_ENV: 'test', LOG_LEVEL: level, JWT_SECRET, DATABASE_URL: 'sqlite::memory:' });
-  const app = await buildApp(config, { logger: { ...(loggerOptions(config) as object), stream } });
-  t.after(() => app.close());
-  return { app, lines };
-}
+import { test } from 'node:test';
+import { appWithLog } from '../helpers.js';
 
 test('at info, a request logs its start and end, both with the reqId it was answered with', async (t) => {
   const { app, lines } = await appWithLog(t, 'info');
