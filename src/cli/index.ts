@@ -1,11 +1,10 @@
-// Owns the command line: `migrate`, `admin:create` and `seed` (demo data, in ./seed.ts).
+// Owns the command line: `migrate`, `admin:create` and `seed` (demo data, in ./seed.ts). The
+// arguments are checked before the store, its drivers and the seeder are loaded, so a typo or
+// `--help` answers at once.
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from '../config.js';
-import { migrate } from '../db/migrate.js';
-import { isUniqueViolation, openStore } from '../db/store.js';
 import { hashPassword, MIN_PASSWORD_LENGTH } from '../lib/password.js';
-import { insertStaff } from '../modules/staff/repository.js';
-import { parseSeedArgs, runSeed, SEED_USAGE, SeedArgsError, type SeedOptions } from './seed.js';
+import { parseSeedArgs, SEED_USAGE, SeedArgsError, type SeedOptions } from './seed-options.js';
 
 const USAGE = `Usage: npm run cli -- <command> [options]
 
@@ -60,9 +59,15 @@ async function main(argv: string[]) {
     throw err;
   }
   if (seedOptions !== undefined) {
+    const { runSeed } = await import('./seed.js');
     await runSeed(config, seedOptions);
     return;
   }
+  const [{ migrate }, { isUniqueViolation, openStore }, { insertStaff }] = await Promise.all([
+    import('../db/migrate.js'),
+    import('../db/store.js'),
+    import('../modules/staff/repository.js'),
+  ]);
   const store = openStore(config.store, { sqliteSynchronous: config.sqliteSynchronous });
   try {
     const applied = await migrate(store);

@@ -3,6 +3,7 @@
 import { CompiledQuery, type Transaction } from 'kysely';
 import type { DialectName, Store } from '../db/store.js';
 import type { Database } from '../db/types.js';
+import { formatCount } from './seed-options.js';
 
 /** SQLite's default SQLITE_MAX_VARIABLE_NUMBER, and the PostgreSQL protocol's 16-bit count. */
 const MAX_PARAMS: Record<DialectName, number> = { sqlite: 32766, postgres: 65535 };
@@ -148,8 +149,6 @@ export class BulkWriter {
   }
 }
 
-const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
-
 /**
  * A one-line progress bar on a terminal (redrawn at most ten times a second); when stderr is not
  * a terminal (CI, a log file), a plain line at every tenth of the way so logs stay short.
@@ -193,8 +192,6 @@ export class Progress {
     const frac = this.total === 0 ? 1 : done / this.total;
     const filled = Math.round(frac * width);
     const rate = done / Math.max((now - this.started) / 1000, 1e-3);
-    return `${this.label.padEnd(13)} [${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${fmt(done)}/${fmt(this.total)} ${(frac * 100).toFixed(0).padStart(3)}%  ${fmt(rate)}/s`;
+    return `${this.label.padEnd(13)} [${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${formatCount(done)}/${formatCount(this.total)} ${(frac * 100).toFixed(0).padStart(3)}%  ${formatCount(rate)}/s`;
   }
 }
-
-export { fmt as formatCount };
