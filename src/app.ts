@@ -8,13 +8,13 @@ import { Redis } from 'ioredis';
 import type { Config } from './config.js';
 import { migrate } from './db/migrate.js';
 import { openStore, type Store } from './db/store.js';
+import { buildSerializer, compileValidator } from './lib/compiled-schemas.js';
 import { TokenService } from './lib/jwt.js';
 import { documentRoute } from './lib/openapi.js';
 import { type Counter, MemoryCounter, RedisCounter } from './lib/rate-limiter.js';
 import { requestId } from './lib/request-id.js';
 import { requestLogger } from './lib/request-logger.js';
 import { ErrorBody } from './lib/schemas.js';
-import { makeAjv } from './lib/validation.js';
 import { authRoutes } from './modules/auth/routes.js';
 import { conversationsRoutes } from './modules/conversations/routes.js';
 import { eventsRoutes } from './modules/events/routes.js';
@@ -106,6 +106,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     clientErrorHandler,
     // Draining requests get a 503 in the envelope from src/plugins/errors.ts instead.
     return503OnClosing: false,
+    // Response serializers compiled once per process per schema (src/lib/compiled-schemas.ts).
+    schemaController: { compilersFactory: { buildSerializer } },
     // A URL the router cannot decode (or a path parameter over maxParamLength) never reaches a
     // route or its hooks: answer it in the envelope with the same headers as every response.
     frameworkErrors: (err, request, reply) => {
@@ -185,11 +187,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   }, 3600_000);
   purge.unref();
 
-  const bodyAjv = makeAjv('body');
-  const otherAjv = makeAjv('other');
-  app.setValidatorCompiler(({ schema, httpPart }) =>
-    (httpPart === 'body' ? bodyAjv : otherAjv).compile(schema as object),
-  );
+  app.setValidatorCompiler(compileValidator);
   app.addSchema(ErrorBody);
 
   // Hooks on every request are callback hooks where they need not wait: an async hook costs a
