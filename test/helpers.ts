@@ -158,13 +158,15 @@ export async function call(
   url: string,
   opts: { token?: string; body?: unknown; headers?: Record<string, string> } = {},
 ): Promise<Res> {
+  // A string or a Buffer is sent as it is; anything else as its JSON.
   const headers: Record<string, string> = { ...(opts.headers ?? {}) };
   if (opts.token !== undefined) headers.authorization = `Bearer ${opts.token}`;
   // Paths are relative to /api/v1 unless they name a root path themselves.
   const full = /^\/(api|healthz|readyz|docs)(\/|\?|$)/.test(url) ? url : `/api/v1${url}`;
   const injectOpts: InjectOptions = { method, url: full, headers };
   if (opts.body !== undefined) {
-    injectOpts.payload = typeof opts.body === 'string' ? opts.body : JSON.stringify(opts.body);
+    injectOpts.payload =
+      typeof opts.body === 'string' || Buffer.isBuffer(opts.body) ? opts.body : JSON.stringify(opts.body);
     headers['content-type'] ??= 'application/json';
   }
   const raw = await app.inject(injectOpts);

@@ -53,7 +53,7 @@ export const STANDARD_ERRORS = {
 export const CONFLICT_ERROR = { 409: err('CONFLICT: a unique value is taken') };
 export const BODY_ERRORS = {
   413: err('PAYLOAD_TOO_LARGE: the body is over 1 MiB'),
-  415: err('UNSUPPORTED_MEDIA_TYPE: the body is not JSON'),
+  415: err('UNSUPPORTED_MEDIA_TYPE: the body is not JSON, or is sent with a Content-Encoding'),
 };
 
 export function pageMeta(page: number, limit: number, total: number): ListMeta {

@@ -1,14 +1,40 @@
 // Owns input hygiene that no route schema expresses, checked on path parameters, query and body
 // before validation: the NUL character (U+0000), which PostgreSQL cannot store (SQLite can, and
 // the API must answer the same on both stores), and nesting deeper than MAX_JSON_DEPTH, which
-// would otherwise overflow the stack after parsing and answer 500.
+// would otherwise overflow the stack after parsing and answer 500. Before parsing: a body sent
+// with a content coding (gzip, br, …), which the API does not decode, is refused as such (415)
+// instead of failing as JSON it cannot read (docs/decisions.md).
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import { validation } from '../lib/errors.js';
+import { AppError, validation } from '../lib/errors.js';
 import { inputProblem } from '../lib/validation.js';
+
+/** The coding of a request body, when it is one the API would have to decode; else null. */
+function bodyCoding(headers: Record<string, string | string[] | undefined>): string | null {
+  const coding = headers['content-encoding'];
+  if (coding === undefined) return null;
+  const hasBody = headers['transfer-encoding'] !== undefined || (headers['content-length'] ?? '0') !== '0';
+  if (!hasBody) return null;
+  const value = String(coding).trim().toLowerCase();
+  return value === '' || value === 'identity' ? null : value;
+}
 
 export default fp(
   async function input(app: FastifyInstance) {
+    app.addHook('preParsing', (request, _reply, payload, done) => {
+      const coding = bodyCoding(request.headers);
+      if (coding === null) return done(null, payload);
+      // RFC 9110 §15.5.16: 415 for a content coding the server does not accept, and Accept-Encoding
+      // in the answer says which it does.
+      done(
+        new AppError(
+          'UNSUPPORTED_MEDIA_TYPE',
+          `Content-Encoding "${coding.slice(0, 40)}" is not supported; send the body uncompressed`,
+          undefined,
+          { 'accept-encoding': 'identity' },
+        ),
+      );
+    });
     app.addHook('preValidation', (request, _reply, done) => {
       const problem =
         inputProblem(request.params, 'params') ??

@@ -2,6 +2,7 @@
 // validation without coercion, prototype poisoning, request ids and hidden internals.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { buildTestApp, call, createStaff, type Res } from '../helpers.js';
 
 function assertError(res: Res, status: number, code: string) {
@@ -77,6 +78,44 @@ test('a body that is not JSON is 415 UNSUPPORTED_MEDIA_TYPE', async (t) => {
   });
   assertError(put, 415, 'UNSUPPORTED_MEDIA_TYPE');
   assert.equal((await call(app, 'GET', '/settings/custom.text', { token: admin.token })).status, 404);
+});
+
+test('a compressed body is 415 UNSUPPORTED_MEDIA_TYPE naming the coding, and nothing is stored', async (t) => {
+  const app = await buildTestApp(t);
+  const admin = await createStaff(app, 'admin');
+  const json = JSON.stringify({ name: 'Compressed Guest' });
+  const bodies: Record<string, Buffer> = {
+    gzip: gzipSync(json),
+    br: brotliCompressSync(json),
+    deflate: deflateSync(json),
+    // Only the header counts: a plain body labelled with a coding is refused too.
+    'x-unknown': Buffer.from(json),
+  };
+  for (const [coding, body] of Object.entries(bodies)) {
+    const res = await call(app, 'POST', '/guests', {
+      token: admin.token,
+      body,
+      headers: { 'content-encoding': coding },
+    });
+    assertError(res, 415, 'UNSUPPORTED_MEDIA_TYPE');
+    assert.match(res.body.error.message, new RegExp(`"${coding}"`));
+    assert.equal(res.headers['accept-encoding'], 'identity');
+  }
+  const list = await call(app, 'GET', '/guests?search=compressed', { token: admin.token });
+  assert.equal(list.body.meta.total, 0);
+  // identity is no coding at all; a bodiless request's Content-Encoding is nothing to decode.
+  const plain = await call(app, 'POST', '/guests', {
+    token: admin.token,
+    body: json,
+    headers: { 'content-encoding': 'Identity' },
+  });
+  assert.equal(plain.status, 201, JSON.stringify(plain.body));
+  const get = await call(app, 'GET', '/guests?search=compressed', {
+    token: admin.token,
+    headers: { 'content-encoding': 'gzip' },
+  });
+  assert.equal(get.status, 200);
+  assert.equal(get.body.meta.total, 1);
 });
 
 test('malformed JSON is 400 VALIDATION_ERROR', async (t) => {
