@@ -54,7 +54,11 @@ async function main() {
 
   await app.listen({ host: config.host, port: config.port });
   const store = config.store.kind === 'sqlite' ? `SQLite ${config.store.path}` : 'PostgreSQL';
-  app.log.info(`API on http://${config.host}:${config.port}/api/v1 (docs at /docs), store: ${store}`);
+  // The port actually bound: with PORT=0 the OS picks one, and this line is how to learn which.
+  const bound = app.server.address();
+  const port = typeof bound === 'object' && bound !== null ? bound.port : config.port;
+  const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+  app.log.info(`API on http://${host}:${port}/api/v1 (docs at /docs), store: ${store}`);
 }
 
 main().catch((err) => {

@@ -3,7 +3,6 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { createServer } from 'node:net';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { freshDatabaseUrl, JWT_SECRET, TEST_STORE } from '../helpers.js';
@@ -11,16 +10,19 @@ import { freshDatabaseUrl, JWT_SECRET, TEST_STORE } from '../helpers.js';
 const ROOT = new URL('../..', import.meta.url).pathname;
 const ADMIN_PASSWORD = 'the first admin password';
 
-/** A port nothing listens on right now: let the OS pick one, then release it. */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const address = srv.address();
-      srv.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
-    });
-  });
+/** The address the server says it listens on (PORT=0: the port the OS gave it), from its log. */
+async function announcedBase(output: () => string, exited: () => boolean, timeoutMs: number): Promise<string> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    assert.ok(!exited(), 'the server exited during start-up');
+    const m = /API on (http:\/\/127\.0\.0\.1:(\d+))\/api\/v1/.exec(output());
+    if (m !== null) {
+      assert.notEqual(m[2], '0', 'the log names the port actually bound');
+      return m[1]!;
+    }
+    await sleep(100);
+  }
+  throw new Error(`the server did not announce its address within ${timeoutMs} ms:\n${output()}`);
 }
 
 async function waitUntilUp(base: string, exited: () => boolean, timeoutMs: number) {
@@ -38,12 +40,11 @@ async function waitUntilUp(base: string, exited: () => boolean, timeoutMs: numbe
   throw new Error(`the server did not answer within ${timeoutMs} ms`);
 }
 
-test('the server starts, seeds the first admin, answers, and exits 0 within 10 s of SIGTERM', async (t) => {
-  const port = await freePort();
+test('the server starts (PORT=0: on a port the OS picks, which it logs), seeds the first admin, answers, and exits 0 within 10 s of SIGTERM', async (t) => {
   const env: Record<string, string> = {
     PATH: process.env.PATH ?? '',
     HOST: '127.0.0.1',
-    PORT: String(port),
+    PORT: '0',
     DATABASE_URL: await freshDatabaseUrl(t),
     JWT_SECRET,
     LOG_LEVEL: 'info',
@@ -78,8 +79,12 @@ test('the server starts, seeds the first admin, answers, and exits 0 within 10 s
     if (exit === null) child.kill('SIGKILL');
   });
 
-  const base = `http://127.0.0.1:${port}`;
-  await waitUntilUp(base, () => exit !== null, 60_000);
+  const base = await announcedBase(
+    () => stdout,
+    () => exit !== null,
+    60_000,
+  );
+  await waitUntilUp(base, () => exit !== null, 10_000);
 
   const login = await fetch(`${base}/api/v1/auth/login`, {
     method: 'POST',
