@@ -1,6 +1,6 @@
 // Owns message rows: listing a conversation's messages oldest first, inserting one, and the
 // row-to-API mapping. Keeping the conversation's counters in step is the caller's (service.ts).
-import { type Param, prepared } from '../../db/prepared.js';
+import { type Param, prepared, preparedPage } from '../../db/prepared.js';
 import { toIso } from '../../db/store.js';
 import type { DbOrTx, MessageRow } from '../../db/types.js';
 import { newId } from '../../lib/ids.js';
@@ -31,19 +31,30 @@ export function toMessage(row: MessageRow): MessageView {
   };
 }
 
+type PageInputs = { conversationId: string; limit: number; offset: number };
+
+const pageOf = preparedPage((db, p: Param<PageInputs>) =>
+  db
+    .selectFrom('messages')
+    .where('conversation_id', '=', p('conversationId'))
+    .select(COLUMNS)
+    .orderBy('created_at', 'asc')
+    .orderBy('id', 'asc'),
+);
+
+const countOf = prepared((db, p: Param<{ conversationId: string }>) =>
+  db
+    .selectFrom('messages')
+    .where('conversation_id', '=', p('conversationId'))
+    .select((eb) => eb.fn.countAll<number>().as('n')),
+);
+
 export async function listMessages(db: DbOrTx, conversationId: string, page: number, limit: number) {
-  const q = db.selectFrom('messages').where('conversation_id', '=', conversationId);
-  const [rows, count] = await Promise.all([
-    q
-      .select(COLUMNS)
-      .orderBy('created_at', 'asc')
-      .orderBy('id', 'asc')
-      .limit(limit)
-      .offset((page - 1) * limit)
-      .execute(),
-    q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
+  const [rows, n] = await Promise.all([
+    pageOf.all(db, { conversationId, limit, offset: (page - 1) * limit }),
+    countOf.first(db, { conversationId }),
   ]);
-  return { items: rows.map(toMessage), total: Number(count.n) };
+  return { items: rows.map(toMessage), total: Number(n?.n ?? 0) };
 }
 
 export type NewMessage = Omit<MessageRow, 'id'>;

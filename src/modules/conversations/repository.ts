@@ -1,6 +1,6 @@
 // Owns conversation rows: reads (joined with the guest's name), writes, and the row-to-API mapping;
 // also the two lookups a conversation's references are checked with (guest, active staff).
-import { type Param, type Prepared, prepared } from '../../db/prepared.js';
+import { type Param, type Prepared, prepared, preparedPage } from '../../db/prepared.js';
 import { toBool, toIso } from '../../db/store.js';
 import type { ConversationRow, DbOrTx } from '../../db/types.js';
 import type { ConversationStatus, ConversationView } from './schemas.js';
@@ -121,14 +121,12 @@ function queriesFor(f: ConversationFilter) {
   let q = shapes.get(key);
   if (q === undefined) {
     q = {
-      page: prepared((db, p: Param<ListParams>) =>
+      page: preparedPage((db, p: Param<ListParams>) =>
         filtered(db, f, p)
           .innerJoin('guests as g', 'g.id', 'c.guest_id')
           .select(COLUMNS)
           .orderBy('c.last_message_at', 'desc')
-          .orderBy('c.id', 'desc')
-          .limit(p('limit'))
-          .offset(p('offset')),
+          .orderBy('c.id', 'desc'),
       ),
       count: prepared((db, p: Param<ListParams>) => countQuery(db, f, p)),
     };
