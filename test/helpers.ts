@@ -1,5 +1,6 @@
 // Builds an app on a fresh store for a test: in-memory SQLite by default, or, with
 // TEST_STORE=postgres, a new randomly named PostgreSQL database and Redis (REDIS_URL or local).
+import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -223,4 +224,31 @@ export function runNode(script: string, args: string[], env: Record<string, stri
       resolve({ code, signal, stdout, stderr });
     });
   });
+}
+
+/**
+ * Each limit from 1 to 6, page 1 and page 2 of `path` (a list URL with or without a query) hold
+ * `ids` (the whole list, in order) sliced accordingly, with `meta.total` right. More limits than
+ * get a first-page statement of their own (src/db/prepared.ts), so both kinds of statement answer.
+ */
+export async function assertPagesAgree(
+  app: FastifyInstance,
+  token: string,
+  path: string,
+  ids: string[],
+  idOf: (item: never) => string = (item: { id: string }) => item.id,
+): Promise<void> {
+  const sep = path.includes('?') ? '&' : '?';
+  for (let limit = 1; limit <= 6; limit++) {
+    for (const page of [1, 2]) {
+      const res = await call(app, 'GET', `${path}${sep}page=${page}&limit=${limit}`, { token });
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      assert.deepEqual(
+        (res.data as never[]).map(idOf),
+        ids.slice((page - 1) * limit, page * limit),
+        `page ${page}, limit ${limit}`,
+      );
+      assert.equal(res.body.meta.total, ids.length);
+    }
+  }
 }

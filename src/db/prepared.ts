@@ -130,3 +130,29 @@ export function preparedPage<P extends PageParams, R, DB, TB extends keyof DB>(
     sql: (db) => any.sql(db),
   };
 }
+
+/**
+ * A filtered list: for each filter shape (which filters a request has; `shapeOf` names it), its
+ * page query (`preparedPage`) and its count, prepared once. `list` runs both at once (on
+ * PostgreSQL, on two connections of the pool) and gives the rows and the total.
+ */
+export function filteredList<F, P extends PageParams, R, DB, TB extends keyof DB>(
+  shapeOf: (f: F) => string,
+  page: (db: DbOrTx, f: F, p: Param<P>) => SelectQueryBuilder<DB, TB, R>,
+  count: (db: DbOrTx, f: F, p: Param<P>) => Compilable<{ n: number }>,
+) {
+  const shapes = new Map<string, { page: Prepared<P, R>; count: Prepared<P, { n: number }> }>();
+  return async (db: DbOrTx, f: F, params: P): Promise<{ rows: R[]; total: number }> => {
+    const key = shapeOf(f);
+    let q = shapes.get(key);
+    if (q === undefined) {
+      q = {
+        page: preparedPage((on, p: Param<P>) => page(on, f, p)),
+        count: prepared((on, p: Param<P>) => count(on, f, p)),
+      };
+      shapes.set(key, q);
+    }
+    const [rows, n] = await Promise.all([q.page.all(db, params), q.count.first(db, params)]);
+    return { rows, total: Number(n?.n ?? 0) };
+  };
+}

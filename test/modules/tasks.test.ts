@@ -6,7 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyInstance } from 'fastify';
 import { nowIso, toJson } from '../../src/db/store.js';
 import { newId } from '../../src/lib/ids.js';
-import { buildTestApp, call, createStaff } from '../helpers.js';
+import { assertPagesAgree, buildTestApp, call, createStaff } from '../helpers.js';
 
 // Guests and conversations are owned by other modules; rows are inserted directly so these tests
 // depend only on the tasks routes.
@@ -277,6 +277,8 @@ test('the list is newest first and paginates with meta; a page past the end is e
   assert.deepEqual(past.body.meta, { page: 4, limit: 2, total: 5, pages: 3 });
   const defaults = await call(app, 'GET', '/tasks', { token: manager.token });
   assert.deepEqual(defaults.body.meta, { page: 1, limit: 20, total: 5, pages: 1 });
+  await assertPagesAgree(app, manager.token, '/tasks', newestFirst);
+  await assertPagesAgree(app, manager.token, '/tasks?status=open', newestFirst);
 });
 
 test('completedAt is set on completion, kept while completed, and cleared on reopening', async (t) => {

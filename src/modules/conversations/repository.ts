@@ -1,6 +1,6 @@
 // Owns conversation rows: reads (joined with the guest's name), writes, and the row-to-API mapping;
 // also the two lookups a conversation's references are checked with (guest, active staff).
-import { type Param, type Prepared, prepared, preparedPage } from '../../db/prepared.js';
+import { filteredList, type Param, type Prepared, prepared } from '../../db/prepared.js';
 import { toBool, toIso } from '../../db/store.js';
 import type { ConversationRow, DbOrTx } from '../../db/types.js';
 import type { ConversationStatus, ConversationView } from './schemas.js';
@@ -110,44 +110,29 @@ function countQuery(db: DbOrTx, f: ConversationFilter, p: Param<ListParams>) {
   return q;
 }
 
-/** One prepared page query and one prepared count per filter shape (24 at most). */
-const shapes = new Map<
-  string,
-  { page: Prepared<ListParams, ConversationListRow>; count: Prepared<ListParams, { n: number }> }
->();
-
-function queriesFor(f: ConversationFilter) {
-  const key = shapeOf(f);
-  let q = shapes.get(key);
-  if (q === undefined) {
-    q = {
-      page: preparedPage((db, p: Param<ListParams>) =>
-        filtered(db, f, p)
-          .innerJoin('guests as g', 'g.id', 'c.guest_id')
-          .select(COLUMNS)
-          .orderBy('c.last_message_at', 'desc')
-          .orderBy('c.id', 'desc'),
-      ),
-      count: prepared((db, p: Param<ListParams>) => countQuery(db, f, p)),
-    };
-    shapes.set(key, q);
-  }
-  return q;
-}
+/** The list's page and count, prepared once per filter shape (24 at most). */
+const list = filteredList(
+  shapeOf,
+  (db: DbOrTx, f: ConversationFilter, p: Param<ListParams>) =>
+    filtered(db, f, p)
+      .innerJoin('guests as g', 'g.id', 'c.guest_id')
+      .select(COLUMNS)
+      .orderBy('c.last_message_at', 'desc')
+      .orderBy('c.id', 'desc'),
+  countQuery,
+);
 
 export async function listConversations(db: DbOrTx, f: ConversationFilter, page: number, limit: number) {
-  const q = queriesFor(f);
   // Inputs a shape does not use are never bound; '' keeps the object's shape the same.
-  const params: ListParams = {
+  const { rows, total } = await list(db, f, {
     status: f.status ?? 'open',
     channel: f.channel ?? 'web',
     assignee: f.assignee ?? '',
     onlyAssignee: f.onlyAssignee ?? '',
     limit,
     offset: (page - 1) * limit,
-  };
-  const [rows, count] = await Promise.all([q.page.all(db, params), q.count.first(db, params)]);
-  return { items: rows.map(toConversation), total: Number(count?.n ?? 0) };
+  });
+  return { items: rows.map(toConversation), total };
 }
 
 export interface NewConversation {

@@ -1,5 +1,6 @@
 // Owns task rows: reads, writes, the checks of what a task refers to, and the mapping of a row
 // to its API shape.
+import { filteredList, type Param } from '../../db/prepared.js';
 import { nowIso, toIso } from '../../db/store.js';
 import type { DbOrTx, TaskRow } from '../../db/types.js';
 import { AppError, type FieldError } from '../../lib/errors.js';
@@ -53,38 +54,68 @@ export interface ListFilter extends TaskFilter {
   owner?: string;
 }
 
+type ListParams = {
+  status: TaskRow['status'];
+  priority: TaskRow['priority'];
+  department: string;
+  assignee: string;
+  owner: string;
+  limit: number;
+  offset: number;
+};
+
+/** The filters a query shape has: each present or not, the assignee also "unassigned". */
+const shapeOf = (f: ListFilter): string =>
+  [
+    f.status !== undefined,
+    f.priority !== undefined,
+    f.department !== undefined,
+    f.assignee === undefined ? 'any' : f.assignee === 'unassigned' ? 'none' : 'one',
+    f.owner !== undefined,
+  ].join();
+
 /** Newest first; each filter leads one of the tasks_*_idx indexes, which end in (created_at, id). */
-export async function listTasks(db: DbOrTx, f: ListFilter, page: number, limit: number) {
+function pageQuery(db: DbOrTx, f: ListFilter, p: Param<ListParams>) {
   let q = db.selectFrom('tasks');
-  if (f.status !== undefined) q = q.where('status', '=', f.status);
-  if (f.priority !== undefined) q = q.where('priority', '=', f.priority);
-  if (f.department !== undefined) q = q.where('department', '=', f.department);
+  if (f.status !== undefined) q = q.where('status', '=', p('status'));
+  if (f.priority !== undefined) q = q.where('priority', '=', p('priority'));
+  if (f.department !== undefined) q = q.where('department', '=', p('department'));
   if (f.assignee === 'unassigned') q = q.where('assignee', 'is', null);
-  else if (f.assignee !== undefined) q = q.where('assignee', '=', f.assignee);
-  if (f.owner !== undefined) q = q.where('assignee', '=', f.owner);
-  const rows = await q
-    .select(COLUMNS)
-    .orderBy('created_at', 'desc')
-    .orderBy('id', 'desc')
-    .limit(limit)
-    .offset((page - 1) * limit)
-    .execute();
-  const count = await countTasks(db, f);
-  return { items: rows.map(toTask), total: Number(count.n) };
+  else if (f.assignee !== undefined) q = q.where('assignee', '=', p('assignee'));
+  if (f.owner !== undefined) q = q.where('assignee', '=', p('owner'));
+  return q.select(COLUMNS).orderBy('created_at', 'desc').orderBy('id', 'desc');
 }
 
 /**
  * The number of tasks `f` matches, summed from task_counts (kept exact by triggers, migration
  * 002) instead of counted over the tasks: the same filters, mapped onto the count keys.
  */
-function countTasks(db: DbOrTx, f: ListFilter) {
+function countQuery(db: DbOrTx, f: ListFilter, p: Param<ListParams>) {
   let q = db.selectFrom('task_counts').select((eb) => eb.fn.coalesce(eb.fn.sum<number>('n'), eb.lit(0)).as('n'));
-  if (f.status !== undefined) q = q.where('status', '=', f.status);
-  if (f.priority !== undefined) q = q.where('priority', '=', f.priority);
-  if (f.department !== undefined) q = q.where('department', '=', f.department);
-  if (f.assignee !== undefined) q = q.where('assignee_key', '=', f.assignee === 'unassigned' ? '' : f.assignee);
-  if (f.owner !== undefined) q = q.where('assignee_key', '=', f.owner);
-  return q.executeTakeFirstOrThrow();
+  if (f.status !== undefined) q = q.where('status', '=', p('status'));
+  if (f.priority !== undefined) q = q.where('priority', '=', p('priority'));
+  if (f.department !== undefined) q = q.where('department', '=', p('department'));
+  if (f.assignee === 'unassigned') q = q.where('assignee_key', '=', '');
+  else if (f.assignee !== undefined) q = q.where('assignee_key', '=', p('assignee'));
+  if (f.owner !== undefined) q = q.where('assignee_key', '=', p('owner'));
+  return q;
+}
+
+/** The list's page and count, prepared once per filter shape (48 at most). */
+const list = filteredList(shapeOf, pageQuery, countQuery);
+
+export async function listTasks(db: DbOrTx, f: ListFilter, page: number, limit: number) {
+  // Inputs a shape does not use are never bound; a placeholder keeps the object's shape the same.
+  const { rows, total } = await list(db, f, {
+    status: f.status ?? 'open',
+    priority: f.priority ?? 'normal',
+    department: f.department ?? '',
+    assignee: f.assignee ?? '',
+    owner: f.owner ?? '',
+    limit,
+    offset: (page - 1) * limit,
+  });
+  return { items: rows.map(toTask), total };
 }
 
 export interface References {
