@@ -1,5 +1,6 @@
 // Owns reading event rows: the feed page after a cursor (with the type and staff filters), the
 // newest id, the purge of old events and finished deliveries, and the mapping to the API shape.
+import { type Param, type Prepared, preparedPage } from '../../db/prepared.js';
 import { toIso } from '../../db/store.js';
 import type { DbOrTx, EventRow } from '../../db/types.js';
 import { eventJson } from './outbox.js';
@@ -33,12 +34,40 @@ export interface EventFilter {
   limit: number;
 }
 
+type FeedParams = { after: number; assignee: string; limit: number; offset: number } & Record<`t${number}`, string>;
+
+/** One prepared feed query per shape: how many types it names, and whether a staff filter applies. */
+const feeds = new Map<string, Prepared<FeedParams, EventListRow>>();
+
+function feedQuery(typeCount: number, byAssignee: boolean) {
+  const key = `${typeCount},${byAssignee}`;
+  let q = feeds.get(key);
+  if (q === undefined) {
+    q = preparedPage((db, p: Param<FeedParams>) => {
+      let b = db.selectFrom('events').select(COLUMNS).where('id', '>', p('after'));
+      if (typeCount > 0) {
+        b = b.where(
+          'type',
+          'in',
+          Array.from({ length: typeCount }, (_, i) => p(`t${i}`)),
+        );
+      }
+      if (byAssignee) b = b.where('assignee', '=', p('assignee'));
+      return b.orderBy('id', 'asc');
+    });
+    feeds.set(key, q);
+  }
+  return q;
+}
+
 /** Oldest first after the cursor; the (assignee, id) and (type, id) indexes serve the filters. */
 export function listEvents(db: DbOrTx, f: EventFilter): Promise<EventListRow[]> {
-  let q = db.selectFrom('events').select(COLUMNS).where('id', '>', f.after);
-  if (f.types !== undefined && f.types.length > 0) q = q.where('type', 'in', f.types);
-  if (f.assignee !== undefined) q = q.where('assignee', '=', f.assignee);
-  return q.orderBy('id', 'asc').limit(f.limit).execute();
+  const types = f.types ?? [];
+  const params: FeedParams = { after: f.after, assignee: f.assignee ?? '', limit: f.limit, offset: 0 };
+  types.forEach((t, i) => {
+    params[`t${i}`] = t;
+  });
+  return feedQuery(types.length, f.assignee !== undefined).all(db, params);
 }
 
 export async function maxEventId(db: DbOrTx): Promise<number> {
