@@ -4,13 +4,14 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import type { Config } from './config.js';
 import { migrate } from './db/migrate.js';
 import { openStore, type Store } from './db/store.js';
 import { buildSerializer, compileValidator } from './lib/compiled-schemas.js';
 import { TokenService } from './lib/jwt.js';
 import { documentRoute } from './lib/openapi.js';
+import { loadRedis } from './lib/optional-deps.js';
 import { type Counter, MemoryCounter, RedisCounter } from './lib/rate-limiter.js';
 import { requestId } from './lib/request-id.js';
 import { requestLogger } from './lib/request-logger.js';
@@ -128,7 +129,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   let redis: Redis | null = null;
   let counter: Counter;
   if (config.redisUrl !== null) {
-    redis = new Redis(config.redisUrl, {
+    redis = new (loadRedis())(config.redisUrl, {
       keyPrefix: config.redisKeyPrefix,
       lazyConnect: false,
       enableOfflineQueue: false,

@@ -6,8 +6,9 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import SQLite from 'better-sqlite3';
 import { CompiledQuery, Kysely, PostgresDialect, type SqliteDatabase, SqliteDialect, sql } from 'kysely';
-import pg from 'pg';
+import type pg from 'pg';
 import type { StoreConfig } from '../config.js';
+import { loadPg } from '../lib/optional-deps.js';
 import { GroupCommitter, registerGroupCommit } from './group-commit.js';
 import { registerFastPath } from './prepared.js';
 import type { Database, Db } from './types.js';
@@ -28,15 +29,14 @@ export interface Store {
   close(): Promise<void>;
 }
 
-const PG_TYPES = pg.types;
 const OID = { int8: 20, timestamptz: 1184, timestamp: 1114, json: 114, jsonb: 3802 } as const;
 
-function pgTypeParser(oid: number, format?: string): (value: string) => unknown {
+function pgTypeParser(types: typeof pg.types, oid: number, format?: string): (value: string) => unknown {
   if (oid === OID.int8) return Number;
   if (oid === OID.timestamptz || oid === OID.timestamp) return (v: string) => new Date(v).toISOString();
   // JSON stays text, as on SQLite, so a JSON string value round-trips the same on both stores.
   if (oid === OID.json || oid === OID.jsonb) return (v: string) => v;
-  return PG_TYPES.getTypeParser(oid, format as 'text') as (value: string) => unknown;
+  return types.getTypeParser(oid, format as 'text') as (value: string) => unknown;
 }
 
 /** Prepared statements kept per SQLite connection; the oldest unused one goes first past this. */
@@ -134,7 +134,8 @@ export function openStore(config: StoreConfig, options: StoreOptions = {}): Stor
       },
     };
   }
-  const pool = new pg.Pool({
+  const driver = loadPg();
+  const pool = new driver.Pool({
     connectionString: config.url,
     max: options.pgPoolSize ?? 10,
     connectionTimeoutMillis: 2000,
@@ -146,7 +147,10 @@ export function openStore(config: StoreConfig, options: StoreOptions = {}): Stor
     statement_timeout: 15_000,
     query_timeout: 20_000,
     keepAlive: true,
-    types: { getTypeParser: pgTypeParser as typeof PG_TYPES.getTypeParser },
+    types: {
+      getTypeParser: ((oid: number, format?: string) =>
+        pgTypeParser(driver.types, oid, format)) as typeof driver.types.getTypeParser,
+    },
   });
   // An idle client losing its server must not crash the process; the next query reports it.
   pool.on('error', () => {});

@@ -3,7 +3,8 @@
 // retention purge, and stopping all of it when the app closes.
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
+import { loadRedis } from '../../lib/optional-deps.js';
 import { Dispatcher } from '../webhooks/dispatcher.js';
 import { EventHub } from './hub.js';
 import { onEventsCommitted } from './outbox.js';
@@ -55,8 +56,8 @@ export default fp(
     let subscriber: Redis | null = null;
     if (config.redisUrl !== null) {
       const options = { enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 2000 } as const;
-      publisher = new Redis(config.redisUrl, options);
-      subscriber = new Redis(config.redisUrl, { ...options, enableOfflineQueue: true });
+      publisher = new (loadRedis())(config.redisUrl, options);
+      subscriber = new (loadRedis())(config.redisUrl, { ...options, enableOfflineQueue: true });
       // Polling carries on while Redis is away; the app's own connection already reports it.
       publisher.on('error', () => {});
       subscriber.on('error', () => {});
