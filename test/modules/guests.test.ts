@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import { newId } from '../../src/lib/ids.js';
-import { buildTestApp, call, createStaff } from '../helpers.js';
+import { assertPagesAgree, buildTestApp, call, createStaff } from '../helpers.js';
 
 const GUEST_ID = /^gst_[0-9a-hjkmnp-tv-z]{26}$/;
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
@@ -220,6 +220,7 @@ test('the list pages newest first with page, limit, total and pages; past the en
   assert.equal(past.status, 200);
   assert.deepEqual(past.data, []);
   assert.deepEqual(past.body.meta, { page: 4, limit: 2, total: 5, pages: 3 });
+  await assertPagesAgree(app, admin.token, '/guests', newestFirst);
 });
 
 test('list query values out of range or unknown are a 400 naming the parameter', async (t) => {

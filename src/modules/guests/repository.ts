@@ -1,9 +1,10 @@
 // Owns guest rows and their guest_tags index rows: reads, writes, the conflict lookup for the
 // unique e-mail and phone, and the mapping of a row to its API shape.
-import { PostgresAdapter, sql } from 'kysely';
+import { PostgresAdapter, type SelectQueryBuilder, sql } from 'kysely';
 import type { Static } from 'typebox';
+import { filteredList, type Param } from '../../db/prepared.js';
 import { fromJson, likeContains, nowIso, toIso, toJson } from '../../db/store.js';
-import type { DbOrTx, GuestRow } from '../../db/types.js';
+import type { Database, DbOrTx, GuestRow } from '../../db/types.js';
 import { newId } from '../../lib/ids.js';
 import type { Guest } from './schemas.js';
 
@@ -94,27 +95,16 @@ const indexCondition = (lower: string) =>
  */
 export const COMMON_MATCHES = 1000;
 
-export async function listGuests(db: DbOrTx, f: GuestFilter, page: number, limit: number) {
-  const search = f.search !== undefined && f.search !== '' ? f.search : undefined;
-  const indexed = search === undefined ? null : sqliteIndexedTerm(db, search);
-  // A search alone is counted from the index itself: one row per guest, no join.
-  let indexedTotal: number | undefined;
-  if (indexed !== null && f.tag === undefined && f.assignee === undefined) {
-    const { rows } = await sql<{
-      n: number;
-    }>`select count(*) as n from guest_search where search_text like ${`%${indexed}%`}`.execute(db);
-    indexedTotal = Number(rows[0]!.n);
-  }
-  let q = db.selectFrom('guests');
-  // Builders are immutable: q is still this object only if no filter below applied.
-  const unfiltered = q;
-  if (search !== undefined) {
-    const useIndex = indexed !== null && (indexedTotal === undefined || indexedTotal <= COMMON_MATCHES);
-    q = q.where(useIndex ? indexCondition(indexed) : scanCondition(search));
-  }
+type Guests = SelectQueryBuilder<Database, 'guests', object>;
+
+/**
+ * `q` narrowed by the filter's tag and staff member, given as values (`tag`, `assignee`) so that a
+ * prepared query can pass its placeholders.
+ */
+function narrowed(db: DbOrTx, q: Guests, f: GuestFilter, tag: string, assignee: string): Guests {
   if (f.tag !== undefined) {
     // IN, not a join: the (tag, guest_id) index yields the ids and each guest appears once.
-    q = q.where('guests.id', 'in', db.selectFrom('guest_tags').select('guest_tags.guest_id').where('tag', '=', f.tag));
+    q = q.where('guests.id', 'in', db.selectFrom('guest_tags').select('guest_tags.guest_id').where('tag', '=', tag));
   }
   if (f.assignee !== undefined) {
     // IN over the assignee indexes rather than a correlated EXISTS per guest: a staff member has
@@ -125,17 +115,74 @@ export async function listGuests(db: DbOrTx, f: GuestFilter, page: number, limit
       db
         .selectFrom('conversations')
         .select('conversations.guest_id')
-        .where('conversations.assignee', '=', f.assignee)
+        .where('conversations.assignee', '=', assignee)
         .union(
           db
             .selectFrom('tasks')
             .select('tasks.guest_id')
-            .where('tasks.assignee', '=', f.assignee)
+            .where('tasks.assignee', '=', assignee)
             .where('tasks.guest_id', 'is not', null)
             .$narrowType<{ guest_id: string }>(),
         ),
     );
   }
+  return q;
+}
+
+type ListParams = { tag: string; assignee: string; limit: number; offset: number };
+
+/** The filter's query over the guests with placeholders for its values (only those it uses). */
+const withPlaceholders = (db: DbOrTx, f: GuestFilter, p: Param<ListParams>) =>
+  narrowed(
+    db,
+    db.selectFrom('guests'),
+    f,
+    f.tag === undefined ? '' : p('tag'),
+    f.assignee === undefined ? '' : p('assignee'),
+  );
+
+/**
+ * The list without a search, prepared once per filter shape (tag, staff member): its page, and its
+ * total from guest_counts' single row (kept by triggers, migration 002) when nothing narrows it.
+ */
+const unsearched = filteredList(
+  (f: GuestFilter) => `${f.tag !== undefined},${f.assignee !== undefined}`,
+  (db: DbOrTx, f: GuestFilter, p: Param<ListParams>) =>
+    withPlaceholders(db, f, p).select(COLUMNS).orderBy('created_at', 'desc').orderBy('id', 'desc'),
+  (db: DbOrTx, f: GuestFilter, p: Param<ListParams>) =>
+    f.tag === undefined && f.assignee === undefined
+      ? db.selectFrom('guest_counts').select('n').where('id', '=', 1)
+      : withPlaceholders(db, f, p).select((eb) => eb.fn.countAll<number>().as('n')),
+);
+
+export async function listGuests(db: DbOrTx, f: GuestFilter, page: number, limit: number) {
+  const search = f.search !== undefined && f.search !== '' ? f.search : undefined;
+  if (search === undefined) {
+    const { rows, total } = await unsearched(db, f, {
+      tag: f.tag ?? '',
+      assignee: f.assignee ?? '',
+      limit,
+      offset: (page - 1) * limit,
+    });
+    return { items: rows.map(toGuest), total };
+  }
+  const indexed = sqliteIndexedTerm(db, search);
+  // A search alone is counted from the index itself: one row per guest, no join.
+  let indexedTotal: number | undefined;
+  if (indexed !== null && f.tag === undefined && f.assignee === undefined) {
+    const { rows } = await sql<{
+      n: number;
+    }>`select count(*) as n from guest_search where search_text like ${`%${indexed}%`}`.execute(db);
+    indexedTotal = Number(rows[0]!.n);
+  }
+  const useIndex = indexed !== null && (indexedTotal === undefined || indexedTotal <= COMMON_MATCHES);
+  const q = narrowed(
+    db,
+    db.selectFrom('guests').where(useIndex ? indexCondition(indexed) : scanCondition(search)),
+    f,
+    f.tag ?? '',
+    f.assignee ?? '',
+  );
   const [rows, count] = await Promise.all([
     q
       .select(COLUMNS)
@@ -144,13 +191,9 @@ export async function listGuests(db: DbOrTx, f: GuestFilter, page: number, limit
       .limit(limit)
       .offset((page - 1) * limit)
       .execute(),
-    // Unfiltered, the total is guest_counts' single row (kept by triggers, migration 002) rather
-    // than a count over every guest; a search, tag or assignee still counts the matching rows.
     indexedTotal !== undefined
       ? { n: indexedTotal }
-      : q === unfiltered
-        ? db.selectFrom('guest_counts').select('n').where('id', '=', 1).executeTakeFirstOrThrow()
-        : q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
+      : q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
   ]);
   return { items: rows.map(toGuest), total: Number(count.n) };
 }
