@@ -133,8 +133,8 @@ export function preparedPage<P extends PageParams, R, DB, TB extends keyof DB>(
 
 /**
  * A filtered list: for each filter shape (which filters a request has; `shapeOf` names it), its
- * page query (`preparedPage`) and its count, prepared once. `list` runs both at once (on
- * PostgreSQL, on two connections of the pool) and gives the rows and the total.
+ * page query (`preparedPage`) and its count, prepared once. The function it returns runs both at
+ * once (on PostgreSQL, on two connections of the pool) and gives the rows and the total.
  */
 export function filteredList<F, P extends PageParams, R, DB, TB extends keyof DB>(
   shapeOf: (f: F) => string,
