@@ -59,7 +59,7 @@ declare module 'autocannon' {
     '4xx': number;
     '5xx': number;
     statusCodeStats: Record<string, { count: number }>;
-    /** Milliseconds, recorded at 1 ms resolution. */
+    /** Milliseconds, recorded at 1 ms resolution (the bench times answers itself, scenarios.ts). */
     latency: Histogram & { totalCount: number };
     requests: Histogram & { sent: number };
     throughput: Histogram;

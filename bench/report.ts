@@ -4,7 +4,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Machine } from './machine.js';
 import type { BenchOptions } from './options.js';
-import type { ScenarioResult } from './scenarios.js';
+import { ms, type ScenarioResult } from './scenarios.js';
 import type { StoreRun, Verdict } from './targets.js';
 
 export interface RunReport {
@@ -32,8 +32,8 @@ function columns(ceilingReqPerSec: number): Column[] {
   return [
     { head: 'scenario', width: 44, left: true, cell: (s) => (s.kind === 'diagnostic' ? `${s.label} ·diag` : s.label) },
     { head: 'req/s', width: 9, cell: (s) => int(s.reqPerSec) },
-    { head: 'p50 ms', width: 7, cell: (s) => String(s.p50) },
-    { head: 'p99 ms', width: 7, cell: (s) => String(s.p99) },
+    { head: 'p50 ms', width: 7, cell: (s) => ms(s.p50) },
+    { head: 'p99 ms', width: 7, cell: (s) => ms(s.p99) },
     { head: 'errors', width: 7, cell: (s) => int(s.errors) },
     {
       head: '× ceiling',
@@ -75,7 +75,7 @@ export function formatRun(run: StoreRun, ceiling: ScenarioResult): string {
     `(${int(run.size.guests)} guests, ${int(run.size.messages)} messages; seeded in ${run.seedSeconds.toFixed(1)} s` +
     `${run.vacuumSeconds === null ? '' : ` + vacuum analyze ${run.vacuumSeconds.toFixed(1)} s`}; ${run.durability})`;
   const foot =
-    `ceiling (bare Fastify): ${int(ceiling.reqPerSec)} req/s, p50 ${ceiling.p50} ms, p99 ${ceiling.p99} ms · ` +
+    `ceiling (bare Fastify): ${int(ceiling.reqPerSec)} req/s, p50 ${ms(ceiling.p50)} ms, p99 ${ms(ceiling.p99)} ms · ` +
     `server RSS idle ${run.idleRssMiB?.toFixed(0) ?? '-'} MiB, peak under load ${run.peakRssMiB.toFixed(0)} MiB` +
     (run.rssHighWaterMiB !== null ? ` (kernel high-water ${run.rssHighWaterMiB.toFixed(0)} MiB)` : '');
   return `${head}\n${formatTable(run.scenarios, ceiling.reqPerSec)}\n${foot}${contention([ceiling, ...run.scenarios])}`;

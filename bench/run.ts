@@ -12,7 +12,7 @@ import { cleanupAll, installSignalHandlers, isInterrupted, onCleanup } from './p
 import { formatProfile, summariseProfile } from './profile.js';
 import { formatMachine, formatRun, formatTable, formatVerdicts, type RunReport, writeResults } from './report.js';
 import { highWaterMiB, rssNowMiB } from './sampler.js';
-import { apiScenarios, ceilingScenario, runScenario, type ScenarioResult } from './scenarios.js';
+import { apiScenarios, ceilingScenario, ms, runScenario, type ScenarioResult } from './scenarios.js';
 import { startApiServer, startCeilingServer } from './servers.js';
 import { formatSqlCosts, sqlCosts } from './sql-costs.js';
 import { type BenchStore, createStore, seedStore } from './stores.js';
@@ -91,7 +91,7 @@ async function benchStore(
     const r = await runScenario(server.baseUrl, s, o, server.proc.pid, store.pgDatabase);
     results.push(r);
     const backlog = r.settledS >= 1 ? ` (waited ${r.settledS.toFixed(0)} s for the previous backlog first)` : '';
-    say(`${Math.round(r.reqPerSec)} req/s, p50 ${r.p50} ms, p99 ${r.p99} ms, errors ${r.errors}${backlog}`);
+    say(`${Math.round(r.reqPerSec)} req/s, p50 ${ms(r.p50)} ms, p99 ${ms(r.p99)} ms, errors ${r.errors}${backlog}`);
   }
   const hwm = await highWaterMiB(server.proc.pid);
   const exit = await server.stop();
