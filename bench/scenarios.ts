@@ -177,7 +177,7 @@ export function apiScenarios(token: string, t: Targets): Scenario[] {
 export const ms = (v: number): string => v.toFixed(1);
 
 /** Latency percentiles in ms at microsecond resolution. */
-export interface Latency {
+interface Latency {
   p50: number;
   p90: number;
   p99: number;
@@ -194,14 +194,14 @@ export interface Latency {
 function latencyRecorder(instance: Instance): () => Latency | null {
   let values = new Float64Array(1 << 16);
   let n = 0;
-  instance.on('response', (_client: unknown, status: number, _bytes: number, ms: number) => {
+  instance.on('response', (_client: unknown, status: number, _bytes: number, elapsedMs: number) => {
     if (status < 200 || status > 299) return;
     if (n === values.length) {
       const grown = new Float64Array(values.length * 2);
       grown.set(values);
       values = grown;
     }
-    values[n++] = ms;
+    values[n++] = elapsedMs;
   });
   return () => {
     if (n === 0) return null;
@@ -219,7 +219,7 @@ async function fire(
   s: Scenario,
   load: LoadSettings,
   durationS: number,
-): Promise<{ result: AutocannonResult; latency: Latency | null }> {
+): Promise<{ result: AutocannonResult; latency: () => Latency | null }> {
   const instance = autocannon({
     url,
     connections: load.connections,
@@ -229,9 +229,9 @@ async function fire(
     requests: s.requests,
     title: s.id,
   });
+  // Read only when wanted: a warm-up's answers are recorded alike but never sorted.
   const latency = latencyRecorder(instance);
-  const result = await instance;
-  return { result, latency: latency() };
+  return { result: await instance, latency };
 }
 
 export async function runScenario(
@@ -246,7 +246,9 @@ export async function runScenario(
   if (load.warmupS > 0) await fire(baseUrl, s, load, load.warmupS);
   const sampler = startSampler(serverPid, storeDatabase);
   const fromUs = monotonicUs();
-  const { result: r, latency } = await fire(baseUrl, s, load, load.durationS);
+  const fired = await fire(baseUrl, s, load, load.durationS);
+  const r = fired.result;
+  const latency = fired.latency();
   const toUs = monotonicUs();
   const sample = await sampler.stop();
   const statusCodes: Record<string, number> = {};
