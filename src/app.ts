@@ -1,6 +1,5 @@
 // Owns building the application from config: store, shared services, validation, plugins and
 // routes. It never listens; server.ts does, and tests call buildApp and use inject.
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
@@ -77,25 +76,7 @@ export function loggerOptions(config: Config): FastifyServerOptions['logger'] {
 }
 
 export async function buildApp(config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
-  // The read cache answers what it can before routing (src/plugins/read-cache.ts); set once its
-  // plugin is registered.
-  let answerEarly: ((req: IncomingMessage, res: ServerResponse) => boolean) | undefined;
   const app = Fastify({
-    // Fastify's own HTTP server, with the read cache's early answer in front of its handler.
-    serverFactory: (handler, options) => {
-      // The options Fastify passes carry its defaults for these.
-      const opts = options as Required<
-        Pick<FastifyServerOptions, 'keepAliveTimeout' | 'requestTimeout' | 'connectionTimeout' | 'maxRequestsPerSocket'>
-      >;
-      const server = createServer((req, res) => {
-        if (answerEarly === undefined || !answerEarly(req, res)) handler(req, res);
-      });
-      server.keepAliveTimeout = opts.keepAliveTimeout;
-      server.requestTimeout = opts.requestTimeout;
-      server.setTimeout(opts.connectionTimeout);
-      if (opts.maxRequestsPerSocket > 0) server.maxRequestsPerSocket = opts.maxRequestsPerSocket;
-      return server;
-    },
     logger: options.logger ?? loggerOptions(config),
     trustProxy: config.trustProxy,
     childLoggerFactory: requestLogger,
@@ -208,7 +189,6 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(gate);
   await app.register(input);
   await app.register(readCache);
-  answerEarly = app.readCache.answer;
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',

@@ -37,13 +37,6 @@ export class MemoryCounter implements Counter {
     return { count: w.count, resetAtMs: w.resetAtMs };
   }
 
-  /** As hitSync, but only when the request is within `limit`: past it, counts nothing. */
-  hitWithin(key: string, windowMs: number, now: number, limit: number): Hit | undefined {
-    const w = this.windows.get(key);
-    if (w !== undefined && w.resetAtMs > now && w.count >= limit) return undefined;
-    return this.hitSync(key, windowMs, now);
-  }
-
   private sweep(now: number): void {
     for (const [k, w] of this.windows) if (w.resetAtMs <= now) this.windows.delete(k);
   }

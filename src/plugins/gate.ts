@@ -35,9 +35,6 @@ declare module 'fastify' {
     /** Which rate-limit bucket the route counts in (default standard); false: not counted. */
     bucket?: Bucket | false;
   }
-  interface FastifyInstance {
-    gate: Gate;
-  }
   interface FastifyRequest {
     user: AuthUser | null;
     /**
@@ -46,21 +43,6 @@ declare module 'fastify' {
      */
     storeVersion: string | null;
   }
-}
-
-/**
- * The gate's checks for a request answered before routing (src/plugins/read-cache.ts): each
- * answers at once from kept state or returns undefined, and the request then takes the full path,
- * which reports any refusal itself.
- */
-export interface Gate {
-  /** The caller, when the token verifies and its staff row is kept at the store's version now. */
-  identify(authorization: string | undefined): { user: AuthUser; version: string } | undefined;
-  /**
-   * Counts the request in the caller's bucket and gives its X-RateLimit-* headers, when the
-   * counters are in process and the request is within the limit; else counts nothing.
-   */
-  countAtOnce(user: AuthUser, bucket: Bucket | false): Record<string, number> | undefined;
 }
 
 /** The staff member a token names, as stored now, and whether the token was revoked. */
@@ -215,25 +197,6 @@ export default fp(
     app.decorateRequest('user', null);
     app.decorateRequest('storeVersion', null);
     const staff = staffRows(app);
-    app.decorate('gate', {
-      identify(authorization) {
-        try {
-          const { sub, jti, iat, exp } = claimsOf(app, authorization);
-          const kept = staff.kept(sub, jti);
-          return kept === undefined ? undefined : { user: admit(kept.row, jti, iat, exp), version: kept.version };
-        } catch {
-          return undefined;
-        }
-      },
-      countAtOnce(user, bucket) {
-        const { counter } = app.ctx;
-        if (bucket === false) return {};
-        if (!(counter instanceof MemoryCounter)) return undefined;
-        const { limit, windowMs, key } = bucketOf(app, bucket, `stf:${user.id}`);
-        const hit = counter.hitWithin(key, windowMs, Date.now(), limit);
-        return hit === undefined ? undefined : limitHeaders(limit, hit);
-      },
-    } satisfies Gate);
 
     app.addHook('onRoute', (route) => {
       if (route.url.startsWith('/api/v1') && route.config?.access === undefined) {

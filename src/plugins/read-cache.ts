@@ -7,17 +7,11 @@
 // (what a list shows depends on who asks) and the URL as sent. `Cache-Control: no-cache` on a
 // request skips the cache for it.
 //
-// A cached page is answered before routing when it can be at once (`answer`, called by the HTTP
-// server in app.ts): the gate identifies the caller from kept state and counts the request, and
-// the bytes go out with the headers the full path would send. Anything else (no kept staff row,
-// Redis counters, a request over its limit, a refused token) takes the full path, which answers
-// it exactly as before. Fastify's routing, hooks and reply were ~half of a cached page's cost.
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import { performance } from 'node:perf_hooks';
+// A kept page is answered in the route's preHandler, after the gate has authenticated, admitted
+// and counted the request: it passes every hook a fresh read passes and only skips the handler,
+// so its headers are the full path's by construction (test/plugins/read-cache.test.ts compares them).
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
 import fp from 'fastify-plugin';
-import { requestId } from '../lib/request-id.js';
-import type { Access, Bucket } from './gate.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -25,21 +19,14 @@ declare module 'fastify' {
     cache?: boolean;
   }
   interface FastifyInstance {
-    readCache: {
-      /**
-       * Answers a request from the cache before routing and returns true, or returns false and
-       * leaves the request untouched for Fastify.
-       */
-      answer(req: IncomingMessage, res: ServerResponse): boolean;
-    };
+    /** What the read cache covers and how often it answered (tests and diagnostics). */
+    readCache: { readonly routes: string[]; readonly hits: number };
   }
 }
 
-/** A kept answer, with what its route declared, so an answer before routing applies it too. */
+/** A kept answer, as bytes: a string body would be encoded to UTF-8 again on every answer. */
 interface Entry {
   body: Buffer;
-  access: Access;
-  bucket: Bucket | false;
 }
 
 /** Bounds: entries kept, bytes kept, and the largest response kept. */
@@ -64,6 +51,8 @@ export default fp(
     let version: string | null = null;
     /** Requests that missed: where their response goes, and the version it was read at. */
     const misses = new WeakMap<FastifyRequest, { key: string; version: string }>();
+    const stats = { routes: [] as string[], hits: 0 };
+    app.decorate('readCache', stats);
 
     const forget = (key: string) => {
       const old = entries.get(key);
@@ -106,6 +95,7 @@ export default fp(
         return done();
       }
       // Answered here: the handler does not run (a callback hook that sends does not call done).
+      stats.hits++;
       reply.type(JSON_TYPE).send(hit.body);
     };
 
@@ -115,9 +105,8 @@ export default fp(
       if (miss !== undefined && reply.statusCode === 200 && typeof payload === 'string' && miss.version === version) {
         const body = Buffer.from(payload);
         if (body.length <= MAX_ENTRY_BYTES) {
-          const { access = 'public', bucket = 'standard' } = request.routeOptions.config;
           forget(miss.key);
-          entries.set(miss.key, { body, access, bucket });
+          entries.set(miss.key, { body });
           bytes += body.length;
           while (entries.size > MAX_ENTRIES || bytes > MAX_BYTES) {
             forget(entries.keys().next().value as string);
@@ -127,60 +116,12 @@ export default fp(
       done(null, payload);
     };
 
-    // Before routing: only what is answered the same as on the full path. Not while the server
-    // drains (the full path answers 503 then), nor for a request with a body or a no-cache one.
-    let draining = false;
-    app.addHook('preClose', (done) => {
-      draining = true;
-      done();
-    });
-    const { trustProxy } = app.ctx.config;
-    const answer = (req: IncomingMessage, res: ServerResponse): boolean => {
-      if (draining || req.method !== 'GET' || version === null) return false;
-      const h = req.headers;
-      if (h['content-length'] !== undefined || h['transfer-encoding'] !== undefined) return false;
-      if (h['cache-control'] !== undefined && NO_CACHE.test(h['cache-control'])) return false;
-      const url = req.url ?? '';
-      const caller = app.gate.identify(h.authorization);
-      if (caller === undefined) return false;
-      const hit = find(caller.user.id, url, caller.version);
-      if (hit === undefined || (hit.access !== 'public' && !hit.access.includes(caller.user.role))) return false;
-      // The request-logging lines Fastify writes at info; behind a proxy its client address and
-      // host come from forwarded headers, which only the full path reads.
-      const logInfo = (app.log as { isLevelEnabled?(level: string): boolean }).isLevelEnabled?.('info') !== false;
-      if (logInfo && trustProxy) return false;
-      const limits = app.gate.countAtOnce(caller.user, hit.bucket);
-      if (limits === undefined) return false;
-      const id = requestId(req);
-      if (logInfo) logRequest(app, req, res, id);
-      res.writeHead(200, {
-        'x-request-id': id,
-        ...limits,
-        'content-type': JSON_TYPE,
-        'content-length': hit.body.length,
-      });
-      res.end(hit.body);
-      return true;
-    };
-    app.decorate('readCache', { answer });
-
     app.addHook('onRoute', (route) => {
       if (route.config?.cache !== true) return;
+      stats.routes.push(`${route.method} ${route.url}`);
       route.preHandler = [...asList(route.preHandler), lookup] as typeof route.preHandler;
       route.onSend = [...asList(route.onSend), keep] as typeof route.onSend;
     });
   },
   { name: 'read-cache', dependencies: ['gate'] },
 );
-
-/** Logs a request answered before routing with the lines, fields and reqId Fastify would write. */
-function logRequest(app: FastifyInstance, req: IncomingMessage, res: ServerResponse, reqId: string): void {
-  const started = performance.now();
-  const log = app.log.child({ reqId });
-  // Shaped like Fastify's request for its `req` serializer.
-  const { method, url, headers, socket } = req;
-  log.info({ req: { method, url, headers, host: headers.host, ip: socket.remoteAddress, socket } }, 'incoming request');
-  res.once('finish', () => {
-    log.info({ res: { statusCode: res.statusCode }, responseTime: performance.now() - started }, 'request completed');
-  });
-}

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { FastifyInstance } from 'fastify';
-import { buildTestApp, call, createStaff, freshDatabaseUrl } from '../helpers.js';
+import { buildTestApp, call, createStaff, freshDatabaseUrl, TEST_STORE } from '../helpers.js';
 
 const ENV = { RATE_LIMIT_STANDARD: '1000' };
 
@@ -106,4 +106,42 @@ test('each caller gets their own page: staff see their own conversations, also a
   assert.deepEqual(await ids(ann.token), []);
   assert.deepEqual(await ids(bob.token), [cnv.data.id]);
   assert.deepEqual(await ids(admin.token), [cnv.data.id]);
+});
+
+test('a kept page carries the same headers as a fresh read, on every cached route', async (t) => {
+  const app = await buildTestApp(t, ENV);
+  const admin = await createStaff(app, 'admin');
+  const guest = await call(app, 'POST', '/guests', { token: admin.token, body: { name: 'Header Guest' } });
+  const cnv = await call(app, 'POST', '/conversations', {
+    token: admin.token,
+    body: { guestId: guest.data.id, channel: 'web', content: 'Hello' },
+  });
+  const routes = app.readCache.routes.filter((r) => r.startsWith('GET '));
+  assert.deepEqual(
+    routes.map((r) => r.slice(4)).sort(),
+    [
+      '/api/v1/conversations',
+      '/api/v1/conversations/:id/messages',
+      '/api/v1/guests',
+      '/api/v1/knowledge',
+      '/api/v1/tasks',
+    ],
+    'the routes this test covers are the ones cached',
+  );
+  // Values that differ per request by design; every other header must be equal, name and value.
+  const perRequest = new Set(['x-request-id', 'x-ratelimit-remaining', 'date']);
+  const comparable = (headers: Record<string, unknown>) =>
+    Object.fromEntries(Object.entries(headers).filter(([name]) => !perRequest.has(name)));
+  for (const route of routes) {
+    const url = route.slice(4).replace('/api/v1', '').replace(':id', cnv.data.id);
+    const fresh = await raw(app, admin.token, url, { 'cache-control': 'no-cache' });
+    await raw(app, admin.token, url);
+    const hitsBefore = app.readCache.hits;
+    const kept = await raw(app, admin.token, url);
+    // SQLite keeps pages; PostgreSQL cannot tell its version cheaply and keeps none.
+    assert.equal(app.readCache.hits - hitsBefore, TEST_STORE === 'sqlite' ? 1 : 0, `${url} answered from the cache`);
+    assert.equal(kept.body, fresh.body, url);
+    assert.deepEqual(comparable(kept.headers), comparable(fresh.headers), url);
+    assert.deepEqual(Object.keys(kept.headers).sort(), Object.keys(fresh.headers).sort(), url);
+  }
 });
