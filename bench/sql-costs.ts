@@ -1,7 +1,8 @@
 // Owns timing, statement by statement, the SQL the measured read paths send to SQLite: the SQL is
 // captured from the project's own query code, then each statement is prepared and run alone.
 import SQLite from 'better-sqlite3';
-import { Kysely, SqliteDialect, sql } from 'kysely';
+import { CompiledQuery, Kysely, SqliteDialect, sql } from 'kysely';
+import { executor } from '../src/db/executor.js';
 import type { Database } from '../src/db/types.js';
 import { listMessages } from '../src/modules/conversations/messages-repository.js';
 import { listConversations } from '../src/modules/conversations/repository.js';
@@ -59,12 +60,16 @@ export async function sqlCosts(file: string, conversationId: string, guestSearch
       )
       .where('id', '=', admin.id)
       .executeTakeFirst();
+    // Prepared statements run through Kysely here, so its log captures them too.
+    const x = executor(db, 'sqlite', async (text, parameters) => {
+      return (await db.executeQuery(CompiledQuery.raw(text, [...parameters]))).rows as never[];
+    });
     path = 'GET /conversations?status=open&limit=20';
-    await listConversations(db, { status: 'open' }, 1, 20);
+    await listConversations(x, { status: 'open' }, 1, 20);
     path = 'GET /conversations/:id/messages';
-    await listMessages(db, conversationId, 1, 20);
+    await listMessages(x, conversationId, 1, 20);
     path = `GET /guests?search=${guestSearch}`;
-    await listGuests(db, { search: guestSearch }, 1, 20);
+    await listGuests(x, { search: guestSearch }, 1, 20);
 
     return captured.map((q) => {
       const params = [...q.params];

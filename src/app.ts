@@ -149,7 +149,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     counter,
     redis,
     async revoke(jti, expSec) {
-      const r = await store.db
+      const r = await store
         .insertInto('revoked_tokens')
         .values({ jti, expires_at: expSec })
         .onConflict((oc) => oc.column('jti').doNothing())
@@ -161,7 +161,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   // Revocations are kept only until the token would have expired anyway.
   const purge = setInterval(() => {
     const now = Math.floor(Date.now() / 1000);
-    store.db
+    store
       .deleteFrom('revoked_tokens')
       .where('expires_at', '<', now)
       .execute()

@@ -2,7 +2,7 @@
 // admin@example.com admin with a random password printed once, so a bare `npm start` is usable.
 import type { Config } from './config.js';
 import { isUniqueViolation } from './db/store.js';
-import type { Db } from './db/types.js';
+import type { Executor } from './db/types.js';
 import { generatePassword, hashPassword } from './lib/password.js';
 import { countStaff, insertStaff } from './modules/staff/repository.js';
 
@@ -12,7 +12,7 @@ export interface CreatedAdmin {
   generatedPassword?: string;
 }
 
-export async function ensureAdmin(db: Db, config: Config): Promise<CreatedAdmin | null> {
+export async function ensureAdmin(db: Executor, config: Config): Promise<CreatedAdmin | null> {
   if ((await countStaff(db)) > 0) return null;
   const email = config.adminEmail ?? 'admin@example.com';
   const generatedPassword = config.adminPassword === null ? generatePassword() : undefined;

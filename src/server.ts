@@ -21,7 +21,7 @@ async function main() {
   if (config.jwtSecretGenerated) {
     app.log.warn('JWT_SECRET is not set: using a random secret, so tokens end with this process');
   }
-  const admin = await ensureAdmin(app.ctx.store.db, config);
+  const admin = await ensureAdmin(app.ctx.store, config);
   if (admin?.generatedPassword) {
     process.stdout.write(
       `\nCreated the first admin. Log in with:\n  email:    ${admin.email}\n  password: ${admin.generatedPassword}\n` +

@@ -78,9 +78,9 @@ test('the CLI refuses a short password, an unknown command and a bad DATABASE_UR
 
 test('on an empty store ADMIN_EMAIL/ADMIN_PASSWORD create that admin once', async (t) => {
   const app = await buildTestApp(t, { ADMIN_EMAIL: 'owner@hotel.test', ADMIN_PASSWORD });
-  const created = await ensureAdmin(app.ctx.store.db, app.ctx.config);
+  const created = await ensureAdmin(app.ctx.store, app.ctx.config);
   assert.deepEqual(created, { email: 'owner@hotel.test' });
-  assert.equal(await ensureAdmin(app.ctx.store.db, app.ctx.config), null, 'not again once staff exist');
+  assert.equal(await ensureAdmin(app.ctx.store, app.ctx.config), null, 'not again once staff exist');
   const login = await call(app, 'POST', '/auth/login', {
     body: { email: 'Owner@hotel.test', password: ADMIN_PASSWORD },
   });
@@ -90,7 +90,7 @@ test('on an empty store ADMIN_EMAIL/ADMIN_PASSWORD create that admin once', asyn
 
 test('without ADMIN_* an empty store gets admin@example.com with a generated password shown once', async (t) => {
   const app = await buildTestApp(t);
-  const created = await ensureAdmin(app.ctx.store.db, app.ctx.config);
+  const created = await ensureAdmin(app.ctx.store, app.ctx.config);
   assert.equal(created?.email, 'admin@example.com');
   assert.ok(created?.generatedPassword && created.generatedPassword.length >= 12);
   const login = await call(app, 'POST', '/auth/login', {
@@ -103,9 +103,9 @@ test('without ADMIN_* an empty store gets admin@example.com with a generated pas
 test('instances starting together on one empty store create the first admin once and all start', async (t) => {
   const app = await buildTestApp(t, { ADMIN_EMAIL: 'owner@hotel.test', ADMIN_PASSWORD });
   const results = await Promise.allSettled([
-    ensureAdmin(app.ctx.store.db, app.ctx.config),
-    ensureAdmin(app.ctx.store.db, app.ctx.config),
-    ensureAdmin(app.ctx.store.db, app.ctx.config),
+    ensureAdmin(app.ctx.store, app.ctx.config),
+    ensureAdmin(app.ctx.store, app.ctx.config),
+    ensureAdmin(app.ctx.store, app.ctx.config),
   ]);
   for (const r of results) assert.equal(r.status, 'fulfilled', r.status === 'rejected' ? String(r.reason) : '');
   const made = results.filter((r) => r.status === 'fulfilled' && r.value !== null);

@@ -131,7 +131,7 @@ export async function createStaff(
   passwordHash ??= hashPassword(PASSWORD);
   counter++;
   const email = over.email ?? `${role}${counter}.${randomBytes(3).toString('hex')}@hotel.test`;
-  const staff = await insertStaff(app.ctx.store.db, {
+  const staff = await insertStaff(app.ctx.store, {
     name: over.name ?? `${role[0]!.toUpperCase()}${role.slice(1)} ${counter}`,
     email,
     role,

@@ -78,7 +78,7 @@ async function main(argv: string[]) {
     if (admin !== undefined) {
       const { email, name, password } = admin;
       try {
-        const created = await insertStaff(store.db, {
+        const created = await insertStaff(store, {
           name,
           email,
           role: 'admin',

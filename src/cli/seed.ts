@@ -4,7 +4,7 @@ import { sql } from 'kysely';
 import type { Config } from '../config.js';
 import { migrate } from '../db/migrate.js';
 import { openStore } from '../db/store.js';
-import type { Db } from '../db/types.js';
+import type { Executor } from '../db/types.js';
 import { hashPassword } from '../lib/password.js';
 import { DEFAULT_DEPARTMENTS } from '../modules/settings/registry.js';
 import { insertStaff } from '../modules/staff/repository.js';
@@ -39,7 +39,7 @@ function demoStaff(): Omit<SeedStaff, 'id' | 'created'>[] {
 }
 
 /** The demo accounts: existing ones (a second run) are reused as they are, missing ones created. */
-async function ensureStaff(db: Db): Promise<SeedStaff[]> {
+async function ensureStaff(db: Executor): Promise<SeedStaff[]> {
   const wanted = demoStaff();
   const existing = await db
     .selectFrom('staff')
@@ -109,7 +109,7 @@ export async function runSeed(config: Config, options: SeedOptions): Promise<voi
       // per-row foreign-key lookups (a third of SQLite's insert time) only cost. This connection only.
       await sql`pragma foreign_keys = off`.execute(store.db);
     }
-    const staff = await ensureStaff(store.db);
+    const staff = await ensureStaff(store);
     const stored = await store.db
       .selectFrom('guests')
       .select((eb) => eb.fn.countAll<number>().as('n'))

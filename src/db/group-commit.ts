@@ -5,17 +5,19 @@
 // savepoint, and made durable by one commit. Each caller is answered only after that commit:
 // acknowledged still means on disk. A transaction that fails is rolled back to its savepoint
 // alone; if the commit itself fails, every transaction of the batch gets the error.
-import type { Transaction } from 'kysely';
-import { type FastQuery, registerFastPath } from './prepared.js';
-import type { Database, Db } from './types.js';
+// This is the SQLite store's `transact` (src/db/store.ts).
+import { type RunSql, type Tx, transaction } from './executor.js';
+import type { Db } from './types.js';
 
-export type TxWork<T> = (tx: Transaction<Database>) => Promise<T>;
+export type TxWork<T> = (tx: Tx) => Promise<T>;
 
 interface Job {
   work: TxWork<unknown>;
   resolve(value: unknown): void;
   reject(error: unknown): void;
   outcome?: { ok: true; value: unknown } | { ok: false; error: unknown };
+  /** Calls the transaction's onCommit listeners. */
+  committed?: () => void;
 }
 
 /** At most this many transactions share a commit, so one batch cannot hold the writer for long. */
@@ -28,13 +30,13 @@ export class GroupCommitter {
   /**
    * @param exec runs a statement on the connection the transactions use, at once (savepoints are
    * opened and released there while the batch's transaction holds the connection).
-   * @param direct runs a prepared query (src/db/prepared.ts) on that connection at once; the
-   * batch's transaction is given it as its fast path.
+   * @param direct runs a prepared statement on that connection at once: while the batch's
+   * transaction holds the connection, its statements need not queue behind Kysely's.
    */
   constructor(
     private readonly db: Db,
     private readonly exec: (statement: string) => void,
-    private readonly direct?: FastQuery,
+    private readonly direct: RunSql,
   ) {}
 
   run<T>(work: TxWork<T>): Promise<T> {
@@ -55,14 +57,16 @@ export class GroupCommitter {
 
   private async commit(batch: Job[]): Promise<void> {
     try {
-      await this.db.transaction().execute(async (tx) => {
-        if (this.direct) registerFastPath(tx, this.direct);
+      await this.db.transaction().execute(async (batchTx) => {
         for (const job of batch) {
+          // Each job its own handle: its onCommit listeners are its own, run only if it stands.
+          const { tx, committed } = transaction(batchTx, 'sqlite', this.direct);
           this.exec('savepoint group_commit');
           try {
             const value = await job.work(tx);
             this.exec('release group_commit');
             job.outcome = { ok: true, value };
+            job.committed = committed;
           } catch (error) {
             job.outcome = { ok: false, error };
             // Undo this transaction's writes only; the others of the batch stand.
@@ -78,21 +82,10 @@ export class GroupCommitter {
     }
     for (const job of batch) {
       const o = job.outcome!;
-      if (o.ok) job.resolve(o.value);
-      else job.reject(o.error);
+      if (o.ok) {
+        job.committed?.();
+        job.resolve(o.value);
+      } else job.reject(o.error);
     }
   }
-}
-
-const committers = new WeakMap<object, GroupCommitter>();
-
-/** Called by the store for its root Kysely instance (SQLite). */
-export function registerGroupCommit(db: Db, committer: GroupCommitter): void {
-  committers.set(db, committer);
-}
-
-/** Runs `work` in a transaction: grouped with others on SQLite, an ordinary one elsewhere. */
-export function transact<T>(db: Db, work: TxWork<T>): Promise<T> {
-  const committer = committers.get(db);
-  return committer ? committer.run(work) : db.transaction().execute(work);
 }

@@ -1,26 +1,12 @@
-// Owns prepared hot queries: a query is written once with Kysely's builder, compiled once per store
-// with placeholders for its inputs, and then run with new values without being built or compiled
-// again (building and compiling was ~20 % of a list request, docs/performance.md). Outside a
-// transaction it takes the store's fast path: on SQLite the connection's cached prepared
-// statement, run at once; on PostgreSQL a named prepared statement, parsed and planned once per
-// connection. Inside a transaction it runs through that transaction like any Kysely query, or on
-// the transaction's own fast path when it has one (SQLite group commit).
-import { type Compilable, CompiledQuery, type SelectQueryBuilder, sql } from 'kysely';
-import type { DbOrTx } from './types.js';
-
-/** Runs compiled SQL on the root instance, outside any transaction. */
-export type FastQuery = <R>(sql: string, parameters: readonly unknown[]) => Promise<R[]>;
-
-const fastPaths = new WeakMap<object, FastQuery>();
-
-/**
- * Called by the store for its root Kysely instance, and by the group committer for the transaction
- * of each batch: every statement of the batch then runs at once on the connection the transaction
- * holds, without Kysely's per-query machinery (docs/performance.md).
- */
-export function registerFastPath(db: object, run: FastQuery): void {
-  fastPaths.set(db, run);
-}
+// Owns prepared hot queries: a query is written once with Kysely's builder, compiled once per
+// dialect with placeholders for its inputs, and then run with new values without being built or
+// compiled again (building and compiling was ~20 % of a list request, docs/performance.md). A
+// prepared query only describes a statement; the executor it is run on (`x.run(q, params)`,
+// src/db/executor.ts) decides how: on the store, at once on a cached prepared statement (SQLite)
+// or as a named statement parsed and planned once per connection (PostgreSQL); in a transaction,
+// on its connection.
+import { type Compilable, type SelectQueryBuilder, sql } from 'kysely';
+import type { DialectName, Executor } from './executor.js';
 
 /** A placeholder value no caller could pass: NUL never reaches the store (src/plugins/input.ts). */
 const MARK = '\u0000param:';
@@ -32,10 +18,12 @@ interface Template {
 }
 
 export interface Prepared<P, R> {
-  all(db: DbOrTx, params: P): Promise<R[]>;
-  first(db: DbOrTx, params: P): Promise<R | undefined>;
-  /** The SQL as compiled for `db`'s dialect (tests, plans). */
-  sql(db: DbOrTx): string;
+  /** The SQL for `x`'s dialect and its parameter values for `params` (run it with `x.run`). */
+  statement(x: Executor, params: P): { sql: string; parameters: unknown[] };
+  /** The SQL as compiled for `x`'s dialect (tests, plans). */
+  sql(x: Executor): string;
+  /** Never set: carries the row type. */
+  readonly row?: R;
 }
 
 export type Param<P> = <K extends keyof P & string>(name: K) => P[K];
@@ -46,16 +34,15 @@ export type Param<P> = <K extends keyof P & string>(name: K) => P[K];
  * the compiler dropped an input (it could not be bound then).
  */
 export function prepared<P extends Record<string, unknown>, R>(
-  build: (db: DbOrTx, p: Param<P>) => Compilable<R>,
+  build: (db: Executor, p: Param<P>) => Compilable<R>,
 ): Prepared<P, R> {
-  // Per dialect adapter, i.e. per store: tests open many stores of both kinds in one process.
-  const templates = new WeakMap<object, Template>();
-  const template = (db: DbOrTx): Template => {
-    const adapter = db.getExecutor().adapter;
-    let t = templates.get(adapter);
+  // Per dialect: the SQL depends on nothing else, and tests open stores of both kinds in one process.
+  const templates = new Map<DialectName, Template>();
+  const template = (x: Executor): Template => {
+    let t = templates.get(x.dialect);
     if (t === undefined) {
       const used = new Set<string>();
-      const compiled = build(db, (name) => {
+      const compiled = build(x, (name) => {
         used.add(name);
         return `${MARK}${name}` as never;
       }).compile();
@@ -68,25 +55,16 @@ export function prepared<P extends Record<string, unknown>, R>(
         }
       }
       t = { sql: compiled.sql, slots };
-      templates.set(adapter, t);
+      templates.set(x.dialect, t);
     }
     return t;
   };
-  const all = async (db: DbOrTx, params: P): Promise<R[]> => {
-    const t = template(db);
-    const values = t.slots.map((s) => ('name' in s ? params[s.name] : s.value));
-    // The root instance's path (it defers to Kysely while a transaction holds the connection), or
-    // the path of a transaction that registered one (a group commit's batch on SQLite).
-    const fast = fastPaths.get(db);
-    if (fast !== undefined) return fast<R>(t.sql, values);
-    return (await db.executeQuery<R>(CompiledQuery.raw(t.sql, values))).rows;
-  };
   return {
-    all,
-    async first(db, params) {
-      return (await all(db, params))[0];
+    statement(x, params) {
+      const t = template(x);
+      return { sql: t.sql, parameters: t.slots.map((s) => ('name' in s ? params[s.name] : s.value)) };
     },
-    sql: (db) => template(db).sql,
+    sql: (x) => template(x).sql,
   };
 }
 
@@ -110,7 +88,7 @@ const FIRST_PAGE_LIMITS = 4;
  * parameterised one.
  */
 export function preparedPage<P extends PageParams, R, DB, TB extends keyof DB>(
-  build: (db: DbOrTx, p: Param<P>) => SelectQueryBuilder<DB, TB, R>,
+  build: (db: Executor, p: Param<P>) => SelectQueryBuilder<DB, TB, R>,
 ): Prepared<P, R> {
   const any = prepared<P, R>((db, p) => build(db, p).limit(p('limit')).offset(p('offset')));
   const firstPages = new Map<number, Prepared<P, R>>();
@@ -125,9 +103,8 @@ export function preparedPage<P extends PageParams, R, DB, TB extends keyof DB>(
     return first;
   };
   return {
-    all: (db, params) => pick(params).all(db, params),
-    first: (db, params) => pick(params).first(db, params),
-    sql: (db) => any.sql(db),
+    statement: (x, params) => pick(params).statement(x, params),
+    sql: (x) => any.sql(x),
   };
 }
 
@@ -145,12 +122,12 @@ const TOTAL = 'list_total';
  */
 export function filteredList<F, P extends PageParams, R, DB, TB extends keyof DB, CDB, CTB extends keyof CDB>(
   shapeOf: (f: F) => string,
-  page: (db: DbOrTx, f: F, p: Param<P>) => SelectQueryBuilder<DB, TB, R>,
-  count: (db: DbOrTx, f: F, p: Param<P>) => SelectQueryBuilder<CDB, CTB, { n: number }>,
+  page: (db: Executor, f: F, p: Param<P>) => SelectQueryBuilder<DB, TB, R>,
+  count: (db: Executor, f: F, p: Param<P>) => SelectQueryBuilder<CDB, CTB, { n: number }>,
 ) {
   type Row = R & { [TOTAL]: number | string | bigint };
   const shapes = new Map<string, { page: Prepared<P, Row>; count: Prepared<P, { n: number }> }>();
-  return async (db: DbOrTx, f: F, params: P): Promise<{ rows: R[]; total: number }> => {
+  return async (x: Executor, f: F, params: P): Promise<{ rows: R[]; total: number }> => {
     const key = shapeOf(f);
     let q = shapes.get(key);
     if (q === undefined) {
@@ -162,9 +139,12 @@ export function filteredList<F, P extends PageParams, R, DB, TB extends keyof DB
       };
       shapes.set(key, q);
     }
-    const rows = await q.page.all(db, params);
+    const rows = await x.run(q.page, params);
     if (rows.length > 0) return { rows, total: Number(rows[0]![TOTAL]) };
-    const n = await q.count.first(db, params);
+    const n = await x.first(q.count, params);
     return { rows, total: Number(n?.n ?? 0) };
   };
 }
+
+/** The row type of a prepared query. */
+export type RowOf<Q> = Q extends Prepared<never, infer R> ? R : never;

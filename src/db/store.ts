@@ -9,15 +9,44 @@ import { CompiledQuery, Kysely, PostgresDialect, type SqliteDatabase, SqliteDial
 import type pg from 'pg';
 import type { StoreConfig } from '../config.js';
 import { loadPg } from '../lib/optional-deps.js';
-import { GroupCommitter, registerGroupCommit } from './group-commit.js';
-import { registerFastPath } from './prepared.js';
+import { type Executor, executor, type RunSql, type Tx, transaction } from './executor.js';
+import { GroupCommitter } from './group-commit.js';
 import type { Database, Db } from './types.js';
 
-export type DialectName = 'sqlite' | 'postgres';
+export type { DialectName } from './executor.js';
 
-export interface Store {
+/** Listeners told of something, each until it unsubscribes. */
+export class Signal<T> {
+  private readonly listeners = new Set<(value: T) => void>();
+  /** Subscribes `fn`; returns the unsubscribe function. */
+  on(fn: (value: T) => void): () => void {
+    this.listeners.add(fn);
+    return () => this.listeners.delete(fn);
+  }
+  emit(value: T): void {
+    for (const fn of this.listeners) fn(value);
+  }
+}
+
+/** What a commit that wrote events wrote: how many webhook deliveries it queued. */
+export interface EventsCommitted {
+  deliveries: number;
+}
+
+/**
+ * The store: an executor for queries outside a transaction (src/db/executor.ts), the way to run a
+ * transaction, and its few dialect differences settled here.
+ */
+export interface Store extends Executor {
+  /** The Kysely instance itself, for migrations, seeding and tooling; requests run on the store. */
   readonly db: Db;
-  readonly dialect: DialectName;
+  /**
+   * Runs `work` in one transaction and resolves once it is committed (durably: on SQLite grouped
+   * with concurrent ones into one commit, src/db/group-commit.ts). A throw rolls it back.
+   */
+  transact<T>(work: (tx: Tx) => Promise<T>): Promise<T>;
+  /** Told after each commit that wrote events (src/modules/events/outbox.ts). */
+  readonly eventsCommitted: Signal<EventsCommitted>;
   /** Resolves when the store answers a trivial query. */
   ping(): Promise<void>;
   /**
@@ -160,7 +189,7 @@ export function openStore(config: StoreConfig, options: StoreOptions = {}): Stor
     };
     const db = new Kysely<Database>({ dialect: new SqliteDialect({ database }) });
     // A statement run at once on the cached prepared statement.
-    const direct = async <R>(text: string, parameters: readonly unknown[]) => {
+    const direct: RunSql = async <R>(text: string, parameters: readonly unknown[]) => {
       const stmt = prepare(text);
       if (stmt.reader) return readRows(stmt, parameters) as R[];
       stmt.run(parameters);
@@ -168,13 +197,13 @@ export function openStore(config: StoreConfig, options: StoreOptions = {}): Stor
     };
     // Outside a transaction a statement runs at once; while one of Kysely's transactions is open on
     // the connection (between its awaits), it queues behind it instead.
-    registerFastPath(db, async <R>(text: string, parameters: readonly unknown[]) =>
+    const root = executor(db, 'sqlite', async <R>(text: string, parameters: readonly unknown[]) =>
       conn.inTransaction
         ? (await db.executeQuery<R>(CompiledQuery.raw(text, [...parameters]))).rows
         : direct<R>(text, parameters),
     );
     // Inside a group commit's batch the connection is the batch's alone: its statements run at once.
-    registerGroupCommit(db, new GroupCommitter(db, (statement) => prepare(statement).run(), direct));
+    const committer = new GroupCommitter(db, (statement) => prepare(statement).run(), direct);
     // total_changes(): rows written by this connection, triggers included, committed or not (it
     // reads no page, ~0.1 µs); data_version: moves when another connection commits. Together they
     // move on every change. Two statements, not `from pragma_data_version()`: that table-valued
@@ -182,8 +211,10 @@ export function openStore(config: StoreConfig, options: StoreOptions = {}): Stor
     const changes = conn.prepare('select total_changes()').pluck();
     const dataVersion = conn.prepare('pragma data_version').pluck();
     return {
+      ...root,
       db,
-      dialect: 'sqlite',
+      transact: (work) => committer.run(work),
+      eventsCommitted: new Signal(),
       readVersion() {
         if (conn.inTransaction) return null;
         return `${changes.get() as number}.${dataVersion.get() as number}`;
@@ -223,7 +254,7 @@ export function openStore(config: StoreConfig, options: StoreOptions = {}): Stor
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   // Named statements are parsed and planned once per connection; the name is the SQL's digest.
   const names = new Map<string, string>();
-  registerFastPath(db, async <R>(text: string, parameters: readonly unknown[]) => {
+  const root = executor(db, 'postgres', async <R>(text: string, parameters: readonly unknown[]) => {
     let name = names.get(text);
     if (name === undefined) {
       name = `gma_${createHash('sha256').update(text).digest('base64url').slice(0, 24)}`;
@@ -233,8 +264,22 @@ export function openStore(config: StoreConfig, options: StoreOptions = {}): Stor
     return result.rows as R[];
   });
   return {
+    ...root,
     db,
-    dialect: 'postgres',
+    async transact(work) {
+      let committed = () => {};
+      const result = await db.transaction().execute(async (ktx) => {
+        // In a transaction, statements go through its connection (Kysely holds it).
+        const t = transaction(ktx, 'postgres', async (text, parameters) => {
+          return (await ktx.executeQuery(CompiledQuery.raw(text, [...parameters]))).rows as never[];
+        });
+        committed = t.committed;
+        return work(t.tx);
+      });
+      committed();
+      return result;
+    },
+    eventsCommitted: new Signal(),
     readVersion: () => null,
     async ping() {
       await sql`select 1`.execute(db);

@@ -1,6 +1,6 @@
 // Owns the table types of the store. Timestamps are ISO strings on SQLite and Date on PostgreSQL
 // (see `toIso`), booleans 0/1 on SQLite, JSON is text on SQLite and jsonb on PostgreSQL.
-import type { Generated, Insertable, Kysely, Selectable, Transaction, Updateable } from 'kysely';
+import type { Generated, Insertable, Kysely, Selectable, Updateable } from 'kysely';
 
 export type Timestamp = string | Date;
 export type Bool = number | boolean;
@@ -196,7 +196,7 @@ export interface Database {
 }
 
 export type Db = Kysely<Database>;
-export type DbOrTx = Kysely<Database> | Transaction<Database>;
+export type { Executor, Tx } from './executor.js';
 
 export type StaffRow = Selectable<StaffTable>;
 export type NewStaff = Insertable<StaffTable>;

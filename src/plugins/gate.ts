@@ -4,7 +4,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { sql } from 'kysely';
-import { type Param, prepared } from '../db/prepared.js';
+import { type Param, prepared, type RowOf } from '../db/prepared.js';
 import { AppError, authError, forbidden } from '../lib/errors.js';
 import type { Role } from '../lib/jwt.js';
 import { type Hit, MemoryCounter } from '../lib/rate-limiter.js';
@@ -56,7 +56,7 @@ const staffForToken = prepared((db, p: Param<{ sub: string; jti: string }>) =>
     .where('id', '=', p('sub')),
 );
 
-type StaffRow = Awaited<ReturnType<typeof staffForToken.first>>;
+type StaffRow = RowOf<typeof staffForToken> | undefined;
 
 /** Tokens whose staff row is kept between changes to the store; past this, rows are read each time. */
 const MAX_CACHED_TOKENS = 10_000;
@@ -86,7 +86,7 @@ function staffRows(app: FastifyInstance) {
     /** The row read from the store, kept for the next request if nothing changed meanwhile. */
     async read(sub: string, jti: string): Promise<StaffRow> {
       const version = app.ctx.store.readVersion();
-      const row = await staffForToken.first(app.ctx.store.db, { sub, jti });
+      const row = await app.ctx.store.first(staffForToken, { sub, jti });
       // Kept under the version read before the query: a write in between moves the version, so the
       // next request reads again.
       if (version !== null && version === readAt && rows.size < MAX_CACHED_TOKENS) rows.set(`${sub}\u0000${jti}`, row);

@@ -4,7 +4,6 @@
 // undone alone while the others that committed with it stand.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { transact } from '../../src/db/group-commit.js';
 import { newId } from '../../src/lib/ids.js';
 import { buildTestApp, call, createStaff } from '../helpers.js';
 
@@ -46,7 +45,9 @@ test('concurrent message posts, some refused: each acknowledged one is stored on
 
 test('a transaction that fails after writing is undone alone; the ones committed with it stand', async (t) => {
   const app = await buildTestApp(t);
-  const db = app.ctx.store.db;
+  const store = app.ctx.store;
+  // onCommit listeners: called for each committed transaction, never for one rolled back.
+  const told: string[] = [];
   const at = new Date().toISOString();
   const guest = (name: string) => ({
     id: newId('gst'),
@@ -64,14 +65,16 @@ test('a transaction that fails after writing is undone alone; the ones committed
   const bad = Array.from({ length: 5 }, (_, i) => guest(`Undone ${i}`));
   const outcomes = await Promise.allSettled([
     ...good.map((g) =>
-      transact(db, async (tx) => {
+      store.transact(async (tx) => {
         await tx.insertInto('guests').values(g).execute();
+        tx.onCommit(() => told.push(g.id));
         return g.id;
       }),
     ),
     ...bad.map((g) =>
-      transact(db, async (tx) => {
+      store.transact(async (tx) => {
         await tx.insertInto('guests').values(g).execute();
+        tx.onCommit(() => told.push(g.id));
         throw new Error(`refused ${g.name}`);
       }),
     ),
@@ -84,8 +87,9 @@ test('a transaction that fails after writing is undone alone; the ones committed
     assert.equal(o.status, 'rejected');
     assert.equal((o as PromiseRejectedResult).reason.message, `refused Undone ${i}`);
   }
-  const names = (await db.selectFrom('guests').select('name').execute()).map((r) => r.name).sort();
+  assert.deepEqual(told.sort(), good.map((g) => g.id).sort());
+  const names = (await store.selectFrom('guests').select('name').execute()).map((r) => r.name).sort();
   assert.deepEqual(names, good.map((g) => g.name).sort());
   // The store is usable afterwards, in and out of a transaction.
-  assert.equal(await transact(db, async (tx) => (await tx.selectFrom('guests').select('id').execute()).length), 10);
+  assert.equal(await store.transact(async (tx) => (await tx.selectFrom('guests').select('id').execute()).length), 10);
 });

@@ -87,7 +87,7 @@ test('an inbound message emits message.created by the guest, and status_changed 
   await patch(app, admin, `/conversations/${cnv.id}`, { status: 'closed' });
   const start = lastId(await readFeed(app, admin.token));
 
-  await recordInboundMessage(app.ctx.store.db, { conversationId: cnv.id, content: 'Is breakfast included?' });
+  await recordInboundMessage(app.ctx.store, { conversationId: cnv.id, content: 'Is breakfast included?' });
   let events = await readFeed(app, admin.token, '', start);
   assert.deepEqual(types(events), ['message.created', 'conversation.status_changed']);
   assert.deepEqual(events[0]!.actor, { type: 'guest', id: guest.id });
@@ -96,7 +96,7 @@ test('an inbound message emits message.created by the guest, and status_changed 
   assert.equal(events[1]!.data.status, 'open');
 
   // Already open: only the message.
-  await recordInboundMessage(app.ctx.store.db, { conversationId: cnv.id, content: 'Thanks' });
+  await recordInboundMessage(app.ctx.store, { conversationId: cnv.id, content: 'Thanks' });
   events = await readFeed(app, admin.token, '', lastId(events));
   assert.deepEqual(types(events), ['message.created']);
 });

@@ -201,7 +201,7 @@ test('an inbound message from the guest reopens a closed conversation and is cou
   await call(app, 'PATCH', `/conversations/${c.id}`, { token: admin.token, body: { status: 'closed' } });
   await sleep(3);
 
-  const m = await recordInboundMessage(app.ctx.store.db, { conversationId: c.id, content: 'Yes, more towels please' });
+  const m = await recordInboundMessage(app.ctx.store, { conversationId: c.id, content: 'Yes, more towels please' });
   const after = (await get(c.id)).data;
   assert.equal(after.status, 'open');
   assert.equal(after.messageCount, 2);
@@ -227,7 +227,7 @@ test('an inbound message leaves an open or pending conversation in its status', 
   const pending = await open();
   await call(app, 'PATCH', `/conversations/${pending.id}`, { token: admin.token, body: { status: 'pending' } });
   for (const c of [opened, pending]) {
-    await recordInboundMessage(app.ctx.store.db, { conversationId: c.id, content: 'ping' });
+    await recordInboundMessage(app.ctx.store, { conversationId: c.id, content: 'ping' });
   }
   assert.equal((await get(opened.id)).data.status, 'open');
   assert.equal((await get(pending.id)).data.status, 'pending');
@@ -237,7 +237,7 @@ test('an inbound message leaves an open or pending conversation in its status', 
 test('an inbound message for an unknown conversation is refused as not found', async (t) => {
   const { app } = await setup(t);
   await assert.rejects(
-    recordInboundMessage(app.ctx.store.db, { conversationId: newId('cnv'), content: 'hello?' }),
+    recordInboundMessage(app.ctx.store, { conversationId: newId('cnv'), content: 'hello?' }),
     (err: unknown) => err instanceof AppError && err.code === 'NOT_FOUND',
   );
 });

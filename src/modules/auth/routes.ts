@@ -41,7 +41,7 @@ const AUTH_ERRORS = {
 
 export const authRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { ctx } = app;
-  const db = () => ctx.store.db;
+  const db = () => ctx.store;
 
   /**
    * Signs a session. `notBeforeSec` is the member's `tokens_valid_after`: a token must not be

@@ -2,7 +2,7 @@
 // row-to-API mapping. Keeping the conversation's counters in step is the caller's (service.ts).
 import { type Param, prepared, preparedPage } from '../../db/prepared.js';
 import { toIso } from '../../db/store.js';
-import type { DbOrTx, MessageRow } from '../../db/types.js';
+import type { Executor, MessageRow } from '../../db/types.js';
 import { newId } from '../../lib/ids.js';
 import type { MessageView } from './schemas.js';
 
@@ -49,10 +49,10 @@ const countOf = prepared((db, p: Param<{ conversationId: string }>) =>
     .select((eb) => eb.fn.countAll<number>().as('n')),
 );
 
-export async function listMessages(db: DbOrTx, conversationId: string, page: number, limit: number) {
+export async function listMessages(db: Executor, conversationId: string, page: number, limit: number) {
   const [rows, n] = await Promise.all([
-    pageOf.all(db, { conversationId, limit, offset: (page - 1) * limit }),
-    countOf.first(db, { conversationId }),
+    db.run(pageOf, { conversationId, limit, offset: (page - 1) * limit }),
+    db.first(countOf, { conversationId }),
   ]);
   return { items: rows.map(toMessage), total: Number(n?.n ?? 0) };
 }
@@ -73,8 +73,8 @@ const insert = prepared((db, p: Param<MessageRow>) =>
   }),
 );
 
-export async function insertMessage(db: DbOrTx, m: NewMessage): Promise<MessageView> {
+export async function insertMessage(db: Executor, m: NewMessage): Promise<MessageView> {
   const row: MessageRow = { id: newId('msg'), ...m };
-  await insert.all(db, row);
+  await db.run(insert, row);
   return toMessage(row);
 }

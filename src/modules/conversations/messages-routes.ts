@@ -8,7 +8,7 @@ import { Message, MessagesQuery, SendMessageBody } from './schemas.js';
 import { sendMessage, visibleConversationRef } from './service.js';
 
 export const messagesRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  const db = () => app.ctx.store.db;
+  const db = () => app.ctx.store;
 
   app.get(
     '/:id/messages',

@@ -2,7 +2,7 @@
 // also the two lookups a conversation's references are checked with (guest, active staff).
 import { filteredList, type Param, type Prepared, prepared } from '../../db/prepared.js';
 import { toBool, toIso } from '../../db/store.js';
-import type { ConversationRow, DbOrTx } from '../../db/types.js';
+import type { ConversationRow, Executor } from '../../db/types.js';
 import type { ConversationStatus, ConversationView } from './schemas.js';
 
 const COLUMNS = [
@@ -37,7 +37,7 @@ export function toConversation(row: ConversationListRow): ConversationView {
   };
 }
 
-export async function findConversation(db: DbOrTx, id: string): Promise<ConversationView | undefined> {
+export async function findConversation(db: Executor, id: string): Promise<ConversationView | undefined> {
   const row = await db
     .selectFrom('conversations as c')
     .innerJoin('guests as g', 'g.id', 'c.guest_id')
@@ -52,8 +52,8 @@ const conversationRef = prepared((db, p: Param<{ id: string }>) =>
 );
 
 /** The columns access checks and message writes need, without the join. */
-export function findConversationRef(db: DbOrTx, id: string) {
-  return conversationRef.first(db, { id });
+export function findConversationRef(db: Executor, id: string) {
+  return db.first(conversationRef, { id });
 }
 
 export interface ConversationFilter {
@@ -83,7 +83,7 @@ const shapeOf = (f: ConversationFilter): string =>
     f.onlyAssignee !== undefined,
   ].join();
 
-function filtered(db: DbOrTx, f: ConversationFilter, p: Param<ListParams>) {
+function filtered(db: Executor, f: ConversationFilter, p: Param<ListParams>) {
   let q = db.selectFrom('conversations as c');
   if (f.status !== undefined) q = q.where('c.status', '=', p('status'));
   if (f.channel !== undefined) q = q.where('c.channel', '=', p('channel'));
@@ -98,7 +98,7 @@ function filtered(db: DbOrTx, f: ConversationFilter, p: Param<ListParams>) {
  * triggers, migration 002): at most a few hundred rows whatever the table's size, where a
  * count(*) grew with it (3.4–7 ms at 1M). Same filters, mapped onto the count keys.
  */
-function countQuery(db: DbOrTx, f: ConversationFilter, p: Param<ListParams>) {
+function countQuery(db: Executor, f: ConversationFilter, p: Param<ListParams>) {
   let q = db
     .selectFrom('conversation_counts')
     .select((eb) => eb.fn.coalesce(eb.fn.sum<number>('n'), eb.lit(0)).as('n'));
@@ -113,7 +113,7 @@ function countQuery(db: DbOrTx, f: ConversationFilter, p: Param<ListParams>) {
 /** The list's page and count, prepared once per filter shape (24 at most). */
 const list = filteredList(
   shapeOf,
-  (db: DbOrTx, f: ConversationFilter, p: Param<ListParams>) =>
+  (db: Executor, f: ConversationFilter, p: Param<ListParams>) =>
     filtered(db, f, p)
       .innerJoin('guests as g', 'g.id', 'c.guest_id')
       .select(COLUMNS)
@@ -122,7 +122,7 @@ const list = filteredList(
   countQuery,
 );
 
-export async function listConversations(db: DbOrTx, f: ConversationFilter, page: number, limit: number) {
+export async function listConversations(db: Executor, f: ConversationFilter, page: number, limit: number) {
   // Inputs a shape does not use are never bound; '' keeps the object's shape the same.
   const { rows, total } = await list(db, f, {
     status: f.status ?? 'open',
@@ -146,7 +146,7 @@ export interface NewConversation {
   at: string;
 }
 
-export async function insertConversation(db: DbOrTx, c: NewConversation): Promise<void> {
+export async function insertConversation(db: Executor, c: NewConversation): Promise<void> {
   await db
     .insertInto('conversations')
     .values({
@@ -165,7 +165,7 @@ export async function insertConversation(db: DbOrTx, c: NewConversation): Promis
 }
 
 export async function updateConversationRow(
-  db: DbOrTx,
+  db: Executor,
   id: string,
   c: { status?: ConversationStatus; assignee?: string | null },
   at: string,
@@ -208,15 +208,15 @@ const touch = [false, true].map((reopenClosed) =>
   ),
 ) as [Prepared<{ id: string; at: string }, unknown>, Prepared<{ id: string; at: string }, unknown>];
 
-export async function touchConversation(db: DbOrTx, id: string, at: string, reopenClosed: boolean): Promise<void> {
-  await touch[reopenClosed ? 1 : 0].all(db, { id, at });
+export async function touchConversation(db: Executor, id: string, at: string, reopenClosed: boolean): Promise<void> {
+  await db.run(touch[reopenClosed ? 1 : 0], { id, at });
 }
 
-export function findGuestName(db: DbOrTx, id: string) {
+export function findGuestName(db: Executor, id: string) {
   return db.selectFrom('guests').select(['id', 'name']).where('id', '=', id).executeTakeFirst();
 }
 
-export async function isActiveStaff(db: DbOrTx, id: string): Promise<boolean> {
+export async function isActiveStaff(db: Executor, id: string): Promise<boolean> {
   const row = await db
     .selectFrom('staff')
     .select('id')

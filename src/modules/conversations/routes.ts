@@ -19,7 +19,7 @@ import {
 import { createConversation, updateConversation } from './service.js';
 
 export const conversationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  const db = () => app.ctx.store.db;
+  const db = () => app.ctx.store;
 
   app.get(
     '/',

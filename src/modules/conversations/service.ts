@@ -1,8 +1,10 @@
 // Owns the rules of conversations and messages that span several rows: who may create, change
 // or write to which conversation, and keeping a conversation's lastMessageAt / messageCount in
 // step with its messages. Every operation here is one transaction, its events written in it.
+
+import type { Store } from '../../db/store.js';
 import { nowIso } from '../../db/store.js';
-import type { Db, DbOrTx } from '../../db/types.js';
+import type { Executor } from '../../db/types.js';
 import { isElevated, visibleTo } from '../../lib/access.js';
 import { type FieldError, forbidden, notFound, validation } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
@@ -30,18 +32,18 @@ import type {
 const WHAT = 'Conversation';
 
 /** The conversation's reference row if the caller may see it (404 missing, 403 someone else's). */
-export async function visibleConversationRef(db: DbOrTx, user: AuthUser, id: string) {
+export async function visibleConversationRef(db: Executor, user: AuthUser, id: string) {
   return visibleTo(user, await findConversationRef(db, id), (c) => c.assignee, WHAT, id);
 }
 
-async function assigneeProblem(db: DbOrTx, assignee: string | null | undefined): Promise<FieldError | null> {
+async function assigneeProblem(db: Executor, assignee: string | null | undefined): Promise<FieldError | null> {
   if (assignee === null || assignee === undefined) return null;
   return (await isActiveStaff(db, assignee))
     ? null
     : { field: 'assignee', message: 'must be the id of an active staff member' };
 }
 
-export async function createConversation(db: Db, user: AuthUser, body: CreateConversationInput) {
+export async function createConversation(store: Store, user: AuthUser, body: CreateConversationInput) {
   let assignee = body.assignee ?? null;
   if (!isElevated(user)) {
     if (body.assignee !== undefined && body.assignee !== user.id) {
@@ -49,7 +51,7 @@ export async function createConversation(db: Db, user: AuthUser, body: CreateCon
     }
     assignee = user.id;
   }
-  return withEvents(db, async (tx, outbox): Promise<ConversationView> => {
+  return withEvents(store, async (tx, outbox): Promise<ConversationView> => {
     const guest = await findGuestName(tx, body.guestId);
     const problems: FieldError[] = [];
     if (guest === undefined) problems.push({ field: 'guestId', message: 'must be the id of an existing guest' });
@@ -103,8 +105,8 @@ function outbound(conversationId: string, type: 'text' | 'note', content: string
   };
 }
 
-export async function sendMessage(db: Db, user: AuthUser, conversationId: string, body: SendMessageInput) {
-  return withEvents(db, async (tx, outbox): Promise<MessageView> => {
+export async function sendMessage(store: Store, user: AuthUser, conversationId: string, body: SendMessageInput) {
+  return withEvents(store, async (tx, outbox): Promise<MessageView> => {
     const ref = await visibleConversationRef(tx, user, conversationId);
     const at = nowIso();
     const message = await insertMessage(tx, outbound(conversationId, body.type ?? 'text', body.content, user.id, at));
@@ -118,8 +120,8 @@ export async function sendMessage(db: Db, user: AuthUser, conversationId: string
  * Applies a status and/or assignee change. A staff-role caller may change only the status of
  * their own conversations: naming `assignee` at all, even themselves, is refused.
  */
-export async function updateConversation(db: Db, user: AuthUser, id: string, changes: ConversationChanges) {
-  return withEvents(db, async (tx, outbox): Promise<ConversationView> => {
+export async function updateConversation(store: Store, user: AuthUser, id: string, changes: ConversationChanges) {
+  return withEvents(store, async (tx, outbox): Promise<ConversationView> => {
     await visibleConversationRef(tx, user, id);
     if (changes.assignee !== undefined && !isElevated(user)) {
       throw forbidden('A staff member may change only the status of a conversation, not its assignee');
@@ -140,10 +142,10 @@ export async function updateConversation(db: Db, user: AuthUser, id: string, cha
  * is talking again. Throws NOT_FOUND for an unknown conversation.
  */
 export async function recordInboundMessage(
-  db: Db,
+  store: Store,
   input: { conversationId: string; content: string },
 ): Promise<MessageView> {
-  return withEvents(db, async (tx, outbox) => {
+  return withEvents(store, async (tx, outbox) => {
     const conversation = await findConversationRef(tx, input.conversationId);
     if (conversation === undefined) throw notFound(WHAT, input.conversationId);
     const at = nowIso();

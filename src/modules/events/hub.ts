@@ -2,7 +2,7 @@
 // the events table after the last id it saw (the store is shared, so this sees every instance's
 // events) and hands each new event to every open stream. Commits wake it at once.
 import type { FastifyBaseLogger } from 'fastify';
-import type { Db } from '../../db/types.js';
+import type { Executor } from '../../db/types.js';
 import { PollLoop } from './poll-loop.js';
 import { type EventListRow, listEvents, maxEventId } from './repository.js';
 
@@ -22,7 +22,7 @@ export class EventHub {
   private starting: Promise<void> | null = null;
 
   constructor(
-    private readonly db: Db,
+    private readonly db: Executor,
     pollMs: number,
     log: FastifyBaseLogger,
   ) {

@@ -2,11 +2,10 @@
 // and they are written in the same transaction as the change, with one pending delivery for every
 // active webhook subscribed to them. After the commit, listeners (stream pollers, dispatcher,
 // Redis fan-out) are told that new events exist.
-import { type Insertable, type Kysely, PostgresAdapter, sql, type Transaction } from 'kysely';
-import { transact } from '../../db/group-commit.js';
+import { type Insertable, sql } from 'kysely';
 import { type Param, prepared } from '../../db/prepared.js';
-import { toBool, toIso, toJson } from '../../db/store.js';
-import type { Database, Db, DbOrTx, EventTable } from '../../db/types.js';
+import { type Store, toBool, toIso, toJson } from '../../db/store.js';
+import type { EventTable, Executor, Tx } from '../../db/types.js';
 import { newId } from '../../lib/ids.js';
 import { insertDelivery } from '../webhooks/deliveries-repository.js';
 import type { Actor, Changes, EventType } from './schemas.js';
@@ -33,44 +32,23 @@ export interface Outbox {
 // Arbitrary, fixed: the advisory lock that orders event commits on PostgreSQL (see writeEvents).
 const EVENTS_LOCK = 727_465_001;
 
-/** What a commit that wrote events wrote: how many webhook deliveries it queued. */
-export interface EventsCommitted {
-  deliveries: number;
-}
-
-const listeners = new WeakMap<Kysely<Database>, Set<(c: EventsCommitted) => void>>();
-
-/** Calls `fn` after each commit on `db` that wrote events; returns the unsubscribe function. */
-export function onEventsCommitted(db: Db, fn: (c: EventsCommitted) => void): () => void {
-  const set = listeners.get(db) ?? new Set();
-  listeners.set(db, set);
-  set.add(fn);
-  return () => set.delete(fn);
-}
-
 /**
- * Runs `work` in one transaction (on SQLite grouped with concurrent ones into one durable commit,
- * src/db/group-commit.ts) and writes the events it added at its end, inside the same
- * transaction. Events are written last on purpose: on PostgreSQL the write takes the events lock,
- * and holding it while waiting for row locks could deadlock with another writer.
+ * Runs `work` in one transaction of the store (`store.transact`) and writes the events it added at
+ * its end, inside the same transaction; once it has committed, `store.eventsCommitted` tells the
+ * stream pollers, the dispatcher and the Redis fan-out. Events are written last on purpose: on
+ * PostgreSQL the write takes the events lock, and holding it while waiting for row locks could
+ * deadlock with another writer.
  */
-export async function withEvents<T>(
-  db: Db,
-  work: (tx: Transaction<Database>, outbox: Outbox) => Promise<T>,
-): Promise<T> {
-  let written = 0;
-  let deliveries = 0;
-  const result = await transact(db, async (tx) => {
+export function withEvents<T>(store: Store, work: (tx: Tx, outbox: Outbox) => Promise<T>): Promise<T> {
+  return store.transact(async (tx) => {
     const pending: NewEvent[] = [];
     const out = await work(tx, { add: (e) => pending.push(e) });
-    written = pending.length;
-    if (pending.length > 0) deliveries = await writeEvents(tx, pending);
+    if (pending.length > 0) {
+      const deliveries = await writeEvents(tx, pending);
+      tx.onCommit(() => store.eventsCommitted.emit({ deliveries }));
+    }
     return out;
   });
-  if (written > 0) {
-    for (const fn of listeners.get(db) ?? []) fn({ deliveries });
-  }
-  return result;
 }
 
 /** The JSON of an event exactly as the feed, the stream and webhooks show it. */
@@ -122,17 +100,17 @@ const insertEvent = prepared((db, p: Param<Required<EventInsert>>) =>
  * cursor 11 would never see 10. The transaction-scoped advisory lock makes event-writing
  * transactions commit in id order; SQLite has one writer at a time and needs nothing.
  */
-async function writeEvents(tx: DbOrTx, events: NewEvent[]): Promise<number> {
-  if (tx.getExecutor().adapter instanceof PostgresAdapter) {
+async function writeEvents(tx: Executor, events: NewEvent[]): Promise<number> {
+  if (tx.dialect === 'postgres') {
     await sql`select pg_advisory_xact_lock(${sql.lit(EVENTS_LOCK)})`.execute(tx);
   }
-  const hooks = (await activeWebhooks.all(tx, {})).map((h) => ({ id: h.id, events: JSON.parse(h.events) as string[] }));
+  const hooks = (await tx.run(activeWebhooks, {})).map((h) => ({ id: h.id, events: JSON.parse(h.events) as string[] }));
   const occurredAt = new Date().toISOString();
   let deliveries = 0;
   for (const e of events) {
     const data = toJson(e.data);
     const changes = e.changes === undefined ? null : toJson(e.changes);
-    const [row] = await insertEvent.all(tx, {
+    const [row] = await tx.run(insertEvent, {
       type: e.type,
       occurred_at: occurredAt,
       actor_type: e.actor.type,

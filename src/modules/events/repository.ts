@@ -2,7 +2,7 @@
 // newest id, the purge of old events and finished deliveries, and the mapping to the API shape.
 import { type Param, type Prepared, preparedPage } from '../../db/prepared.js';
 import { toIso } from '../../db/store.js';
-import type { DbOrTx, EventRow } from '../../db/types.js';
+import type { EventRow, Executor } from '../../db/types.js';
 import { eventJson } from './outbox.js';
 import type { EventView } from './schemas.js';
 
@@ -61,16 +61,16 @@ function feedQuery(typeCount: number, byAssignee: boolean) {
 }
 
 /** Oldest first after the cursor; the (assignee, id) and (type, id) indexes serve the filters. */
-export function listEvents(db: DbOrTx, f: EventFilter): Promise<EventListRow[]> {
+export function listEvents(db: Executor, f: EventFilter): Promise<EventListRow[]> {
   const types = f.types ?? [];
   const params: FeedParams = { after: f.after, assignee: f.assignee ?? '', limit: f.limit, offset: 0 };
   types.forEach((t, i) => {
     params[`t${i}`] = t;
   });
-  return feedQuery(types.length, f.assignee !== undefined).all(db, params);
+  return db.run(feedQuery(types.length, f.assignee !== undefined), params);
 }
 
-export async function maxEventId(db: DbOrTx): Promise<number> {
+export async function maxEventId(db: Executor): Promise<number> {
   const row = await db
     .selectFrom('events')
     .select((eb) => eb.fn.max('id').as('max'))
@@ -82,7 +82,7 @@ export async function maxEventId(db: DbOrTx): Promise<number> {
  * Deletes events that occurred before `before`, and deliveries that finished (succeeded or
  * failed) before it; pending deliveries stay until they finish. Returns the events deleted.
  */
-export async function purgeBefore(db: DbOrTx, before: Date): Promise<number> {
+export async function purgeBefore(db: Executor, before: Date): Promise<number> {
   const at = before.toISOString();
   const r = await db.deleteFrom('events').where('occurred_at', '<', at).executeTakeFirst();
   await db.deleteFrom('webhook_deliveries').where('status', '!=', 'pending').where('updated_at', '<', at).execute();

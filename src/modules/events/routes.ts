@@ -36,7 +36,7 @@ const StreamHeaders = Type.Object({
 });
 
 export const eventsRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  const db = () => app.ctx.store.db;
+  const db = () => app.ctx.store;
 
   app.get(
     '/',

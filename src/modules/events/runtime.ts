@@ -7,7 +7,6 @@ import type { Redis } from 'ioredis';
 import { loadRedis } from '../../lib/optional-deps.js';
 import { Dispatcher } from '../webhooks/dispatcher.js';
 import { EventHub } from './hub.js';
-import { onEventsCommitted } from './outbox.js';
 import { purgeBefore } from './repository.js';
 
 export interface EventsRuntime {
@@ -31,10 +30,9 @@ const DAY_MS = 86_400_000;
 export default fp(
   async function eventsRuntime(app: FastifyInstance) {
     const { config, store } = app.ctx;
-    const hub = new EventHub(store.db, config.eventPollIntervalMs, app.log);
+    const hub = new EventHub(store, config.eventPollIntervalMs, app.log);
     const dispatcher = new Dispatcher({
-      db: store.db,
-      dialect: store.dialect,
+      db: store,
       log: app.log,
       pollMs: config.eventPollIntervalMs,
       retryBaseMs: config.webhookRetryBaseMs,
@@ -64,12 +62,12 @@ export default fp(
       subscriber.on('message', (_channel: string, message: string) => wake(message !== NO_DELIVERIES));
       subscriber.subscribe(channel).catch(() => {});
     }
-    const off = onEventsCommitted(store.db, ({ deliveries }) => {
+    const off = store.eventsCommitted.on(({ deliveries }) => {
       wake(deliveries > 0);
       publisher?.publish(channel, deliveries > 0 ? '1' : NO_DELIVERIES).catch(() => {});
     });
 
-    const purge = () => purgeBefore(store.db, new Date(Date.now() - config.eventRetentionDays * DAY_MS));
+    const purge = () => purgeBefore(store, new Date(Date.now() - config.eventRetentionDays * DAY_MS));
     const purgeTimer = setInterval(() => {
       purge().catch((err) => app.log.warn({ err }, 'event purge failed'));
     }, PURGE_EVERY_MS);

@@ -3,12 +3,12 @@
 // ends with the caller's token, when the client goes, when it falls too far behind, or on shutdown.
 import type { OutgoingHttpHeaders } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { Db } from '../../db/types.js';
+import type { Executor } from '../../db/types.js';
 import type { EventHub, Subscriber } from './hub.js';
 import { type EventListRow, listEvents, toEventJson } from './repository.js';
 
 export interface StreamOptions {
-  db: Db;
+  db: Executor;
   hub: EventHub;
   heartbeatMs: number;
   /** Events after this id. */

@@ -1,10 +1,10 @@
 // Owns guest rows and their guest_tags index rows: reads, writes, the conflict lookup for the
 // unique e-mail and phone, and the mapping of a row to its API shape.
-import { PostgresAdapter, type SelectQueryBuilder, sql } from 'kysely';
+import { type SelectQueryBuilder, sql } from 'kysely';
 import type { Static } from 'typebox';
 import { filteredList, type Param } from '../../db/prepared.js';
 import { fromJson, likeContains, nowIso, toIso, toJson } from '../../db/store.js';
-import type { Database, DbOrTx, GuestRow } from '../../db/types.js';
+import type { Database, Executor, GuestRow } from '../../db/types.js';
 import { newId } from '../../lib/ids.js';
 import type { Guest } from './schemas.js';
 
@@ -36,13 +36,13 @@ const searchText = (name: string, email: string | null, phone: string | null): s
     .join(' ')
     .toLowerCase();
 
-export async function findGuest(db: DbOrTx, id: string): Promise<GuestView | undefined> {
+export async function findGuest(db: Executor, id: string): Promise<GuestView | undefined> {
   const row = await db.selectFrom('guests').select(COLUMNS).where('id', '=', id).executeTakeFirst();
   return row && toGuest(row);
 }
 
 /** Whether the guest is linked to a conversation or task assigned to the staff member. */
-export async function isGuestOfStaff(db: DbOrTx, guestId: string, staffId: string): Promise<boolean> {
+export async function isGuestOfStaff(db: Executor, guestId: string, staffId: string): Promise<boolean> {
   const [cnv, tsk] = await Promise.all([
     db
       .selectFrom('conversations')
@@ -75,8 +75,8 @@ export interface GuestFilter {
  * LIKE's own wildcards (% _ \\), or one shorter than a trigram, is matched by reading the guests
  * instead. On PostgreSQL pg_trgm serves the escaped LIKE as is, so there is nothing to choose.
  */
-function sqliteIndexedTerm(db: DbOrTx, term: string): string | null {
-  if (db.getExecutor().adapter instanceof PostgresAdapter) return null;
+function sqliteIndexedTerm(db: Executor, term: string): string | null {
+  if (db.dialect === 'postgres') return null;
   const lower = term.toLowerCase();
   return [...lower].length >= 3 && !/[%_\\]/.test(lower) ? lower : null;
 }
@@ -101,7 +101,7 @@ type Guests = SelectQueryBuilder<Database, 'guests', object>;
  * `q` narrowed by the filter's tag and staff member, given as values (`tag`, `assignee`) so that a
  * prepared query can pass its placeholders.
  */
-function narrowed(db: DbOrTx, q: Guests, f: GuestFilter, tag: string, assignee: string): Guests {
+function narrowed(db: Executor, q: Guests, f: GuestFilter, tag: string, assignee: string): Guests {
   if (f.tag !== undefined) {
     // IN, not a join: the (tag, guest_id) index yields the ids and each guest appears once.
     q = q.where('guests.id', 'in', db.selectFrom('guest_tags').select('guest_tags.guest_id').where('tag', '=', tag));
@@ -132,7 +132,7 @@ function narrowed(db: DbOrTx, q: Guests, f: GuestFilter, tag: string, assignee: 
 type ListParams = { tag: string; assignee: string; limit: number; offset: number };
 
 /** The filter's query over the guests with placeholders for its values (only those it uses). */
-const withPlaceholders = (db: DbOrTx, f: GuestFilter, p: Param<ListParams>) =>
+const withPlaceholders = (db: Executor, f: GuestFilter, p: Param<ListParams>) =>
   narrowed(
     db,
     db.selectFrom('guests'),
@@ -147,15 +147,15 @@ const withPlaceholders = (db: DbOrTx, f: GuestFilter, p: Param<ListParams>) =>
  */
 const unsearched = filteredList(
   (f: GuestFilter) => `${f.tag !== undefined},${f.assignee !== undefined}`,
-  (db: DbOrTx, f: GuestFilter, p: Param<ListParams>) =>
+  (db: Executor, f: GuestFilter, p: Param<ListParams>) =>
     withPlaceholders(db, f, p).select(COLUMNS).orderBy('created_at', 'desc').orderBy('id', 'desc'),
-  (db: DbOrTx, f: GuestFilter, p: Param<ListParams>) =>
+  (db: Executor, f: GuestFilter, p: Param<ListParams>) =>
     f.tag === undefined && f.assignee === undefined
       ? db.selectFrom('guest_counts').select('n').where('id', '=', 1)
       : withPlaceholders(db, f, p).select((eb) => eb.fn.countAll<number>().as('n')),
 );
 
-export async function listGuests(db: DbOrTx, f: GuestFilter, page: number, limit: number) {
+export async function listGuests(db: Executor, f: GuestFilter, page: number, limit: number) {
   const search = f.search !== undefined && f.search !== '' ? f.search : undefined;
   if (search === undefined) {
     const { rows, total } = await unsearched(db, f, {
@@ -206,7 +206,7 @@ export interface GuestConflict {
 
 /** Other guests already holding this e-mail (any case) or phone; `exceptId` is the guest itself. */
 export async function findConflicts(
-  db: DbOrTx,
+  db: Executor,
   values: { email?: string | null; phone?: string | null },
   exceptId?: string,
 ): Promise<GuestConflict[]> {
@@ -232,7 +232,7 @@ export async function findConflicts(
   return out;
 }
 
-async function writeTags(db: DbOrTx, guestId: string, tags: string[]) {
+async function writeTags(db: Executor, guestId: string, tags: string[]) {
   if (tags.length > 0) {
     await db
       .insertInto('guest_tags')
@@ -249,7 +249,7 @@ export interface NewGuestInput {
   notes?: string | null;
 }
 
-export async function insertGuest(db: DbOrTx, input: NewGuestInput): Promise<GuestView> {
+export async function insertGuest(db: Executor, input: NewGuestInput): Promise<GuestView> {
   const now = nowIso();
   const email = input.email ?? null;
   const phone = input.phone ?? null;
@@ -280,7 +280,7 @@ export interface GuestChanges {
 }
 
 /** Applies `c` to the guest as read in `current` (read it in the same transaction). */
-export async function updateGuest(db: DbOrTx, current: GuestView, c: GuestChanges): Promise<GuestView> {
+export async function updateGuest(db: Executor, current: GuestView, c: GuestChanges): Promise<GuestView> {
   const name = c.name ?? current.name;
   const email = c.email !== undefined ? c.email : current.email;
   const phone = c.phone !== undefined ? c.phone : current.phone;

@@ -4,7 +4,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { Static } from 'typebox';
 import { isUniqueViolation } from '../../db/store.js';
-import type { DbOrTx } from '../../db/types.js';
+import type { Executor } from '../../db/types.js';
 import { isElevated, ownerFilter, visibleTo } from '../../lib/access.js';
 import { BulkBody, BulkResponse, runBulk } from '../../lib/bulk.js';
 import { type AppError, conflict, notFound } from '../../lib/errors.js';
@@ -44,7 +44,7 @@ function conflictError(found: GuestConflict[]): AppError {
 }
 
 async function assertNoConflict(
-  db: DbOrTx,
+  db: Executor,
   values: { email?: string | null; phone?: string | null },
   exceptId?: string,
 ) {
@@ -53,7 +53,7 @@ async function assertNoConflict(
 }
 
 export const guestsRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  const db = () => app.ctx.store.db;
+  const db = () => app.ctx.store;
 
   /**
    * Runs a write in its own transaction. A concurrent writer can take the e-mail or phone between
@@ -63,7 +63,7 @@ export const guestsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   async function writeGuest(
     values: { email?: string | null; phone?: string | null },
     exceptId: string | undefined,
-    work: (tx: DbOrTx, outbox: Outbox) => Promise<GuestView>,
+    work: (tx: Executor, outbox: Outbox) => Promise<GuestView>,
   ): Promise<GuestView> {
     try {
       return await withEvents(db(), work);

@@ -1,8 +1,8 @@
 // Owns knowledge entry rows: reads (listed by title or ranked by search), writes, and the mapping
 // of a row to its API shape.
 import type { Static } from 'typebox';
-import { type DialectName, nowIso, toIso } from '../../db/store.js';
-import type { DbOrTx, KnowledgeRow } from '../../db/types.js';
+import { nowIso, toIso } from '../../db/store.js';
+import type { Executor, KnowledgeRow } from '../../db/types.js';
 import { newId } from '../../lib/ids.js';
 import type { KnowledgeEntry } from './schemas.js';
 import { searchHits, searchTokens } from './search.js';
@@ -22,7 +22,7 @@ export function toEntry(row: KnowledgeRow): EntryView {
   };
 }
 
-export async function findEntry(db: DbOrTx, id: string): Promise<EntryView | undefined> {
+export async function findEntry(db: Executor, id: string): Promise<EntryView | undefined> {
   const row = await db.selectFrom('knowledge_entries').select(COLUMNS).where('id', '=', id).executeTakeFirst();
   return row && toEntry(row);
 }
@@ -34,8 +34,7 @@ export interface EntryFilter {
 }
 
 export async function listEntries(
-  db: DbOrTx,
-  dialect: DialectName,
+  db: Executor,
   f: EntryFilter,
   page: number,
   limit: number,
@@ -52,7 +51,7 @@ export async function listEntries(
   }
   const tokens = searchTokens(f.search);
   if (tokens.length === 0) return { items: [], total: 0 };
-  let q = db.selectFrom(searchHits(dialect, tokens));
+  let q = db.selectFrom(searchHits(db.dialect, tokens));
   if (f.category !== undefined) q = q.where('category', '=', f.category);
   const [rows, count] = await Promise.all([
     q.select(COLUMNS).orderBy('rank').orderBy('id').limit(limit).offset(offset).execute(),
@@ -67,7 +66,7 @@ export interface EntryInput {
   category: string;
 }
 
-export async function insertEntry(db: DbOrTx, input: EntryInput): Promise<EntryView> {
+export async function insertEntry(db: Executor, input: EntryInput): Promise<EntryView> {
   const now = nowIso();
   const row = { id: newId('kb'), ...input, created_at: now, updated_at: now };
   await db.insertInto('knowledge_entries').values(row).execute();
@@ -76,7 +75,7 @@ export async function insertEntry(db: DbOrTx, input: EntryInput): Promise<EntryV
 
 /** Replaces title and content, and category when given; undefined when the entry does not exist. */
 export async function replaceEntry(
-  db: DbOrTx,
+  db: Executor,
   id: string,
   input: Omit<EntryInput, 'category'> & { category?: string },
 ): Promise<EntryView | undefined> {
@@ -95,7 +94,7 @@ export async function replaceEntry(
 }
 
 /** True when an entry was deleted; its full-text index row goes with it (triggers or the column). */
-export async function deleteEntry(db: DbOrTx, id: string): Promise<boolean> {
+export async function deleteEntry(db: Executor, id: string): Promise<boolean> {
   const r = await db.deleteFrom('knowledge_entries').where('id', '=', id).executeTakeFirst();
   return Number(r.numDeletedRows) > 0;
 }

@@ -18,7 +18,7 @@ import {
 const missing = (id: string) => notFound('Knowledge entry', id);
 
 export const knowledgeRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  const db = () => app.ctx.store.db;
+  const db = () => app.ctx.store;
 
   app.get(
     '/',
@@ -35,7 +35,7 @@ export const knowledgeRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const { page = 1, limit = 20, category, search } = request.query;
       // `?search=` is what an empty search box sends: it means no search, not "match nothing".
       const text = search?.trim() === '' ? undefined : search;
-      const { items, total } = await listEntries(db(), app.ctx.store.dialect, { category, search: text }, page, limit);
+      const { items, total } = await listEntries(db(), { category, search: text }, page, limit);
       return okList(items, pageMeta(page, limit, total));
     },
   );

@@ -1,7 +1,7 @@
 // Owns stored settings: reading a key (or its default) and writing one.
 
 import { fromJson, nowIso, toIso, toJson } from '../../db/store.js';
-import type { DbOrTx } from '../../db/types.js';
+import type { Executor } from '../../db/types.js';
 import { fieldError } from '../../lib/errors.js';
 import { DEFAULT_DEPARTMENTS, SETTINGS } from './registry.js';
 
@@ -12,7 +12,7 @@ export interface SettingView {
   updatedBy: string | null;
 }
 
-export async function getSetting(db: DbOrTx, key: string): Promise<SettingView | undefined> {
+export async function getSetting(db: Executor, key: string): Promise<SettingView | undefined> {
   const row = await db
     .selectFrom('settings')
     .select(['key', 'value', 'updated_at', 'updated_by'])
@@ -23,7 +23,7 @@ export async function getSetting(db: DbOrTx, key: string): Promise<SettingView |
   return def && { key, value: structuredClone(def.default), updatedAt: null, updatedBy: null };
 }
 
-export async function listSettings(db: DbOrTx): Promise<SettingView[]> {
+export async function listSettings(db: Executor): Promise<SettingView[]> {
   const rows = await db.selectFrom('settings').select(['key', 'value', 'updated_at', 'updated_by']).execute();
   const stored = new Map(rows.map((r) => [r.key, r]));
   const keys = [...new Set([...Object.keys(SETTINGS), ...stored.keys()])].sort();
@@ -35,7 +35,7 @@ export async function listSettings(db: DbOrTx): Promise<SettingView[]> {
   });
 }
 
-export async function putSetting(db: DbOrTx, key: string, value: unknown, by: string): Promise<SettingView> {
+export async function putSetting(db: Executor, key: string, value: unknown, by: string): Promise<SettingView> {
   const now = nowIso();
   await db
     .insertInto('settings')
@@ -46,7 +46,7 @@ export async function putSetting(db: DbOrTx, key: string, value: unknown, by: st
 }
 
 /** How many custom.* keys are stored. */
-export async function countCustomSettings(db: DbOrTx): Promise<number> {
+export async function countCustomSettings(db: Executor): Promise<number> {
   const row = await db
     .selectFrom('settings')
     .select((eb) => eb.fn.countAll<number>().as('n'))
@@ -55,19 +55,19 @@ export async function countCustomSettings(db: DbOrTx): Promise<number> {
   return Number(row.n);
 }
 
-export async function deleteSetting(db: DbOrTx, key: string): Promise<boolean> {
+export async function deleteSetting(db: Executor, key: string): Promise<boolean> {
   const r = await db.deleteFrom('settings').where('key', '=', key).executeTakeFirst();
   return Number(r.numDeletedRows) > 0;
 }
 
 /** The departments tasks and staff may name: the `departments` setting, or its default. */
-export async function getDepartments(db: DbOrTx): Promise<string[]> {
+export async function getDepartments(db: Executor): Promise<string[]> {
   const s = await getSetting(db, 'departments');
   return Array.isArray(s?.value) ? (s.value as string[]) : DEFAULT_DEPARTMENTS;
 }
 
 /** Throws VALIDATION_ERROR on `field` unless the department is one the setting lists. */
-export async function checkDepartment(db: DbOrTx, department: string | null | undefined, field = 'department') {
+export async function checkDepartment(db: Executor, department: string | null | undefined, field = 'department') {
   if (department === null || department === undefined) return;
   const known = await getDepartments(db);
   if (!known.includes(department)) throw fieldError(field, `must be one of: ${known.join(', ')}`);

@@ -51,7 +51,7 @@ export const settingsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: Type.Object({ success: Type.Literal(true), data: Type.Array(Setting) }), ...STANDARD_ERRORS },
       },
     },
-    async () => ok(await listSettings(app.ctx.store.db)),
+    async () => ok(await listSettings(app.ctx.store)),
   );
 
   app.get(
@@ -68,7 +68,7 @@ export const settingsRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request) => {
       const { key } = request.params;
       if (!isKnownKey(key)) throw unknownKey(key);
-      const s = await getSetting(app.ctx.store.db, key);
+      const s = await getSetting(app.ctx.store, key);
       if (s === undefined) throw unknownKey(key);
       return ok(s);
     },
@@ -97,7 +97,7 @@ export const settingsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       if (!isKnownKey(key)) throw unknownKey(key);
       const { value } = request.body as { value: unknown };
       checkValue(key, value);
-      const saved = await withEvents(app.ctx.store.db, async (tx, outbox) => {
+      const saved = await withEvents(app.ctx.store, async (tx, outbox) => {
         const before = await getSetting(tx, key);
         if (before === undefined && (await countCustomSettings(tx)) >= MAX_CUSTOM_KEYS) {
           throw conflict(`At most ${MAX_CUSTOM_KEYS} custom settings are kept; delete one before adding another`);
@@ -127,7 +127,7 @@ export const settingsRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request) => {
       const { key } = request.params;
       if (!isKnownKey(key)) throw unknownKey(key);
-      await withEvents(app.ctx.store.db, async (tx, outbox) => {
+      await withEvents(app.ctx.store, async (tx, outbox) => {
         const before = await getSetting(tx, key);
         const deleted = await deleteSetting(tx, key);
         if (!deleted && CUSTOM_KEY.test(key)) throw unknownKey(key);

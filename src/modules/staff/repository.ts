@@ -1,7 +1,7 @@
 // Owns staff rows: reads, writes and the mapping of a row to its API shape (never the hash).
 import type { Static } from 'typebox';
 import { nowIso, toBool, toIso } from '../../db/store.js';
-import type { DbOrTx, StaffRow } from '../../db/types.js';
+import type { Executor, StaffRow } from '../../db/types.js';
 import { newId } from '../../lib/ids.js';
 import type { Role } from '../../lib/jwt.js';
 import type { Staff } from './schemas.js';
@@ -24,12 +24,12 @@ export function toStaff(row: StaffListRow): StaffView {
   };
 }
 
-export async function findStaff(db: DbOrTx, id: string): Promise<StaffView | undefined> {
+export async function findStaff(db: Executor, id: string): Promise<StaffView | undefined> {
   const row = await db.selectFrom('staff').select(COLUMNS).where('id', '=', id).executeTakeFirst();
   return row && toStaff(row);
 }
 
-export function findStaffForLogin(db: DbOrTx, email: string) {
+export function findStaffForLogin(db: Executor, email: string) {
   return db
     .selectFrom('staff')
     .select([...COLUMNS, 'password_hash', 'tokens_valid_after'])
@@ -37,7 +37,7 @@ export function findStaffForLogin(db: DbOrTx, email: string) {
     .executeTakeFirst();
 }
 
-export function findPasswordHash(db: DbOrTx, id: string) {
+export function findPasswordHash(db: Executor, id: string) {
   return db.selectFrom('staff').select(['password_hash']).where('id', '=', id).executeTakeFirst();
 }
 
@@ -49,7 +49,7 @@ export interface StaffFilter {
   onlyId?: string;
 }
 
-export async function listStaff(db: DbOrTx, f: StaffFilter, page: number, limit: number) {
+export async function listStaff(db: Executor, f: StaffFilter, page: number, limit: number) {
   let q = db.selectFrom('staff');
   if (f.role !== undefined) q = q.where('role', '=', f.role);
   if (f.department !== undefined) q = q.where('department', '=', f.department);
@@ -76,7 +76,7 @@ export interface NewStaffInput {
   passwordHash: string;
 }
 
-export async function insertStaff(db: DbOrTx, input: NewStaffInput): Promise<StaffView> {
+export async function insertStaff(db: Executor, input: NewStaffInput): Promise<StaffView> {
   const now = nowIso();
   const row = {
     id: newId('stf'),
@@ -102,7 +102,7 @@ export interface StaffChanges {
   active?: boolean;
 }
 
-export async function updateStaff(db: DbOrTx, id: string, c: StaffChanges): Promise<StaffView | undefined> {
+export async function updateStaff(db: Executor, id: string, c: StaffChanges): Promise<StaffView | undefined> {
   await db
     .updateTable('staff')
     .set({
@@ -117,7 +117,7 @@ export async function updateStaff(db: DbOrTx, id: string, c: StaffChanges): Prom
   return findStaff(db, id);
 }
 
-export async function setPassword(db: DbOrTx, id: string, passwordHash: string, tokensValidAfter: number) {
+export async function setPassword(db: Executor, id: string, passwordHash: string, tokensValidAfter: number) {
   await db
     .updateTable('staff')
     .set({ password_hash: passwordHash, tokens_valid_after: tokensValidAfter, updated_at: nowIso() })
@@ -125,7 +125,7 @@ export async function setPassword(db: DbOrTx, id: string, passwordHash: string, 
     .execute();
 }
 
-export async function countActiveAdmins(db: DbOrTx): Promise<number> {
+export async function countActiveAdmins(db: Executor): Promise<number> {
   const r = await db
     .selectFrom('staff')
     .select((eb) => eb.fn.countAll<number>().as('n'))
@@ -140,18 +140,18 @@ export async function countActiveAdmins(db: DbOrTx): Promise<number> {
  * (FOR UPDATE) so two concurrent demotions cannot both see "another admin remains" and leave none;
  * SQLite runs one transaction at a time, so it needs no lock.
  */
-export async function countActiveAdminsForUpdate(tx: DbOrTx, dialect: 'sqlite' | 'postgres'): Promise<number> {
+export async function countActiveAdminsForUpdate(tx: Executor): Promise<number> {
   let q = tx
     .selectFrom('staff')
     .select('id')
     .where('role', '=', 'admin')
     .where('active', '=', toBool(true))
     .orderBy('id'); // one lock order for every transaction: no deadlocks
-  if (dialect === 'postgres') q = q.forUpdate();
+  if (tx.dialect === 'postgres') q = q.forUpdate();
   return (await q.execute()).length;
 }
 
-export async function countStaff(db: DbOrTx): Promise<number> {
+export async function countStaff(db: Executor): Promise<number> {
   const r = await db
     .selectFrom('staff')
     .select((eb) => eb.fn.countAll<number>().as('n'))

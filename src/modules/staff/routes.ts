@@ -24,7 +24,7 @@ import { countActiveAdminsForUpdate, findStaff, insertStaff, listStaff, updateSt
 import { CreatedStaff, CreateStaffBody, ListStaffQuery, Staff, UpdateStaffBody } from './schemas.js';
 
 export const staffRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  const db = () => app.ctx.store.db;
+  const db = () => app.ctx.store;
 
   app.get(
     '/',
@@ -118,11 +118,11 @@ export const staffRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const { id } = request.params;
       const body = request.body;
       await checkDepartment(db(), body.department);
-      const updated = await withEvents(app.ctx.store.db, async (tx, outbox) => {
+      const updated = await withEvents(app.ctx.store, async (tx, outbox) => {
         const current = visibleTo(request.user!, await findStaff(tx, id), (s) => s.id, 'Staff member', id);
         const losesAdmin =
           current.role === 'admin' && current.active && (body.active === false || (body.role ?? 'admin') !== 'admin');
-        if (losesAdmin && (await countActiveAdminsForUpdate(tx, app.ctx.store.dialect)) <= 1) {
+        if (losesAdmin && (await countActiveAdminsForUpdate(tx)) <= 1) {
           throw conflict('This is the last active admin; promote another admin first');
         }
         const after = (await updateStaff(tx, id, body))!;

@@ -2,7 +2,7 @@
 // to its API shape.
 import { filteredList, type Param } from '../../db/prepared.js';
 import { nowIso, toIso } from '../../db/store.js';
-import type { DbOrTx, TaskRow } from '../../db/types.js';
+import type { Executor, TaskRow } from '../../db/types.js';
 import { AppError, type FieldError } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
 import { checkDepartment } from '../settings/repository.js';
@@ -44,7 +44,7 @@ export function toTask(row: TaskRow): TaskView {
   };
 }
 
-export async function findTask(db: DbOrTx, id: string): Promise<TaskView | undefined> {
+export async function findTask(db: Executor, id: string): Promise<TaskView | undefined> {
   const row = await db.selectFrom('tasks').select(COLUMNS).where('id', '=', id).executeTakeFirst();
   return row && toTask(row);
 }
@@ -75,7 +75,7 @@ const shapeOf = (f: ListFilter): string =>
   ].join();
 
 /** Newest first; each filter leads one of the tasks_*_idx indexes, which end in (created_at, id). */
-function pageQuery(db: DbOrTx, f: ListFilter, p: Param<ListParams>) {
+function pageQuery(db: Executor, f: ListFilter, p: Param<ListParams>) {
   let q = db.selectFrom('tasks');
   if (f.status !== undefined) q = q.where('status', '=', p('status'));
   if (f.priority !== undefined) q = q.where('priority', '=', p('priority'));
@@ -90,7 +90,7 @@ function pageQuery(db: DbOrTx, f: ListFilter, p: Param<ListParams>) {
  * The number of tasks `f` matches, summed from task_counts (kept exact by triggers, migration
  * 002) instead of counted over the tasks: the same filters, mapped onto the count keys.
  */
-function countQuery(db: DbOrTx, f: ListFilter, p: Param<ListParams>) {
+function countQuery(db: Executor, f: ListFilter, p: Param<ListParams>) {
   let q = db.selectFrom('task_counts').select((eb) => eb.fn.coalesce(eb.fn.sum<number>('n'), eb.lit(0)).as('n'));
   if (f.status !== undefined) q = q.where('status', '=', p('status'));
   if (f.priority !== undefined) q = q.where('priority', '=', p('priority'));
@@ -104,7 +104,7 @@ function countQuery(db: DbOrTx, f: ListFilter, p: Param<ListParams>) {
 /** The list's page and count, prepared once per filter shape (48 at most). */
 const list = filteredList(shapeOf, pageQuery, countQuery);
 
-export async function listTasks(db: DbOrTx, f: ListFilter, page: number, limit: number) {
+export async function listTasks(db: Executor, f: ListFilter, page: number, limit: number) {
   // Inputs a shape does not use are never bound; a placeholder keeps the object's shape the same.
   const { rows, total } = await list(db, f, {
     status: f.status ?? 'open',
@@ -130,7 +130,7 @@ export interface References {
  * setting does not list, a guest or conversation that does not exist (or a conversation of
  * another guest), an assignee who is missing or deactivated.
  */
-export async function referenceProblems(db: DbOrTx, r: References): Promise<FieldError[]> {
+export async function referenceProblems(db: Executor, r: References): Promise<FieldError[]> {
   const problems: FieldError[] = [];
   try {
     await checkDepartment(db, r.department);
@@ -162,7 +162,7 @@ export async function referenceProblems(db: DbOrTx, r: References): Promise<Fiel
   return problems;
 }
 
-export async function insertTask(db: DbOrTx, input: CreateTaskInput): Promise<TaskView> {
+export async function insertTask(db: Executor, input: CreateTaskInput): Promise<TaskView> {
   const now = nowIso();
   const row: TaskRow = {
     id: newId('tsk'),
@@ -185,7 +185,7 @@ export async function insertTask(db: DbOrTx, input: CreateTaskInput): Promise<Ta
 }
 
 /** Applies `c` to `current`; completedAt is stamped on entering completed and cleared on leaving it. */
-export async function updateTask(db: DbOrTx, current: TaskView, c: UpdateTaskInput): Promise<TaskView> {
+export async function updateTask(db: Executor, current: TaskView, c: UpdateTaskInput): Promise<TaskView> {
   const now = nowIso();
   let completedAt = current.completedAt;
   if (c.status !== undefined) {

@@ -43,7 +43,7 @@ function dueAtOf(value: string | null | undefined): { dueAt: string | null | und
 const invalid = (problems: FieldError[]) => validation(problems, `${problems[0]!.field}: ${problems[0]!.message}`);
 
 export const tasksRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  const db = () => app.ctx.store.db;
+  const db = () => app.ctx.store;
 
   /** Checks what the body refers to and inserts the task, in one transaction. */
   function createTask(input: CreateTaskInput, actor: Actor): Promise<TaskView> {

@@ -1,8 +1,5 @@
-// Owns webhook delivery rows: creating one per event and endpoint, listing them, claiming the due
-// ones for a dispatcher (exactly one instance gets each), and recording each attempt's outcome.
-import type { DialectName } from '../../db/store.js';
 import { nowIso, toBool, toIso } from '../../db/store.js';
-import type { DbOrTx, WebhookDeliveryRow } from '../../db/types.js';
+import type { Executor, WebhookDeliveryRow } from '../../db/types.js';
 import type { DeliveryStatus, DeliveryView } from './schemas.js';
 
 const COLUMNS = [
@@ -43,7 +40,7 @@ export function toDelivery(row: DeliveryListRow): DeliveryView {
 }
 
 export async function insertDelivery(
-  db: DbOrTx,
+  db: Executor,
   d: { id: string; webhookId: string; eventId: number; eventType: string; payload: string },
 ): Promise<void> {
   const now = nowIso();
@@ -64,7 +61,7 @@ export async function insertDelivery(
     .execute();
 }
 
-export async function findDelivery(db: DbOrTx, webhookId: string, id: string) {
+export async function findDelivery(db: Executor, webhookId: string, id: string) {
   const row = await db
     .selectFrom('webhook_deliveries')
     .select(COLUMNS)
@@ -75,7 +72,7 @@ export async function findDelivery(db: DbOrTx, webhookId: string, id: string) {
 }
 
 export async function listDeliveries(
-  db: DbOrTx,
+  db: Executor,
   webhookId: string,
   status: DeliveryStatus | undefined,
   page: number,
@@ -100,7 +97,7 @@ export async function listDeliveries(
  * Makes a delivery due now (a redelivery); its attempts keep counting. False when an attempt holds
  * it (claimed and not yet expired), so it is never sent twice at once.
  */
-export async function scheduleNow(db: DbOrTx, id: string): Promise<boolean> {
+export async function scheduleNow(db: Executor, id: string): Promise<boolean> {
   const now = nowIso();
   const r = await db
     .updateTable('webhook_deliveries')
@@ -123,7 +120,7 @@ export interface ClaimedDelivery {
  * instance, and the oldest pending one of their webhook, so an endpoint never gets an event while
  * an older one for it is still pending (in flight or waiting for a retry).
  */
-function claimable(db: DbOrTx, at: string) {
+function claimable(db: Executor, at: string) {
   return db
     .selectFrom('webhook_deliveries as d')
     .innerJoin('webhooks as w', 'w.id', 'd.webhook_id')
@@ -156,8 +153,7 @@ function claimable(db: DbOrTx, at: string) {
  * the single statement runs alone.
  */
 export async function claimDue(
-  db: DbOrTx,
-  dialect: DialectName,
+  db: Executor,
   instance: string,
   limit: number,
   lockMs: number,
@@ -169,7 +165,7 @@ export async function claimDue(
     .where('d.next_attempt_at', '<=', at)
     .orderBy('d.next_attempt_at')
     .limit(limit);
-  if (dialect === 'postgres') candidates = candidates.forUpdate('d').skipLocked();
+  if (db.dialect === 'postgres') candidates = candidates.forUpdate('d').skipLocked();
   const rows = await db
     .updateTable('webhook_deliveries')
     .set({ locked_until: new Date(now.getTime() + lockMs).toISOString(), locked_by: instance })
@@ -180,7 +176,7 @@ export async function claimDue(
 }
 
 /** When the next claimable delivery falls due (epoch ms), or null when there is none. */
-export async function nextDueAt(db: DbOrTx): Promise<number | null> {
+export async function nextDueAt(db: Executor): Promise<number | null> {
   const row = await claimable(db, new Date().toISOString())
     .select((eb) => eb.fn.min('d.next_attempt_at').as('at'))
     .executeTakeFirst();
@@ -196,7 +192,7 @@ export interface AttemptOutcome {
 }
 
 /** Records an attempt made under this instance's lock; false if the lock was lost meanwhile. */
-export async function recordAttempt(db: DbOrTx, id: string, instance: string, o: AttemptOutcome): Promise<boolean> {
+export async function recordAttempt(db: Executor, id: string, instance: string, o: AttemptOutcome): Promise<boolean> {
   const now = nowIso();
   const r = await db
     .updateTable('webhook_deliveries')
@@ -219,7 +215,7 @@ export async function recordAttempt(db: DbOrTx, id: string, instance: string, o:
 }
 
 /** Gives up this instance's locks at shutdown, so a restarted or other instance resumes at once. */
-export async function releaseLocks(db: DbOrTx, instance: string, ids: string[]): Promise<void> {
+export async function releaseLocks(db: Executor, instance: string, ids: string[]): Promise<void> {
   if (ids.length === 0) return;
   await db
     .updateTable('webhook_deliveries')

@@ -18,7 +18,7 @@ const CONFLICT = {
 };
 
 export const deliveriesRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  const db = () => app.ctx.store.db;
+  const db = () => app.ctx.store;
 
   app.get(
     '/:id/deliveries',

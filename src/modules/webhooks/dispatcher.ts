@@ -4,8 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { FastifyBaseLogger } from 'fastify';
-import type { DialectName } from '../../db/store.js';
-import type { Db } from '../../db/types.js';
+import type { Store } from '../../db/store.js';
 import { SYSTEM } from '../events/emit.js';
 import { withEvents } from '../events/outbox.js';
 import { PollLoop } from '../events/poll-loop.js';
@@ -28,8 +27,7 @@ export function retryDelayMs(attempts: number, baseMs: number, random: () => num
 }
 
 export interface DispatcherOptions {
-  db: Db;
-  dialect: DialectName;
+  db: Store;
   log: FastifyBaseLogger;
   pollMs: number;
   retryBaseMs: number;
@@ -70,7 +68,7 @@ export class Dispatcher {
     const free = CONCURRENCY - this.inFlight.size;
     // All slots busy: a finishing attempt wakes the loop.
     if (free <= 0) return undefined;
-    const claimed = await claimDue(this.o.db, this.o.dialect, this.instance, free, LOCK_MS);
+    const claimed = await claimDue(this.o.db, this.instance, free, LOCK_MS);
     if (claimed.length > 0) {
       const ids = [...new Set(claimed.map((d) => d.webhookId))];
       const targets = new Map((await findTargets(this.o.db, ids)).map((t) => [t.id, t]));

@@ -2,7 +2,7 @@
 // shown once by the routes), the failure count, and the mapping of a row to its API shape.
 import { randomBytes } from 'node:crypto';
 import { nowIso, toBool, toIso, toJson } from '../../db/store.js';
-import type { DbOrTx, WebhookRow } from '../../db/types.js';
+import type { Executor, WebhookRow } from '../../db/types.js';
 import { newId } from '../../lib/ids.js';
 import type { WebhookView } from './schemas.js';
 
@@ -34,17 +34,17 @@ export function toWebhook(row: WebhookListRow): WebhookView {
 /** 32 random bytes; the prefix tells a leaked secret apart from other credentials in a scan. */
 export const newSecret = (): string => `whsec_${randomBytes(32).toString('base64url')}`;
 
-export async function findWebhook(db: DbOrTx, id: string): Promise<WebhookView | undefined> {
+export async function findWebhook(db: Executor, id: string): Promise<WebhookView | undefined> {
   const row = await db.selectFrom('webhooks').select(COLUMNS).where('id', '=', id).executeTakeFirst();
   return row && toWebhook(row);
 }
 
 /** What an attempt needs; the secret never leaves the dispatcher. */
-export function findTargets(db: DbOrTx, ids: string[]) {
+export function findTargets(db: Executor, ids: string[]) {
   return db.selectFrom('webhooks').select(['id', 'url', 'secret', 'active']).where('id', 'in', ids).execute();
 }
 
-export async function listWebhooks(db: DbOrTx, page: number, limit: number) {
+export async function listWebhooks(db: Executor, page: number, limit: number) {
   const [rows, count] = await Promise.all([
     db
       .selectFrom('webhooks')
@@ -69,7 +69,7 @@ export interface WebhookInput {
   active: boolean;
 }
 
-export async function insertWebhook(db: DbOrTx, input: WebhookInput): Promise<{ view: WebhookView; secret: string }> {
+export async function insertWebhook(db: Executor, input: WebhookInput): Promise<{ view: WebhookView; secret: string }> {
   const now = nowIso();
   const row = {
     id: newId('whk'),
@@ -87,7 +87,7 @@ export async function insertWebhook(db: DbOrTx, input: WebhookInput): Promise<{ 
 }
 
 export async function updateWebhook(
-  db: DbOrTx,
+  db: Executor,
   id: string,
   c: Partial<WebhookInput>,
 ): Promise<WebhookView | undefined> {
@@ -108,7 +108,7 @@ export async function updateWebhook(
   return Number(r.numUpdatedRows) > 0 ? findWebhook(db, id) : undefined;
 }
 
-export async function rotateSecret(db: DbOrTx, id: string): Promise<string | undefined> {
+export async function rotateSecret(db: Executor, id: string): Promise<string | undefined> {
   const secret = newSecret();
   const r = await db
     .updateTable('webhooks')
@@ -119,12 +119,12 @@ export async function rotateSecret(db: DbOrTx, id: string): Promise<string | und
 }
 
 /** Deletes the endpoint and, by cascade, its deliveries. */
-export async function deleteWebhook(db: DbOrTx, id: string): Promise<boolean> {
+export async function deleteWebhook(db: Executor, id: string): Promise<boolean> {
   const r = await db.deleteFrom('webhooks').where('id', '=', id).executeTakeFirst();
   return Number(r.numDeletedRows) > 0;
 }
 
-export async function resetFailures(db: DbOrTx, id: string): Promise<void> {
+export async function resetFailures(db: Executor, id: string): Promise<void> {
   await db
     .updateTable('webhooks')
     .set({ consecutive_failures: 0 })
@@ -137,7 +137,7 @@ export async function resetFailures(db: DbOrTx, id: string): Promise<void> {
  * Counts one more failed attempt and, when the count reaches `threshold`, deactivates the endpoint.
  * Returns the endpoint when this call deactivated it (the caller writes webhook.disabled).
  */
-export async function countFailure(db: DbOrTx, id: string, threshold: number): Promise<WebhookView | undefined> {
+export async function countFailure(db: Executor, id: string, threshold: number): Promise<WebhookView | undefined> {
   await db
     .updateTable('webhooks')
     .set((eb) => ({ consecutive_failures: eb('consecutive_failures', '+', 1) }))

@@ -32,7 +32,7 @@ function checkEvents(events: string[] | undefined) {
 }
 
 export const webhooksRoutes: FastifyPluginAsyncTypebox = async (app) => {
-  const db = () => app.ctx.store.db;
+  const db = () => app.ctx.store;
   const checkUrl = async (url: string | undefined) => {
     if (url === undefined) return;
     const problem = await urlProblem(url, app.ctx.config.webhookAllowPrivate);

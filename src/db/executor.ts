@@ -1,0 +1,87 @@
+// Owns the one way a query reaches the store: an executor, which is the store itself or one of
+// its transactions. Repositories take an executor and either build a query with Kysely's builder
+// (`x.selectFrom(…)`, run by Kysely) or run a prepared statement (`x.run(q, params)`), which the
+// store executes its own way: a cached prepared statement run at once on SQLite, a named
+// statement on PostgreSQL, the batch's connection inside a group commit. Nothing is looked up in
+// a registry: what runs a statement is the object it is called on.
+import type { CompiledQuery, Kysely, QueryResult, Transaction } from 'kysely';
+import type { Prepared } from './prepared.js';
+import type { Database } from './types.js';
+
+export type DialectName = 'sqlite' | 'postgres';
+
+/** Runs compiled SQL with its parameters and returns the rows (none for a write). */
+export type RunSql = <R>(sql: string, parameters: readonly unknown[]) => Promise<R[]>;
+
+type Builder = Pick<
+  Kysely<Database>,
+  'selectFrom' | 'insertInto' | 'updateTable' | 'deleteFrom' | 'selectNoFrom' | 'with' | 'fn' | 'getExecutor'
+>;
+
+/** The store, or one of its transactions: where a query runs. */
+export interface Executor extends Builder {
+  readonly dialect: DialectName;
+  /** Runs a prepared statement (src/db/prepared.ts) and returns its rows. */
+  run<P, R>(q: Prepared<P, R>, params: P): Promise<R[]>;
+  /** The first row of `run`, or undefined. */
+  first<P, R>(q: Prepared<P, R>, params: P): Promise<R | undefined>;
+  /** Runs a query compiled elsewhere (raw SQL through Kysely). */
+  executeQuery<R>(query: CompiledQuery<R>): Promise<QueryResult<R>>;
+}
+
+/** One transaction of the store (`store.transact`). */
+export interface Tx extends Executor {
+  /**
+   * Calls `fn` once this transaction has committed (a group commit: once the batch holding it
+   * committed), never when it rolled back. Listeners run in order; one that throws is logged by
+   * nobody and stops nothing, so keep them to waking things up.
+   */
+  onCommit(fn: () => void): void;
+}
+
+/** An executor over a Kysely instance or transaction, with `run` executing prepared statements. */
+export function executor(db: Kysely<Database> | Transaction<Database>, dialect: DialectName, runSql: RunSql): Executor {
+  const x: Executor = {
+    dialect,
+    // Bound so the builder works when called on the executor; the casts keep Kysely's overloads,
+    // which `bind` would collapse to one.
+    selectFrom: db.selectFrom.bind(db) as Builder['selectFrom'],
+    insertInto: db.insertInto.bind(db) as Builder['insertInto'],
+    updateTable: db.updateTable.bind(db) as Builder['updateTable'],
+    deleteFrom: db.deleteFrom.bind(db) as Builder['deleteFrom'],
+    selectNoFrom: db.selectNoFrom.bind(db) as Builder['selectNoFrom'],
+    with: db.with.bind(db) as Builder['with'],
+    fn: db.fn,
+    getExecutor: () => db.getExecutor(),
+    executeQuery: (query) => db.executeQuery(query),
+    run: (q, params) => {
+      const s = q.statement(x, params);
+      return runSql(s.sql, s.parameters);
+    },
+    first: async (q, params) => (await x.run(q, params))[0],
+  };
+  return x;
+}
+
+/** A transaction's executor, collecting the listeners to call after it commits. */
+export function transaction(
+  tx: Transaction<Database>,
+  dialect: DialectName,
+  runSql: RunSql,
+): { tx: Tx; committed(): void } {
+  const after: (() => void)[] = [];
+  const handle: Tx = { ...executor(tx, dialect, runSql), onCommit: (fn) => void after.push(fn) };
+  // `run` above calls the base executor, whose statement() needs only the builder and dialect.
+  return {
+    tx: handle,
+    committed() {
+      for (const fn of after) {
+        try {
+          fn();
+        } catch {
+          // A wake-up that failed must not undo or hide the committed work.
+        }
+      }
+    },
+  };
+}
