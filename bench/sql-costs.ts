@@ -65,11 +65,11 @@ export async function sqlCosts(file: string, conversationId: string, guestSearch
       return (await db.executeQuery(CompiledQuery.raw(text, [...parameters]))).rows as never[];
     });
     path = 'GET /conversations?status=open&limit=20';
-    await listConversations(x, { status: 'open' }, 1, 20);
+    await listConversations(x, { status: 'open' }, { page: 1, limit: 20 });
     path = 'GET /conversations/:id/messages';
-    await listMessages(x, conversationId, 1, 20);
+    await listMessages(x, { conversationId }, { page: 1, limit: 20 });
     path = `GET /guests?search=${guestSearch}`;
-    await listGuests(x, { search: guestSearch }, 1, 20);
+    await listGuests(x, { search: guestSearch }, { page: 1, limit: 20 });
 
     return captured.map((q) => {
       const params = [...q.params];

@@ -11,6 +11,7 @@ import { buildSerializer, compileValidator } from './lib/compiled-schemas.js';
 import { TokenService } from './lib/jwt.js';
 import { documentRoute } from './lib/openapi.js';
 import { loadRedis } from './lib/optional-deps.js';
+import { CursorCodec } from './lib/pages.js';
 import { type Counter, MemoryCounter, RedisCounter } from './lib/rate-limiter.js';
 import { requestId } from './lib/request-id.js';
 import { requestLogger } from './lib/request-logger.js';
@@ -38,6 +39,8 @@ export interface AppContext {
   tokens: TokenService;
   counter: Counter;
   redis: Redis | null;
+  /** Signs and checks list cursors (src/lib/pages.ts). */
+  cursors: CursorCodec;
   /**
    * Revokes a token id until its expiry (logout, refresh, password change). Resolves true when
    * this call revoked it, false when it already was (a concurrent logout or refresh won).
@@ -148,6 +151,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     tokens: new TokenService(config.jwtSecret, config.jwtPreviousSecrets, config.tokenTtlSeconds),
     counter,
     redis,
+    cursors: new CursorCodec([config.jwtSecret, ...config.jwtPreviousSecrets]),
     async revoke(jti, expSec) {
       const r = await store
         .insertInto('revoked_tokens')

@@ -108,43 +108,5 @@ export function preparedPage<P extends PageParams, R, DB, TB extends keyof DB>(
   };
 }
 
-/** The column a list's page carries its total in (the count as a scalar subquery). */
-const TOTAL = 'list_total';
-
-/**
- * A filtered list: for each filter shape (which filters a request has; `shapeOf` names it), its
- * page query (`preparedPage`) carrying the count as a scalar subquery in a column of every row,
- * prepared once. One statement, so the page and its total come from the same snapshot, and on
- * PostgreSQL one round trip instead of two queries on two pool connections (each Bind/Execute a
- * socket write and a wake-up of a backend; docs/performance.md). The subquery does not depend on
- * the row, so both stores evaluate it once. A page with no rows carries no total: only then is the
- * count run alone (a page past the end, or nothing matches).
- */
-export function filteredList<F, P extends PageParams, R, DB, TB extends keyof DB, CDB, CTB extends keyof CDB>(
-  shapeOf: (f: F) => string,
-  page: (db: Executor, f: F, p: Param<P>) => SelectQueryBuilder<DB, TB, R>,
-  count: (db: Executor, f: F, p: Param<P>) => SelectQueryBuilder<CDB, CTB, { n: number }>,
-) {
-  type Row = R & { [TOTAL]: number | string | bigint };
-  const shapes = new Map<string, { page: Prepared<P, Row>; count: Prepared<P, { n: number }> }>();
-  return async (x: Executor, f: F, params: P): Promise<{ rows: R[]; total: number }> => {
-    const key = shapeOf(f);
-    let q = shapes.get(key);
-    if (q === undefined) {
-      q = {
-        page: preparedPage((on, p: Param<P>) =>
-          page(on, f, p).select(() => count(on, f, p).as(TOTAL) as never),
-        ) as Prepared<P, Row>,
-        count: prepared((on, p: Param<P>) => count(on, f, p)),
-      };
-      shapes.set(key, q);
-    }
-    const rows = await x.run(q.page, params);
-    if (rows.length > 0) return { rows, total: Number(rows[0]![TOTAL]) };
-    const n = await x.first(q.count, params);
-    return { rows, total: Number(n?.n ?? 0) };
-  };
-}
-
 /** The row type of a prepared query. */
 export type RowOf<Q> = Q extends Prepared<never, infer R> ? R : never;

@@ -15,17 +15,44 @@ export const ErrorBody = Type.Object(
 );
 
 const Count = Type.Integer({ format: 'int64', minimum: 0, maximum: Number.MAX_SAFE_INTEGER });
-export const ListMeta = Type.Object({
-  page: Type.Integer({ format: 'int32', minimum: 1, maximum: 1_000_000 }),
-  limit: Type.Integer({ format: 'int32', minimum: 1, maximum: 100 }),
-  total: Count,
-  pages: Count,
-});
+export const ListMeta = Type.Object(
+  {
+    page: Type.Optional(Type.Integer({ format: 'int32', minimum: 1, maximum: 1_000_000 })),
+    limit: Type.Integer({ format: 'int32', minimum: 1, maximum: 100 }),
+    total: Type.Optional(Count),
+    pages: Type.Optional(Count),
+    nextCursor: Type.Union([Type.String({ maxLength: 1024 }), Type.Null()], {
+      description: 'Pass as `cursor` for the page after this one; null on the last page',
+    }),
+  },
+  {
+    description:
+      'A numbered page has page, limit, total, pages and nextCursor; a cursor page (asked with `cursor`) has ' +
+      'limit and nextCursor only.',
+  },
+);
 export type ListMeta = Static<typeof ListMeta>;
 
-export const PageQuery = {
-  page: Type.Optional(Type.Integer({ format: 'int32', minimum: 1, maximum: 1_000_000, default: 1 })),
+/** A numbered page only: ranked search results have no cursor. */
+export const NumberedPageQuery = {
+  page: Type.Optional(
+    Type.Integer({ format: 'int32', minimum: 1, maximum: 1_000_000, description: 'Page number, from 1 (default 1)' }),
+  ),
   limit: Type.Optional(Type.Integer({ format: 'int32', minimum: 1, maximum: 100, default: 20 })),
+};
+
+export const PageQuery = {
+  ...NumberedPageQuery,
+  cursor: Type.Optional(
+    Type.String({
+      minLength: 1,
+      maxLength: 1024,
+      pattern: '^[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+$',
+      description:
+        "Walk the list: the previous page's meta.nextCursor, for the next `limit` items after it (instead of " +
+        '`page`; with the same filters).',
+    }),
+  ),
 };
 
 export const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64 }) });
@@ -56,9 +83,4 @@ export const BODY_ERRORS = {
   415: err('UNSUPPORTED_MEDIA_TYPE: the body is not JSON, or is sent with a Content-Encoding'),
 };
 
-export function pageMeta(page: number, limit: number, total: number): ListMeta {
-  return { page, limit, total, pages: Math.ceil(total / limit) };
-}
-
 export const ok = <T>(data: T) => ({ success: true as const, data });
-export const okList = <T>(data: T[], meta: ListMeta) => ({ success: true as const, data, meta });

@@ -225,7 +225,10 @@ test('the list is paginated with meta, and a page past the end is empty', async 
   const newestFirst = made.reverse();
 
   const page2 = await call(app, 'GET', '/conversations?page=2&limit=2', { token: admin.token });
-  assert.deepEqual(page2.body.meta, { page: 2, limit: 2, total: 5, pages: 3 });
+  assert.deepEqual(
+    { ...page2.body.meta, nextCursor: typeof page2.body.meta.nextCursor },
+    { page: 2, limit: 2, total: 5, pages: 3, nextCursor: 'string' },
+  );
   assert.deepEqual(
     page2.data.map((x: { id: string }) => x.id),
     newestFirst.slice(2, 4),
@@ -234,10 +237,10 @@ test('the list is paginated with meta, and a page past the end is empty', async 
   const past = await call(app, 'GET', '/conversations?page=4&limit=2', { token: admin.token });
   assert.equal(past.status, 200);
   assert.deepEqual(past.data, []);
-  assert.deepEqual(past.body.meta, { page: 4, limit: 2, total: 5, pages: 3 });
+  assert.deepEqual(past.body.meta, { page: 4, limit: 2, total: 5, pages: 3, nextCursor: null });
 
   const defaults = await call(app, 'GET', '/conversations', { token: admin.token });
-  assert.deepEqual(defaults.body.meta, { page: 1, limit: 20, total: 5, pages: 1 });
+  assert.deepEqual(defaults.body.meta, { page: 1, limit: 20, total: 5, pages: 1, nextCursor: null });
 
   await assertPagesAgree(app, admin.token, '/conversations', newestFirst);
 

@@ -202,7 +202,7 @@ test('the list pages newest first with page, limit, total and pages; past the en
   const newestFirst = [...ids].reverse();
 
   const all = await call(app, 'GET', '/guests', { token: admin.token });
-  assert.deepEqual(all.body.meta, { page: 1, limit: 20, total: 5, pages: 1 });
+  assert.deepEqual(all.body.meta, { page: 1, limit: 20, total: 5, pages: 1, nextCursor: null });
   assert.deepEqual(
     all.data.map((g: { id: string }) => g.id),
     newestFirst,
@@ -210,7 +210,10 @@ test('the list pages newest first with page, limit, total and pages; past the en
 
   const p2 = await call(app, 'GET', '/guests?page=2&limit=2', { token: admin.token });
   assert.equal(p2.status, 200);
-  assert.deepEqual(p2.body.meta, { page: 2, limit: 2, total: 5, pages: 3 });
+  assert.deepEqual(
+    { ...p2.body.meta, nextCursor: typeof p2.body.meta.nextCursor },
+    { page: 2, limit: 2, total: 5, pages: 3, nextCursor: 'string' },
+  );
   assert.deepEqual(
     p2.data.map((g: { id: string }) => g.id),
     newestFirst.slice(2, 4),
@@ -219,7 +222,7 @@ test('the list pages newest first with page, limit, total and pages; past the en
   const past = await call(app, 'GET', '/guests?page=4&limit=2', { token: admin.token });
   assert.equal(past.status, 200);
   assert.deepEqual(past.data, []);
-  assert.deepEqual(past.body.meta, { page: 4, limit: 2, total: 5, pages: 3 });
+  assert.deepEqual(past.body.meta, { page: 4, limit: 2, total: 5, pages: 3, nextCursor: null });
   await assertPagesAgree(app, admin.token, '/guests', newestFirst);
 });
 

@@ -103,7 +103,10 @@ test('GET /knowledge filters by category, orders by title and paginates', async 
   const first = await call(kb.app, 'GET', '/knowledge?category=spa&limit=2', { token: kb.staff });
   assert.equal(first.status, 200);
   assert.deepEqual(titles(first), ['Facials', 'Massage']);
-  assert.deepEqual(first.body.meta, { page: 1, limit: 2, total: 3, pages: 2 });
+  assert.deepEqual(
+    { ...first.body.meta, nextCursor: typeof first.body.meta.nextCursor },
+    { page: 1, limit: 2, total: 3, pages: 2, nextCursor: 'string' },
+  );
   const second = await call(kb.app, 'GET', '/knowledge?category=spa&limit=2&page=2', { token: kb.staff });
   assert.deepEqual(titles(second), ['Sauna']);
   const past = await call(kb.app, 'GET', '/knowledge?category=spa&limit=2&page=3', { token: kb.staff });
@@ -112,7 +115,7 @@ test('GET /knowledge filters by category, orders by title and paginates', async 
 
   const all = await call(kb.app, 'GET', '/knowledge', { token: kb.staff });
   assert.deepEqual(titles(all), ['Facials', 'Massage', 'Pool hours', 'Sauna']);
-  assert.deepEqual(all.body.meta, { page: 1, limit: 20, total: 4, pages: 1 });
+  assert.deepEqual(all.body.meta, { page: 1, limit: 20, total: 4, pages: 1, nextCursor: null });
   const none = await call(kb.app, 'GET', '/knowledge?category=golf', { token: kb.staff });
   assert.deepEqual(none.data, []);
   assert.equal(none.body.meta.total, 0);
@@ -161,7 +164,7 @@ test('search finds words in the body, stemmed forms and any case, ranking title 
   assert.deepEqual(titles(both), ['Parking'], 'every word must match');
   const none = await search(kb, 'valet towel');
   assert.deepEqual(none.data, []);
-  assert.deepEqual(none.body.meta, { page: 1, limit: 20, total: 0, pages: 0 });
+  assert.deepEqual(none.body.meta, { page: 1, limit: 20, total: 0, pages: 0, nextCursor: null });
   assert.deepEqual((await search(kb, 'helicopter')).data, []);
 
   const inCategory = await search(kb, 'towels', '&category=spa');
@@ -169,7 +172,7 @@ test('search finds words in the body, stemmed forms and any case, ranking title 
   assert.equal(inCategory.body.meta.total, 1);
   const paged = await search(kb, 'towels', '&limit=1&page=2');
   assert.deepEqual(titles(paged), ['Spa hours']);
-  assert.deepEqual(paged.body.meta, { page: 2, limit: 1, total: 2, pages: 2 });
+  assert.deepEqual(paged.body.meta, { page: 2, limit: 1, total: 2, pages: 2, nextCursor: null });
 });
 
 test('search text is never read as query syntax: hostile strings answer 200', async (t) => {

@@ -59,14 +59,17 @@ test('messages are listed oldest first and paginated with meta', async (t) => {
     all.data.map((m: { content: string }) => m.content),
     ['message 0', 'message 1', 'message 2', 'message 3', 'message 4'],
   );
-  assert.deepEqual(all.body.meta, { page: 1, limit: 20, total: 5, pages: 1 });
+  assert.deepEqual(all.body.meta, { page: 1, limit: 20, total: 5, pages: 1, nextCursor: null });
 
   const page2 = await call(app, 'GET', `/conversations/${c.id}/messages?page=2&limit=2`, { token: admin.token });
   assert.deepEqual(
     page2.data.map((m: { content: string }) => m.content),
     ['message 2', 'message 3'],
   );
-  assert.deepEqual(page2.body.meta, { page: 2, limit: 2, total: 5, pages: 3 });
+  assert.deepEqual(
+    { ...page2.body.meta, nextCursor: typeof page2.body.meta.nextCursor },
+    { page: 2, limit: 2, total: 5, pages: 3, nextCursor: 'string' },
+  );
 
   const past = await call(app, 'GET', `/conversations/${c.id}/messages?page=9&limit=2`, { token: admin.token });
   assert.equal(past.status, 200);

@@ -33,7 +33,7 @@ test('admin and manager list every member; staff see only themselves', async (t)
     const res = await call(app, 'GET', '/staff', { token: who.token });
     assert.equal(res.status, 200);
     assert.deepEqual(res.data.map((s: { id: string }) => s.id).sort(), all);
-    assert.deepEqual(res.body.meta, { page: 1, limit: 20, total: 4, pages: 1 });
+    assert.deepEqual(res.body.meta, { page: 1, limit: 20, total: 4, pages: 1, nextCursor: null });
     assert.doesNotMatch(res.raw.body, /password|hash|argon/i);
   }
   const own = await call(app, 'GET', '/staff', { token: staff.token });

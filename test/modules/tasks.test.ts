@@ -261,7 +261,10 @@ test('the list is newest first and paginates with meta; a page past the end is e
   for (let i = 0; i < 5; i++) made.push((await create({ title: `Task ${i}` })).id);
   const newestFirst = [...made].reverse();
   const page1 = await call(app, 'GET', '/tasks?limit=2', { token: manager.token });
-  assert.deepEqual(page1.body.meta, { page: 1, limit: 2, total: 5, pages: 3 });
+  assert.deepEqual(
+    { ...page1.body.meta, nextCursor: typeof page1.body.meta.nextCursor },
+    { page: 1, limit: 2, total: 5, pages: 3, nextCursor: 'string' },
+  );
   assert.deepEqual(
     page1.data.map((x: { id: string }) => x.id),
     newestFirst.slice(0, 2),
@@ -274,9 +277,9 @@ test('the list is newest first and paginates with meta; a page past the end is e
   const past = await call(app, 'GET', '/tasks?limit=2&page=4', { token: manager.token });
   assert.equal(past.status, 200);
   assert.deepEqual(past.data, []);
-  assert.deepEqual(past.body.meta, { page: 4, limit: 2, total: 5, pages: 3 });
+  assert.deepEqual(past.body.meta, { page: 4, limit: 2, total: 5, pages: 3, nextCursor: null });
   const defaults = await call(app, 'GET', '/tasks', { token: manager.token });
-  assert.deepEqual(defaults.body.meta, { page: 1, limit: 20, total: 5, pages: 1 });
+  assert.deepEqual(defaults.body.meta, { page: 1, limit: 20, total: 5, pages: 1, nextCursor: null });
   await assertPagesAgree(app, manager.token, '/tasks', newestFirst);
   await assertPagesAgree(app, manager.token, '/tasks?status=open', newestFirst);
 });

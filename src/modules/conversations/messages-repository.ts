@@ -1,6 +1,7 @@
 // Owns message rows: listing a conversation's messages oldest first, inserting one, and the
 // row-to-API mapping. Keeping the conversation's counters in step is the caller's (service.ts).
-import { type Param, prepared, preparedPage } from '../../db/prepared.js';
+import { paginate } from '../../db/paginate.js';
+import { type Param, prepared } from '../../db/prepared.js';
 import { toIso } from '../../db/store.js';
 import type { Executor, MessageRow } from '../../db/types.js';
 import { newId } from '../../lib/ids.js';
@@ -31,31 +32,23 @@ export function toMessage(row: MessageRow): MessageView {
   };
 }
 
-type PageInputs = { conversationId: string; limit: number; offset: number };
-
-const pageOf = preparedPage((db, p: Param<PageInputs>) =>
-  db
-    .selectFrom('messages')
-    .where('conversation_id', '=', p('conversationId'))
-    .select(COLUMNS)
-    .orderBy('created_at', 'asc')
-    .orderBy('id', 'asc'),
-);
-
-const countOf = prepared((db, p: Param<{ conversationId: string }>) =>
-  db
-    .selectFrom('messages')
-    .where('conversation_id', '=', p('conversationId'))
-    .select((eb) => eb.fn.countAll<number>().as('n')),
-);
-
-export async function listMessages(db: Executor, conversationId: string, page: number, limit: number) {
-  const [rows, n] = await Promise.all([
-    db.run(pageOf, { conversationId, limit, offset: (page - 1) * limit }),
-    db.first(countOf, { conversationId }),
-  ]);
-  return { items: rows.map(toMessage), total: Number(n?.n ?? 0) };
-}
+/** A conversation's messages, oldest first. */
+export const listMessages = paginate<{ conversationId: string }, MessageRow>({
+  name: 'messages',
+  from: (db) => db.selectFrom('messages'),
+  where: (q, _f, p) => q.where('conversation_id', '=', p('conversationId')),
+  columns: (q) => q.select(COLUMNS),
+  order: ['created_at', 'id'],
+  direction: 'asc',
+  keyOf: (row) => [toIso(row.created_at), row.id],
+  count: (x, _f, p) =>
+    x
+      .selectFrom('messages')
+      .where('conversation_id', '=', p('conversationId'))
+      .select((eb) => eb.fn.countAll<number>().as('n')),
+  shapeOf: () => '',
+  values: (f) => ({ conversationId: f.conversationId }),
+});
 
 export type NewMessage = Omit<MessageRow, 'id'>;
 

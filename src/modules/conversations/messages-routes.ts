@@ -1,9 +1,10 @@
 // Owns /conversations/:id/messages: reading a conversation's messages oldest first and sending
 // one (a text to the guest or an internal note); the same access as the conversation itself.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { BODY_ERRORS, IdParams, Ok, OkList, ok, okList, pageMeta, STANDARD_ERRORS } from '../../lib/schemas.js';
+import { listPage } from '../../lib/pages.js';
+import { BODY_ERRORS, IdParams, Ok, OkList, ok, STANDARD_ERRORS } from '../../lib/schemas.js';
 import { ANY_ROLE } from '../../plugins/gate.js';
-import { listMessages } from './messages-repository.js';
+import { listMessages, toMessage } from './messages-repository.js';
 import { Message, MessagesQuery, SendMessageBody } from './schemas.js';
 import { sendMessage, visibleConversationRef } from './service.js';
 
@@ -22,12 +23,10 @@ export const messagesRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: OkList(Message), ...STANDARD_ERRORS },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const { id } = request.params;
-      const { page = 1, limit = 20 } = request.query;
       await visibleConversationRef(db(), request.user!, id);
-      const { items, total } = await listMessages(db(), id, page, limit);
-      return okList(items, pageMeta(page, limit, total));
+      return listPage(request, reply, 'messages', (req) => listMessages(db(), { conversationId: id }, req), toMessage);
     },
   );
 

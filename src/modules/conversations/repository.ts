@@ -1,6 +1,7 @@
 // Owns conversation rows: reads (joined with the guest's name), writes, and the row-to-API mapping;
 // also the two lookups a conversation's references are checked with (guest, active staff).
-import { filteredList, type Param, type Prepared, prepared } from '../../db/prepared.js';
+import { paginate } from '../../db/paginate.js';
+import { type Param, type Prepared, prepared } from '../../db/prepared.js';
 import { toBool, toIso } from '../../db/store.js';
 import type { ConversationRow, Executor } from '../../db/types.js';
 import type { ConversationStatus, ConversationView } from './schemas.js';
@@ -65,15 +66,6 @@ export interface ConversationFilter {
   onlyAssignee?: string;
 }
 
-type ListParams = {
-  status: ConversationStatus;
-  channel: ConversationRow['channel'];
-  assignee: string;
-  onlyAssignee: string;
-  limit: number;
-  offset: number;
-};
-
 /** The filters a query shape has: each present or not, the assignee also "is null". */
 const shapeOf = (f: ConversationFilter): string =>
   [
@@ -83,57 +75,45 @@ const shapeOf = (f: ConversationFilter): string =>
     f.onlyAssignee !== undefined,
   ].join();
 
-function filtered(db: Executor, f: ConversationFilter, p: Param<ListParams>) {
-  let q = db.selectFrom('conversations as c');
-  if (f.status !== undefined) q = q.where('c.status', '=', p('status'));
-  if (f.channel !== undefined) q = q.where('c.channel', '=', p('channel'));
-  if (f.assignee === null) q = q.where('c.assignee', 'is', null);
-  else if (f.assignee !== undefined) q = q.where('c.assignee', '=', p('assignee'));
-  if (f.onlyAssignee !== undefined) q = q.where('c.assignee', '=', p('onlyAssignee'));
-  return q;
-}
-
-/**
- * The number of conversations `f` matches, summed from conversation_counts (kept exact by
- * triggers, migration 002): at most a few hundred rows whatever the table's size, where a
- * count(*) grew with it (3.4–7 ms at 1M). Same filters, mapped onto the count keys.
- */
-function countQuery(db: Executor, f: ConversationFilter, p: Param<ListParams>) {
-  let q = db
-    .selectFrom('conversation_counts')
-    .select((eb) => eb.fn.coalesce(eb.fn.sum<number>('n'), eb.lit(0)).as('n'));
-  if (f.status !== undefined) q = q.where('status', '=', p('status'));
-  if (f.channel !== undefined) q = q.where('channel', '=', p('channel'));
-  if (f.assignee === null) q = q.where('assignee_key', '=', '');
-  else if (f.assignee !== undefined) q = q.where('assignee_key', '=', p('assignee'));
-  if (f.onlyAssignee !== undefined) q = q.where('assignee_key', '=', p('onlyAssignee'));
-  return q;
-}
-
-/** The list's page and count, prepared once per filter shape (24 at most). */
-const list = filteredList(
+/** Conversations, latest activity first (CONTRACT §5: lastMessageAt newest first, then id). */
+export const listConversations = paginate<ConversationFilter, ConversationListRow>({
+  name: 'conversations',
+  from: (db) => db.selectFrom('conversations as c'),
+  where(q, f, p) {
+    if (f.status !== undefined) q = q.where('c.status', '=', p('status'));
+    if (f.channel !== undefined) q = q.where('c.channel', '=', p('channel'));
+    if (f.assignee === null) q = q.where('c.assignee', 'is', null);
+    else if (f.assignee !== undefined) q = q.where('c.assignee', '=', p('assignee'));
+    if (f.onlyAssignee !== undefined) q = q.where('c.assignee', '=', p('onlyAssignee'));
+    return q;
+  },
+  columns: (q) => q.innerJoin('guests as g', 'g.id', 'c.guest_id').select(COLUMNS),
+  order: ['c.last_message_at', 'c.id'],
+  direction: 'desc',
+  keyOf: (row) => [toIso(row.last_message_at), row.id],
+  /**
+   * Summed from conversation_counts (kept exact by triggers, migration 002): at most a few hundred
+   * rows whatever the table's size, where a count(*) grows with it. Same filters, on the count keys.
+   */
+  count(x, f, p) {
+    let q = x
+      .selectFrom('conversation_counts')
+      .select((eb) => eb.fn.coalesce(eb.fn.sum<number>('n'), eb.lit(0)).as('n'));
+    if (f.status !== undefined) q = q.where('status', '=', p('status'));
+    if (f.channel !== undefined) q = q.where('channel', '=', p('channel'));
+    if (f.assignee === null) q = q.where('assignee_key', '=', '');
+    else if (f.assignee !== undefined) q = q.where('assignee_key', '=', p('assignee'));
+    if (f.onlyAssignee !== undefined) q = q.where('assignee_key', '=', p('onlyAssignee'));
+    return q;
+  },
   shapeOf,
-  (db: Executor, f: ConversationFilter, p: Param<ListParams>) =>
-    filtered(db, f, p)
-      .innerJoin('guests as g', 'g.id', 'c.guest_id')
-      .select(COLUMNS)
-      .orderBy('c.last_message_at', 'desc')
-      .orderBy('c.id', 'desc'),
-  countQuery,
-);
-
-export async function listConversations(db: Executor, f: ConversationFilter, page: number, limit: number) {
-  // Inputs a shape does not use are never bound; '' keeps the object's shape the same.
-  const { rows, total } = await list(db, f, {
-    status: f.status ?? 'open',
-    channel: f.channel ?? 'web',
-    assignee: f.assignee ?? '',
-    onlyAssignee: f.onlyAssignee ?? '',
-    limit,
-    offset: (page - 1) * limit,
-  });
-  return { items: rows.map(toConversation), total };
-}
+  values: (f) => ({
+    status: f.status,
+    channel: f.channel,
+    assignee: f.assignee ?? null,
+    onlyAssignee: f.onlyAssignee,
+  }),
+});
 
 export interface NewConversation {
   id: string;

@@ -3,10 +3,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ownerFilter, visibleTo } from '../../lib/access.js';
 import { BulkBody, BulkResponse, runBulk } from '../../lib/bulk.js';
-import { BODY_ERRORS, IdParams, Ok, OkList, ok, okList, pageMeta, STANDARD_ERRORS } from '../../lib/schemas.js';
+import { listPage } from '../../lib/pages.js';
+import { BODY_ERRORS, IdParams, Ok, OkList, ok, STANDARD_ERRORS } from '../../lib/schemas.js';
 import { ANY_ROLE } from '../../plugins/gate.js';
 import { messagesRoutes } from './messages-routes.js';
-import { findConversation, listConversations } from './repository.js';
+import { findConversation, listConversations, toConversation } from './repository.js';
 import {
   type BulkUpdateItem,
   BulkUpdateItem as BulkUpdateItemSchema,
@@ -32,15 +33,15 @@ export const conversationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: OkList(Conversation), ...STANDARD_ERRORS },
       },
     },
-    async (request) => {
-      const { page = 1, limit = 20, assignee, ...f } = request.query;
+    async (request, reply) => {
+      const { status, channel, assignee } = request.query;
       const filter = {
-        ...f,
+        status,
+        channel,
         ...(assignee !== undefined && { assignee: assignee === 'unassigned' ? null : assignee }),
         onlyAssignee: ownerFilter(request.user!),
       };
-      const { items, total } = await listConversations(db(), filter, page, limit);
-      return okList(items, pageMeta(page, limit, total));
+      return listPage(request, reply, 'conversations', (req) => listConversations(db(), filter, req), toConversation);
     },
   );
 

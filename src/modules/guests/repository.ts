@@ -2,7 +2,8 @@
 // unique e-mail and phone, and the mapping of a row to its API shape.
 import { type SelectQueryBuilder, sql } from 'kysely';
 import type { Static } from 'typebox';
-import { filteredList, type Param } from '../../db/prepared.js';
+import { type ListParam, type PageRequest, type PageResult, paginate } from '../../db/paginate.js';
+import { type Param, prepared } from '../../db/prepared.js';
 import { fromJson, likeContains, nowIso, toIso, toJson } from '../../db/store.js';
 import type { Database, Executor, GuestRow } from '../../db/types.js';
 import { newId } from '../../lib/ids.js';
@@ -81,13 +82,6 @@ function sqliteIndexedTerm(db: Executor, term: string): string | null {
   return [...lower].length >= 3 && !/[%_\\]/.test(lower) ? lower : null;
 }
 
-/** Guests whose name, e-mail or phone contains the term, in any case, read one by one. */
-const scanCondition = (term: string) => sql<boolean>`search_text like ${likeContains(term)} escape '\\'`;
-
-/** The same set, from the trigram index (`lower` from sqliteIndexedTerm). */
-const indexCondition = (lower: string) =>
-  sql<boolean>`guests.id in (select k.guest_id from guest_search s join guest_search_keys k on k.k = s.rowid where s.search_text like ${`%${lower}%`})`;
-
 /**
  * Past this many matches a term is common, and its page is found sooner by reading guests newest
  * first until the page is full (a term in 2 % of guests fills 20 rows after ~1,000) than by
@@ -95,16 +89,30 @@ const indexCondition = (lower: string) =>
  */
 export const COMMON_MATCHES = 1000;
 
+/** How a search is matched: reading the guests one by one, or through the trigram index. */
+export type SearchMode = { by: 'scan'; pattern: string } | { by: 'index'; pattern: string } | null;
+
+export interface GuestListFilter extends GuestFilter {
+  mode: SearchMode;
+}
+
 type Guests = SelectQueryBuilder<Database, 'guests', object>;
 
-/**
- * `q` narrowed by the filter's tag and staff member, given as values (`tag`, `assignee`) so that a
- * prepared query can pass its placeholders.
- */
-function narrowed(db: Executor, q: Guests, f: GuestFilter, tag: string, assignee: string): Guests {
+/** `q` narrowed by the filter's search, tag and staff member, each value a placeholder. */
+function narrowed(db: Pick<Executor, 'selectFrom'>, q: Guests, f: GuestListFilter, p: ListParam): Guests {
+  if (f.mode?.by === 'scan') q = q.where(sql<boolean>`search_text like ${p('pattern')} escape '\\'`);
+  if (f.mode?.by === 'index') {
+    q = q.where(
+      sql<boolean>`guests.id in (select k.guest_id from guest_search s join guest_search_keys k on k.k = s.rowid where s.search_text like ${p('pattern')})`,
+    );
+  }
   if (f.tag !== undefined) {
     // IN, not a join: the (tag, guest_id) index yields the ids and each guest appears once.
-    q = q.where('guests.id', 'in', db.selectFrom('guest_tags').select('guest_tags.guest_id').where('tag', '=', tag));
+    q = q.where(
+      'guests.id',
+      'in',
+      db.selectFrom('guest_tags').select('guest_tags.guest_id').where('tag', '=', p('tag')),
+    );
   }
   if (f.assignee !== undefined) {
     // IN over the assignee indexes rather than a correlated EXISTS per guest: a staff member has
@@ -115,12 +123,12 @@ function narrowed(db: Executor, q: Guests, f: GuestFilter, tag: string, assignee
       db
         .selectFrom('conversations')
         .select('conversations.guest_id')
-        .where('conversations.assignee', '=', assignee)
+        .where('conversations.assignee', '=', p('assignee'))
         .union(
           db
             .selectFrom('tasks')
             .select('tasks.guest_id')
-            .where('tasks.assignee', '=', assignee)
+            .where('tasks.assignee', '=', p('assignee'))
             .where('tasks.guest_id', 'is not', null)
             .$narrowType<{ guest_id: string }>(),
         ),
@@ -129,74 +137,55 @@ function narrowed(db: Executor, q: Guests, f: GuestFilter, tag: string, assignee
   return q;
 }
 
-type ListParams = { tag: string; assignee: string; limit: number; offset: number };
+/** Guests, newest first, prepared once per shape (search mode, tag, staff member). */
+export const guestPages = paginate<GuestListFilter, GuestListRow>({
+  name: 'guests',
+  from: (db) => db.selectFrom('guests'),
+  where: (q, f, p, db) => narrowed(db, q as Guests, f, p),
+  columns: (q) => q.select(COLUMNS),
+  order: ['created_at', 'id'],
+  direction: 'desc',
+  keyOf: (row) => [toIso(row.created_at), row.id],
+  count(x, f, p) {
+    // Unfiltered: guest_counts' single row (kept by triggers, migration 002). A search alone on
+    // the index: the index's own count, one row per guest, no join.
+    if (f.mode === null && f.tag === undefined && f.assignee === undefined) {
+      return x.selectFrom('guest_counts').select('n').where('id', '=', 1);
+    }
+    if (f.mode?.by === 'index' && f.tag === undefined && f.assignee === undefined) {
+      return x
+        .selectFrom(sql<{ search_text: string }>`guest_search`.as('s'))
+        .where(sql<boolean>`s.search_text like ${p('pattern')}`)
+        .select((eb) => eb.fn.countAll<number>().as('n'));
+    }
+    return narrowed(x, x.selectFrom('guests'), f, p).select((eb) => eb.fn.countAll<number>().as('n'));
+  },
+  shapeOf: (f) => `${f.mode?.by ?? 'all'},${f.tag !== undefined},${f.assignee !== undefined}`,
+  values: (f) => ({ pattern: f.mode?.pattern, tag: f.tag, assignee: f.assignee }),
+});
 
-/** The filter's query over the guests with placeholders for its values (only those it uses). */
-const withPlaceholders = (db: Executor, f: GuestFilter, p: Param<ListParams>) =>
-  narrowed(
-    db,
-    db.selectFrom('guests'),
-    f,
-    f.tag === undefined ? '' : p('tag'),
-    f.assignee === undefined ? '' : p('assignee'),
-  );
-
-/**
- * The list without a search, prepared once per filter shape (tag, staff member): its page, and its
- * total from guest_counts' single row (kept by triggers, migration 002) when nothing narrows it.
- */
-const unsearched = filteredList(
-  (f: GuestFilter) => `${f.tag !== undefined},${f.assignee !== undefined}`,
-  (db: Executor, f: GuestFilter, p: Param<ListParams>) =>
-    withPlaceholders(db, f, p).select(COLUMNS).orderBy('created_at', 'desc').orderBy('id', 'desc'),
-  (db: Executor, f: GuestFilter, p: Param<ListParams>) =>
-    f.tag === undefined && f.assignee === undefined
-      ? db.selectFrom('guest_counts').select('n').where('id', '=', 1)
-      : withPlaceholders(db, f, p).select((eb) => eb.fn.countAll<number>().as('n')),
-);
-
-export async function listGuests(db: Executor, f: GuestFilter, page: number, limit: number) {
+export async function listGuests(x: Executor, f: GuestFilter, req: PageRequest): Promise<PageResult<GuestListRow>> {
   const search = f.search !== undefined && f.search !== '' ? f.search : undefined;
-  if (search === undefined) {
-    const { rows, total } = await unsearched(db, f, {
-      tag: f.tag ?? '',
-      assignee: f.assignee ?? '',
-      limit,
-      offset: (page - 1) * limit,
-    });
-    return { items: rows.map(toGuest), total };
-  }
-  const indexed = sqliteIndexedTerm(db, search);
-  // A search alone is counted from the index itself: one row per guest, no join.
-  let indexedTotal: number | undefined;
-  if (indexed !== null && f.tag === undefined && f.assignee === undefined) {
-    const { rows } = await sql<{
-      n: number;
-    }>`select count(*) as n from guest_search where search_text like ${`%${indexed}%`}`.execute(db);
-    indexedTotal = Number(rows[0]!.n);
-  }
-  const useIndex = indexed !== null && (indexedTotal === undefined || indexedTotal <= COMMON_MATCHES);
-  const q = narrowed(
-    db,
-    db.selectFrom('guests').where(useIndex ? indexCondition(indexed) : scanCondition(search)),
-    f,
-    f.tag ?? '',
-    f.assignee ?? '',
+  if (search === undefined) return guestPages(x, { ...f, mode: null }, req);
+  const indexed = sqliteIndexedTerm(x, search);
+  if (indexed === null) return guestPages(x, { ...f, mode: { by: 'scan', pattern: likeContains(search) } }, req);
+  // A common term is found sooner by reading guests newest first than through the index; with a
+  // tag or staff member narrowing the guests, the index always serves.
+  const alone = f.tag === undefined && f.assignee === undefined;
+  const common = alone && Number((await x.first(indexMatches, { pattern: `%${indexed}%` }))?.n ?? 0) > COMMON_MATCHES;
+  return guestPages(
+    x,
+    { ...f, mode: { by: common ? 'scan' : 'index', pattern: common ? likeContains(search) : `%${indexed}%` } },
+    req,
   );
-  const [rows, count] = await Promise.all([
-    q
-      .select(COLUMNS)
-      .orderBy('created_at', 'desc')
-      .orderBy('id', 'desc')
-      .limit(limit)
-      .offset((page - 1) * limit)
-      .execute(),
-    indexedTotal !== undefined
-      ? { n: indexedTotal }
-      : q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
-  ]);
-  return { items: rows.map(toGuest), total: Number(count.n) };
 }
+
+const indexMatches = prepared((x, p: Param<{ pattern: string }>) =>
+  x
+    .selectFrom(sql<{ search_text: string }>`guest_search`.as('s'))
+    .where(sql<boolean>`s.search_text like ${p('pattern')}`)
+    .select((eb) => eb.fn.countAll<number>().as('n')),
+);
 
 export interface GuestConflict {
   field: 'email' | 'phone';

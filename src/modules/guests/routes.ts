@@ -8,17 +8,8 @@ import type { Executor } from '../../db/types.js';
 import { isElevated, ownerFilter, visibleTo } from '../../lib/access.js';
 import { BulkBody, BulkResponse, runBulk } from '../../lib/bulk.js';
 import { type AppError, conflict, notFound } from '../../lib/errors.js';
-import {
-  BODY_ERRORS,
-  CONFLICT_ERROR,
-  IdParams,
-  Ok,
-  OkList,
-  ok,
-  okList,
-  pageMeta,
-  STANDARD_ERRORS,
-} from '../../lib/schemas.js';
+import { listPage } from '../../lib/pages.js';
+import { BODY_ERRORS, CONFLICT_ERROR, IdParams, Ok, OkList, ok, STANDARD_ERRORS } from '../../lib/schemas.js';
 import { ADMIN_MANAGER, ANY_ROLE } from '../../plugins/gate.js';
 import { recordEvents, staffActor } from '../events/emit.js';
 import { type Outbox, withEvents } from '../events/outbox.js';
@@ -31,6 +22,7 @@ import {
   insertGuest,
   isGuestOfStaff,
   listGuests,
+  toGuest,
   updateGuest,
 } from './repository.js';
 import { CreateGuestBody, Guest, ListGuestsQuery, UpdateGuestBody } from './schemas.js';
@@ -93,15 +85,10 @@ export const guestsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: OkList(Guest), ...STANDARD_ERRORS },
       },
     },
-    async (request) => {
-      const { page = 1, limit = 20, search, tag } = request.query;
-      const { items, total } = await listGuests(
-        db(),
-        { search: search?.trim(), tag, assignee: ownerFilter(request.user!) },
-        page,
-        limit,
-      );
-      return okList(items, pageMeta(page, limit, total));
+    async (request, reply) => {
+      const { search, tag } = request.query;
+      const filter = { search: search?.trim(), tag, assignee: ownerFilter(request.user!) };
+      return listPage(request, reply, 'guests', (req) => listGuests(db(), filter, req), toGuest);
     },
   );
 

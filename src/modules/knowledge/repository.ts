@@ -1,6 +1,7 @@
 // Owns knowledge entry rows: reads (listed by title or ranked by search), writes, and the mapping
 // of a row to its API shape.
 import type { Static } from 'typebox';
+import { type PageRequest, type PageResult, paginate } from '../../db/paginate.js';
 import { nowIso, toIso } from '../../db/store.js';
 import type { Executor, KnowledgeRow } from '../../db/types.js';
 import { newId } from '../../lib/ids.js';
@@ -33,31 +34,49 @@ export interface EntryFilter {
   search?: string;
 }
 
-export async function listEntries(
-  db: Executor,
-  f: EntryFilter,
-  page: number,
-  limit: number,
-): Promise<{ items: EntryView[]; total: number }> {
-  const offset = (page - 1) * limit;
-  if (f.search === undefined) {
-    let q = db.selectFrom('knowledge_entries');
-    if (f.category !== undefined) q = q.where('category', '=', f.category);
-    const [rows, count] = await Promise.all([
-      q.select(COLUMNS).orderBy('title').orderBy('id').limit(limit).offset(offset).execute(),
-      q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
-    ]);
-    return { items: rows.map(toEntry), total: Number(count.n) };
-  }
+/** Entries by title, then id. */
+export const byTitle = paginate<EntryFilter, KnowledgeRow>({
+  name: 'knowledge',
+  from: (db) => db.selectFrom('knowledge_entries'),
+  where: (q, f, p) => (f.category === undefined ? q : q.where('category', '=', p('category'))),
+  columns: (q) => q.select(COLUMNS),
+  order: ['title', 'id'],
+  direction: 'asc',
+  keyOf: (row) => [row.title, row.id],
+  count: (x, f, p) => {
+    const q = x.selectFrom('knowledge_entries').select((eb) => eb.fn.countAll<number>().as('n'));
+    return f.category === undefined ? q : q.where('category', '=', p('category'));
+  },
+  shapeOf: (f) => String(f.category !== undefined),
+  values: (f) => ({ category: f.category }),
+});
+
+type Search = EntryFilter & { tokens: string[] };
+
+/** Entries matching every token of a search, best match first: ranked, so numbered pages only. */
+export const bestFirst = paginate<Search, KnowledgeRow>({
+  name: 'knowledge-search',
+  from: (db, f) => db.selectFrom(searchHits(db.dialect, f.tokens)),
+  where: (q, f, p) => (f.category === undefined ? q : q.where('category', '=', p('category'))),
+  columns: (q) => q.select(COLUMNS),
+  order: ['rank', 'id'],
+  direction: 'asc',
+  keyOf: (row) => [row.title, row.id],
+  count: (x, f, p) => {
+    const q = x.selectFrom(searchHits(x.dialect, f.tokens)).select((eb) => eb.fn.countAll<number>().as('n'));
+    return f.category === undefined ? q : q.where('category', '=', p('category'));
+  },
+  // The tokens are written into the statement: compiled for each search.
+  shapeOf: () => null,
+  values: (f) => ({ category: f.category }),
+  ranked: true,
+});
+
+export async function listEntries(x: Executor, f: EntryFilter, req: PageRequest): Promise<PageResult<KnowledgeRow>> {
+  if (f.search === undefined) return byTitle(x, f, req);
   const tokens = searchTokens(f.search);
-  if (tokens.length === 0) return { items: [], total: 0 };
-  let q = db.selectFrom(searchHits(db.dialect, tokens));
-  if (f.category !== undefined) q = q.where('category', '=', f.category);
-  const [rows, count] = await Promise.all([
-    q.select(COLUMNS).orderBy('rank').orderBy('id').limit(limit).offset(offset).execute(),
-    q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
-  ]);
-  return { items: rows.map(toEntry), total: Number(count.n) };
+  if (tokens.length === 0) return { rows: [], total: 0, next: null };
+  return bestFirst(x, { ...f, tokens }, req);
 }
 
 export interface EntryInput {

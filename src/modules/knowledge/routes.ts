@@ -1,11 +1,13 @@
 // Owns /knowledge: every role reads and searches the knowledge base; admins and managers write it.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { PageRequest } from '../../db/paginate.js';
 import { notFound } from '../../lib/errors.js';
-import { BODY_ERRORS, IdParams, Ok, OkList, ok, okList, pageMeta, STANDARD_ERRORS } from '../../lib/schemas.js';
+import { listPage } from '../../lib/pages.js';
+import { BODY_ERRORS, IdParams, Ok, OkList, ok, STANDARD_ERRORS } from '../../lib/schemas.js';
 import { ADMIN_MANAGER, ANY_ROLE } from '../../plugins/gate.js';
 import { knowledgeDeleted, recordEvents, staffActor } from '../events/emit.js';
 import { withEvents } from '../events/outbox.js';
-import { deleteEntry, findEntry, insertEntry, listEntries, replaceEntry } from './repository.js';
+import { deleteEntry, findEntry, insertEntry, listEntries, replaceEntry, toEntry } from './repository.js';
 import {
   CreateEntryBody,
   DEFAULT_CATEGORY,
@@ -31,12 +33,13 @@ export const knowledgeRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: OkList(KnowledgeEntry), ...STANDARD_ERRORS },
       },
     },
-    async (request) => {
-      const { page = 1, limit = 20, category, search } = request.query;
+    async (request, reply) => {
+      const { category, search } = request.query;
       // `?search=` is what an empty search box sends: it means no search, not "match nothing".
       const text = search?.trim() === '' ? undefined : search;
-      const { items, total } = await listEntries(db(), { category, search: text }, page, limit);
-      return okList(items, pageMeta(page, limit, total));
+      const read = (req: PageRequest) => listEntries(db(), { category, search: text }, req);
+      // Search results come best match first: ranked, so by page number only.
+      return listPage(request, reply, 'knowledge', read, toEntry, { ranked: text !== undefined });
     },
   );
 

@@ -1,5 +1,6 @@
 // Owns staff rows: reads, writes and the mapping of a row to its API shape (never the hash).
 import type { Static } from 'typebox';
+import { paginate } from '../../db/paginate.js';
 import { nowIso, toBool, toIso } from '../../db/store.js';
 import type { Executor, StaffRow } from '../../db/types.js';
 import { newId } from '../../lib/ids.js';
@@ -49,24 +50,37 @@ export interface StaffFilter {
   onlyId?: string;
 }
 
-export async function listStaff(db: Executor, f: StaffFilter, page: number, limit: number) {
-  let q = db.selectFrom('staff');
-  if (f.role !== undefined) q = q.where('role', '=', f.role);
-  if (f.department !== undefined) q = q.where('department', '=', f.department);
-  if (f.active !== undefined) q = q.where('active', '=', toBool(f.active));
-  if (f.onlyId !== undefined) q = q.where('id', '=', f.onlyId);
-  const [rows, count] = await Promise.all([
-    q
-      .select(COLUMNS)
-      .orderBy('name')
-      .orderBy('id')
-      .limit(limit)
-      .offset((page - 1) * limit)
-      .execute(),
-    q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
-  ]);
-  return { items: rows.map(toStaff), total: Number(count.n) };
-}
+/** Staff members by name, then id. */
+export const listStaff = paginate<StaffFilter, StaffListRow>({
+  name: 'staff',
+  from: (db) => db.selectFrom('staff'),
+  where(q, f, p) {
+    if (f.role !== undefined) q = q.where('role', '=', p('role'));
+    if (f.department !== undefined) q = q.where('department', '=', p('department'));
+    if (f.active !== undefined) q = q.where('active', '=', p('active'));
+    if (f.onlyId !== undefined) q = q.where('id', '=', p('onlyId'));
+    return q;
+  },
+  columns: (q) => q.select(COLUMNS),
+  order: ['name', 'id'],
+  direction: 'asc',
+  keyOf: (row) => [row.name, row.id],
+  count(x, f, p) {
+    let q = x.selectFrom('staff').select((eb) => eb.fn.countAll<number>().as('n'));
+    if (f.role !== undefined) q = q.where('role', '=', p('role'));
+    if (f.department !== undefined) q = q.where('department', '=', p('department'));
+    if (f.active !== undefined) q = q.where('active', '=', p('active'));
+    if (f.onlyId !== undefined) q = q.where('id', '=', p('onlyId'));
+    return q;
+  },
+  shapeOf: (f) => [f.role, f.department, f.active, f.onlyId].map((v) => v !== undefined).join(),
+  values: (f) => ({
+    role: f.role,
+    department: f.department,
+    active: f.active === undefined ? undefined : toBool(f.active),
+    onlyId: f.onlyId,
+  }),
+});
 
 export interface NewStaffInput {
   name: string;

@@ -4,23 +4,14 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { isUniqueViolation } from '../../db/store.js';
 import { ownerFilter, visibleTo } from '../../lib/access.js';
 import { conflict } from '../../lib/errors.js';
+import { listPage } from '../../lib/pages.js';
 import { generatePassword, hashPassword } from '../../lib/password.js';
-import {
-  BODY_ERRORS,
-  CONFLICT_ERROR,
-  IdParams,
-  Ok,
-  OkList,
-  ok,
-  okList,
-  pageMeta,
-  STANDARD_ERRORS,
-} from '../../lib/schemas.js';
+import { BODY_ERRORS, CONFLICT_ERROR, IdParams, Ok, OkList, ok, STANDARD_ERRORS } from '../../lib/schemas.js';
 import { ADMIN, ANY_ROLE } from '../../plugins/gate.js';
 import { recordEvents, staffActor } from '../events/emit.js';
 import { withEvents } from '../events/outbox.js';
 import { checkDepartment } from '../settings/repository.js';
-import { countActiveAdminsForUpdate, findStaff, insertStaff, listStaff, updateStaff } from './repository.js';
+import { countActiveAdminsForUpdate, findStaff, insertStaff, listStaff, toStaff, updateStaff } from './repository.js';
 import { CreatedStaff, CreateStaffBody, ListStaffQuery, Staff, UpdateStaffBody } from './schemas.js';
 
 export const staffRoutes: FastifyPluginAsyncTypebox = async (app) => {
@@ -37,10 +28,10 @@ export const staffRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: OkList(Staff), ...STANDARD_ERRORS },
       },
     },
-    async (request) => {
-      const { page = 1, limit = 20, ...f } = request.query;
-      const { items, total } = await listStaff(db(), { ...f, onlyId: ownerFilter(request.user!) }, page, limit);
-      return okList(items, pageMeta(page, limit, total));
+    async (request, reply) => {
+      const { role, department, active } = request.query;
+      const filter = { role, department, active, onlyId: ownerFilter(request.user!) };
+      return listPage(request, reply, 'staff', (req) => listStaff(db(), filter, req), toStaff);
     },
   );
 

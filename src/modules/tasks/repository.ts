@@ -1,6 +1,6 @@
 // Owns task rows: reads, writes, the checks of what a task refers to, and the mapping of a row
 // to its API shape.
-import { filteredList, type Param } from '../../db/prepared.js';
+import { paginate } from '../../db/paginate.js';
 import { nowIso, toIso } from '../../db/store.js';
 import type { Executor, TaskRow } from '../../db/types.js';
 import { AppError, type FieldError } from '../../lib/errors.js';
@@ -54,16 +54,6 @@ export interface ListFilter extends TaskFilter {
   owner?: string;
 }
 
-type ListParams = {
-  status: TaskRow['status'];
-  priority: TaskRow['priority'];
-  department: string;
-  assignee: string;
-  owner: string;
-  limit: number;
-  offset: number;
-};
-
 /** The filters a query shape has: each present or not, the assignee also "unassigned". */
 const shapeOf = (f: ListFilter): string =>
   [
@@ -74,49 +64,46 @@ const shapeOf = (f: ListFilter): string =>
     f.owner !== undefined,
   ].join();
 
-/** Newest first; each filter leads one of the tasks_*_idx indexes, which end in (created_at, id). */
-function pageQuery(db: Executor, f: ListFilter, p: Param<ListParams>) {
-  let q = db.selectFrom('tasks');
-  if (f.status !== undefined) q = q.where('status', '=', p('status'));
-  if (f.priority !== undefined) q = q.where('priority', '=', p('priority'));
-  if (f.department !== undefined) q = q.where('department', '=', p('department'));
-  if (f.assignee === 'unassigned') q = q.where('assignee', 'is', null);
-  else if (f.assignee !== undefined) q = q.where('assignee', '=', p('assignee'));
-  if (f.owner !== undefined) q = q.where('assignee', '=', p('owner'));
-  return q.select(COLUMNS).orderBy('created_at', 'desc').orderBy('id', 'desc');
-}
-
-/**
- * The number of tasks `f` matches, summed from task_counts (kept exact by triggers, migration
- * 002) instead of counted over the tasks: the same filters, mapped onto the count keys.
- */
-function countQuery(db: Executor, f: ListFilter, p: Param<ListParams>) {
-  let q = db.selectFrom('task_counts').select((eb) => eb.fn.coalesce(eb.fn.sum<number>('n'), eb.lit(0)).as('n'));
-  if (f.status !== undefined) q = q.where('status', '=', p('status'));
-  if (f.priority !== undefined) q = q.where('priority', '=', p('priority'));
-  if (f.department !== undefined) q = q.where('department', '=', p('department'));
-  if (f.assignee === 'unassigned') q = q.where('assignee_key', '=', '');
-  else if (f.assignee !== undefined) q = q.where('assignee_key', '=', p('assignee'));
-  if (f.owner !== undefined) q = q.where('assignee_key', '=', p('owner'));
-  return q;
-}
-
-/** The list's page and count, prepared once per filter shape (48 at most). */
-const list = filteredList(shapeOf, pageQuery, countQuery);
-
-export async function listTasks(db: Executor, f: ListFilter, page: number, limit: number) {
-  // Inputs a shape does not use are never bound; a placeholder keeps the object's shape the same.
-  const { rows, total } = await list(db, f, {
-    status: f.status ?? 'open',
-    priority: f.priority ?? 'normal',
-    department: f.department ?? '',
-    assignee: f.assignee ?? '',
-    owner: f.owner ?? '',
-    limit,
-    offset: (page - 1) * limit,
-  });
-  return { items: rows.map(toTask), total };
-}
+/** Tasks, newest first; each filter leads one of the tasks_*_idx indexes, which end in (created_at, id). */
+export const listTasks = paginate<ListFilter, TaskRow>({
+  name: 'tasks',
+  from: (db) => db.selectFrom('tasks'),
+  where(q, f, p) {
+    if (f.status !== undefined) q = q.where('status', '=', p('status'));
+    if (f.priority !== undefined) q = q.where('priority', '=', p('priority'));
+    if (f.department !== undefined) q = q.where('department', '=', p('department'));
+    if (f.assignee === 'unassigned') q = q.where('assignee', 'is', null);
+    else if (f.assignee !== undefined) q = q.where('assignee', '=', p('assignee'));
+    if (f.owner !== undefined) q = q.where('assignee', '=', p('owner'));
+    return q;
+  },
+  columns: (q) => q.select(COLUMNS),
+  order: ['created_at', 'id'],
+  direction: 'desc',
+  keyOf: (row) => [toIso(row.created_at), row.id],
+  /**
+   * Summed from task_counts (kept exact by triggers, migration 002) instead of counted over the
+   * tasks: the same filters, mapped onto the count keys.
+   */
+  count(x, f, p) {
+    let q = x.selectFrom('task_counts').select((eb) => eb.fn.coalesce(eb.fn.sum<number>('n'), eb.lit(0)).as('n'));
+    if (f.status !== undefined) q = q.where('status', '=', p('status'));
+    if (f.priority !== undefined) q = q.where('priority', '=', p('priority'));
+    if (f.department !== undefined) q = q.where('department', '=', p('department'));
+    if (f.assignee === 'unassigned') q = q.where('assignee_key', '=', '');
+    else if (f.assignee !== undefined) q = q.where('assignee_key', '=', p('assignee'));
+    if (f.owner !== undefined) q = q.where('assignee_key', '=', p('owner'));
+    return q;
+  },
+  shapeOf,
+  values: (f) => ({
+    status: f.status,
+    priority: f.priority,
+    department: f.department,
+    assignee: f.assignee,
+    owner: f.owner,
+  }),
+});
 
 export interface References {
   department?: string | undefined;

@@ -4,12 +4,13 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { isElevated, ownerFilter, visibleTo } from '../../lib/access.js';
 import { BulkBody, BulkResponse, runBulk } from '../../lib/bulk.js';
 import { type FieldError, forbidden, validation } from '../../lib/errors.js';
-import { BODY_ERRORS, IdParams, Ok, OkList, ok, okList, pageMeta, STANDARD_ERRORS } from '../../lib/schemas.js';
+import { listPage } from '../../lib/pages.js';
+import { BODY_ERRORS, IdParams, Ok, OkList, ok, STANDARD_ERRORS } from '../../lib/schemas.js';
 import { ADMIN_MANAGER, ANY_ROLE } from '../../plugins/gate.js';
 import { staffActor, taskEvents } from '../events/emit.js';
 import { withEvents } from '../events/outbox.js';
 import type { Actor } from '../events/schemas.js';
-import { findTask, insertTask, listTasks, referenceProblems, updateTask } from './repository.js';
+import { findTask, insertTask, listTasks, referenceProblems, toTask, updateTask } from './repository.js';
 import {
   CreateTaskBody,
   type CreateTaskInput,
@@ -68,10 +69,10 @@ export const tasksRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: OkList(Task), ...STANDARD_ERRORS },
       },
     },
-    async (request) => {
-      const { page = 1, limit = 20, ...f } = request.query;
-      const { items, total } = await listTasks(db(), { ...f, owner: ownerFilter(request.user!) }, page, limit);
-      return okList(items, pageMeta(page, limit, total));
+    async (request, reply) => {
+      const { status, priority, department, assignee } = request.query;
+      const filter = { status, priority, department, assignee, owner: ownerFilter(request.user!) };
+      return listPage(request, reply, 'tasks', (req) => listTasks(db(), filter, req), toTask);
     },
   );
 

@@ -89,4 +89,4 @@ export const ListTasksQuery = Type.Object(
   },
   { additionalProperties: false },
 );
-export type TaskFilter = Omit<Static<typeof ListTasksQuery>, 'page' | 'limit'>;
+export type TaskFilter = Omit<Static<typeof ListTasksQuery>, 'page' | 'limit' | 'cursor'>;

@@ -1,3 +1,4 @@
+import { paginate } from '../../db/paginate.js';
 import { nowIso, toBool, toIso } from '../../db/store.js';
 import type { Executor, WebhookDeliveryRow } from '../../db/types.js';
 import type { DeliveryStatus, DeliveryView } from './schemas.js';
@@ -71,27 +72,33 @@ export async function findDelivery(db: Executor, webhookId: string, id: string) 
   return row && toDelivery(row);
 }
 
-export async function listDeliveries(
-  db: Executor,
-  webhookId: string,
-  status: DeliveryStatus | undefined,
-  page: number,
-  limit: number,
-) {
-  let q = db.selectFrom('webhook_deliveries').where('webhook_id', '=', webhookId);
-  if (status !== undefined) q = q.where('status', '=', status);
-  const [rows, count] = await Promise.all([
-    q
-      .select(COLUMNS)
-      .orderBy('created_at', 'desc')
-      .orderBy('id', 'desc')
-      .limit(limit)
-      .offset((page - 1) * limit)
-      .execute(),
-    q.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
-  ]);
-  return { items: rows.map(toDelivery), total: Number(count.n) };
+export interface DeliveryFilter {
+  webhookId: string;
+  status?: DeliveryStatus;
 }
+
+/** A webhook's deliveries, newest first. */
+export const listDeliveries = paginate<DeliveryFilter, DeliveryListRow>({
+  name: 'deliveries',
+  from: (db) => db.selectFrom('webhook_deliveries'),
+  where(q, f, p) {
+    q = q.where('webhook_id', '=', p('webhookId'));
+    return f.status === undefined ? q : q.where('status', '=', p('status'));
+  },
+  columns: (q) => q.select(COLUMNS),
+  order: ['created_at', 'id'],
+  direction: 'desc',
+  keyOf: (row) => [toIso(row.created_at), row.id],
+  count(x, f, p) {
+    const q = x
+      .selectFrom('webhook_deliveries')
+      .where('webhook_id', '=', p('webhookId'))
+      .select((eb) => eb.fn.countAll<number>().as('n'));
+    return f.status === undefined ? q : q.where('status', '=', p('status'));
+  },
+  shapeOf: (f) => String(f.status !== undefined),
+  values: (f) => ({ webhookId: f.webhookId, status: f.status }),
+});
 
 /**
  * Makes a delivery due now (a redelivery); its attempts keep counting. False when an attempt holds

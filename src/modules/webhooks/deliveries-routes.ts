@@ -1,10 +1,12 @@
 // Owns /webhooks/:id/deliveries (admin only): an endpoint's delivery history with each attempt's
 // outcome, and redelivering one now.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { PageRequest } from '../../db/paginate.js';
 import { conflict, notFound } from '../../lib/errors.js';
-import { IdParams, Ok, OkList, ok, okList, pageMeta, STANDARD_ERRORS } from '../../lib/schemas.js';
+import { listPage } from '../../lib/pages.js';
+import { IdParams, Ok, OkList, ok, STANDARD_ERRORS } from '../../lib/schemas.js';
 import { ADMIN } from '../../plugins/gate.js';
-import { findDelivery, listDeliveries, scheduleNow } from './deliveries-repository.js';
+import { findDelivery, listDeliveries, scheduleNow, toDelivery } from './deliveries-repository.js';
 import { findWebhook } from './repository.js';
 import { Delivery, DeliveryParams, ListDeliveriesQuery } from './schemas.js';
 
@@ -32,12 +34,12 @@ export const deliveriesRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: OkList(Delivery), ...STANDARD_ERRORS },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const { id } = request.params;
-      const { page = 1, limit = 20, status } = request.query;
+      const { status } = request.query;
       if ((await findWebhook(db(), id)) === undefined) throw notFound('Webhook', id);
-      const { items, total } = await listDeliveries(db(), id, status, page, limit);
-      return okList(items, pageMeta(page, limit, total));
+      const read = (req: PageRequest) => listDeliveries(db(), { webhookId: id, status }, req);
+      return listPage(request, reply, 'deliveries', read, toDelivery);
     },
   );
 

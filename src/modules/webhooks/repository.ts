@@ -1,6 +1,7 @@
 // Owns webhook endpoint rows: reads, writes, the signing secret (read only by the dispatcher and
 // shown once by the routes), the failure count, and the mapping of a row to its API shape.
 import { randomBytes } from 'node:crypto';
+import { paginate } from '../../db/paginate.js';
 import { nowIso, toBool, toIso, toJson } from '../../db/store.js';
 import type { Executor, WebhookRow } from '../../db/types.js';
 import { newId } from '../../lib/ids.js';
@@ -44,23 +45,19 @@ export function findTargets(db: Executor, ids: string[]) {
   return db.selectFrom('webhooks').select(['id', 'url', 'secret', 'active']).where('id', 'in', ids).execute();
 }
 
-export async function listWebhooks(db: Executor, page: number, limit: number) {
-  const [rows, count] = await Promise.all([
-    db
-      .selectFrom('webhooks')
-      .select(COLUMNS)
-      .orderBy('created_at', 'desc')
-      .orderBy('id', 'desc')
-      .limit(limit)
-      .offset((page - 1) * limit)
-      .execute(),
-    db
-      .selectFrom('webhooks')
-      .select((eb) => eb.fn.countAll<number>().as('n'))
-      .executeTakeFirstOrThrow(),
-  ]);
-  return { items: rows.map(toWebhook), total: Number(count.n) };
-}
+/** Webhooks, newest first. */
+export const listWebhooks = paginate<Record<string, never>, WebhookListRow>({
+  name: 'webhooks',
+  from: (db) => db.selectFrom('webhooks'),
+  where: (q) => q,
+  columns: (q) => q.select(COLUMNS),
+  order: ['created_at', 'id'],
+  direction: 'desc',
+  keyOf: (row) => [toIso(row.created_at), row.id],
+  count: (x) => x.selectFrom('webhooks').select((eb) => eb.fn.countAll<number>().as('n')),
+  shapeOf: () => '',
+  values: () => ({}),
+});
 
 export interface WebhookInput {
   url: string;

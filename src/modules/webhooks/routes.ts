@@ -3,13 +3,22 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { fieldError, notFound } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
-import { BODY_ERRORS, IdParams, Ok, OkList, ok, okList, pageMeta, STANDARD_ERRORS } from '../../lib/schemas.js';
+import { listPage } from '../../lib/pages.js';
+import { BODY_ERRORS, IdParams, Ok, OkList, ok, STANDARD_ERRORS } from '../../lib/schemas.js';
 import { ADMIN } from '../../plugins/gate.js';
 import { staffActor } from '../events/emit.js';
 import { withEvents } from '../events/outbox.js';
 import { findDelivery } from './deliveries-repository.js';
 import { deliveriesRoutes, inactiveConflict } from './deliveries-routes.js';
-import { deleteWebhook, findWebhook, insertWebhook, listWebhooks, rotateSecret, updateWebhook } from './repository.js';
+import {
+  deleteWebhook,
+  findWebhook,
+  insertWebhook,
+  listWebhooks,
+  rotateSecret,
+  toWebhook,
+  updateWebhook,
+} from './repository.js';
 import {
   CreateWebhookBody,
   DeletedWebhook,
@@ -71,11 +80,7 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: OkList(Webhook), ...STANDARD_ERRORS },
       },
     },
-    async (request) => {
-      const { page = 1, limit = 20 } = request.query;
-      const { items, total } = await listWebhooks(db(), page, limit);
-      return okList(items, pageMeta(page, limit, total));
-    },
+    async (request, reply) => listPage(request, reply, 'webhooks', (req) => listWebhooks(db(), {}, req), toWebhook),
   );
 
   app.get(

@@ -1,0 +1,145 @@
+// Owns how a list request asks for a page and how its answer says where the next one is
+// (CONTRACT §7): `page` or `cursor` (never both), `meta` with `nextCursor`, and a `Link: rel="next"`
+// header. A cursor is opaque to clients: the last row's order values, signed with an HMAC keyed
+// from JWT_SECRET over them and the list's scope (its name, path and filters), so a forged,
+// truncated or re-filtered cursor is a VALIDATION_ERROR (never an SQL error) and a cursor stays valid across restarts and
+// instances that share the secret (and through a rotation, while the old secret is in
+// JWT_SECRET_PREVIOUS).
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { PageRequest, PageResult } from '../db/paginate.js';
+import { fieldError, validation } from './errors.js';
+import type { ListMeta } from './schemas.js';
+
+type Key = [string | number, string];
+
+const MAC_BYTES = 16;
+
+export class CursorCodec {
+  private readonly keys: Buffer[];
+
+  /** `secrets`: the current JWT secret first, then the previous ones (verify only). */
+  constructor(secrets: readonly string[]) {
+    this.keys = secrets.map((s) => createHmac('sha256', s).update('gma list cursor v1').digest());
+  }
+
+  encode(scope: string, key: Key): string {
+    const body = Buffer.from(JSON.stringify(key)).toString('base64url');
+    return `${body}.${this.mac(this.keys[0]!, scope, body)}`;
+  }
+
+  /** The key a cursor carries, if it was made by this service for `scope`; else undefined. */
+  decode(scope: string, cursor: string): Key | undefined {
+    const dot = cursor.indexOf('.');
+    if (dot <= 0) return undefined;
+    const body = cursor.slice(0, dot);
+    const mac = Buffer.from(cursor.slice(dot + 1), 'base64url');
+    if (mac.length !== MAC_BYTES) return undefined;
+    // The scope is signed, not carried: a cursor of another list or other filters fails here.
+    const signed = this.keys.some((k) => timingSafeEqual(Buffer.from(this.mac(k, scope, body), 'base64url'), mac));
+    if (!signed) return undefined;
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(Buffer.from(body, 'base64url').toString('utf8'));
+    } catch {
+      return undefined;
+    }
+    if (!Array.isArray(parsed) || parsed.length !== 2) return undefined;
+    const [k0, k1] = parsed as unknown[];
+    if ((typeof k0 !== 'string' && typeof k0 !== 'number') || typeof k1 !== 'string') return undefined;
+    return [k0, k1];
+  }
+
+  private mac(key: Buffer, scope: string, body: string): string {
+    return createHmac('sha256', key).update(`${scope}\n${body}`).digest().subarray(0, MAC_BYTES).toString('base64url');
+  }
+}
+
+/** The query parameters that choose a page rather than filter the list. */
+const PAGING = new Set(['page', 'limit', 'cursor']);
+
+/**
+ * What a cursor is bound to: the list, its path parameters and every filter in the query, so a
+ * cursor used on another list or with other filters is refused.
+ */
+function scopeOf(list: string, request: FastifyRequest): string {
+  const query = Object.entries((request.query ?? {}) as Record<string, unknown>)
+    .filter(([k, v]) => !PAGING.has(k) && v !== undefined)
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  const digest = createHash('sha256')
+    .update(JSON.stringify([request.params ?? {}, query]))
+    .digest('base64url')
+    .slice(0, 16);
+  return `${list}:${digest}`;
+}
+
+interface PagingQuery {
+  page?: number;
+  limit?: number;
+  cursor?: string;
+}
+
+/** The page a list request asks for; a bad cursor, or `page` with `cursor`, is a VALIDATION_ERROR. */
+function pageRequest(request: FastifyRequest, list: string, cursors: CursorCodec, ranked: boolean): PageRequest {
+  const { page, limit = 20, cursor } = request.query as PagingQuery;
+  if (cursor === undefined) return { page: page ?? 1, limit };
+  if (ranked) throw fieldError('cursor', 'is not offered for ranked search results: ask for them by page');
+  if (page !== undefined) {
+    throw validation(
+      [
+        { field: 'page', message: 'must not be given with cursor' },
+        { field: 'cursor', message: 'must not be given with page' },
+      ],
+      'Ask for a page by number or by cursor, not both',
+    );
+  }
+  const after = cursors.decode(scopeOf(list, request), cursor);
+  if (after === undefined) {
+    throw fieldError('cursor', 'is not a cursor this list gave for these filters (use meta.nextCursor as it is)');
+  }
+  return { after, limit };
+}
+
+/**
+ * Answers a list request: the page it asks for (`read` runs the list's `paginate`), its items as
+ * `toView` shows them, `meta`, and a `Link: rel="next"` header when another page follows.
+ */
+export async function listPage<R, T>(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  list: string,
+  read: (req: PageRequest) => Promise<PageResult<R>>,
+  toView: (row: R) => T,
+  options: { ranked?: boolean } = {},
+): Promise<{ success: true; data: T[]; meta: ListMeta }> {
+  const { cursors } = request.server.ctx;
+  const req = pageRequest(request, list, cursors, options.ranked === true);
+  return pageReply(request, reply, list, cursors, req, await read(req), toView);
+}
+
+function pageReply<R, T>(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  list: string,
+  cursors: CursorCodec,
+  req: PageRequest,
+  result: PageResult<R>,
+  toView: (row: R) => T,
+): { success: true; data: T[]; meta: ListMeta } {
+  const nextCursor = result.next === null ? null : cursors.encode(scopeOf(list, request), result.next);
+  if (nextCursor !== null) reply.header('link', `<${nextUrl(request.url, nextCursor)}>; rel="next"`);
+  const data = result.rows.map(toView);
+  if ('after' in req || result.total === null) return { success: true, data, meta: { limit: req.limit, nextCursor } };
+  const { page, limit } = req;
+  const total = result.total;
+  return { success: true, data, meta: { page, limit, total, pages: Math.ceil(total / limit), nextCursor } };
+}
+
+/** The request's own URL with `cursor` set to the next one and `page` dropped. */
+function nextUrl(url: string, cursor: string): string {
+  const q = url.indexOf('?');
+  const params = new URLSearchParams(q < 0 ? '' : url.slice(q + 1));
+  params.delete('page');
+  params.set('cursor', cursor);
+  return `${q < 0 ? url : url.slice(0, q)}?${params.toString()}`;
+}
