@@ -12,7 +12,7 @@ import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fas
 import pg from 'pg';
 import { buildApp, loggerOptions } from '../src/app.js';
 import { type Config, loadConfig } from '../src/config.js';
-import type { Role } from '../src/lib/jwt.js';
+import type { Role } from '../src/lib/auth.js';
 import { hashPassword } from '../src/lib/password.js';
 import { insertStaff } from '../src/modules/staff/repository.js';
 

@@ -4,7 +4,9 @@
 // shape: header {alg:"HS256", typ?:"JWT", kid}, claims sub, role, jti, iat, exp, iss, aud.
 import { createHash, createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 
-export type Role = 'admin' | 'manager' | 'staff';
+import type { Role } from './auth.js';
+
+export type { Role } from './auth.js';
 
 export interface TokenClaims {
   sub: string;
@@ -43,7 +45,7 @@ export class TokenService {
    * ~30 µs per request on these machines (OpenSSL 3 sets up the key each time), and an integration
    * sends the same token for hours. A token is only ever added after passing every check, expiry
    * is checked again on each use, and revocation and the staff row are read from the store on
-   * every request (src/plugins/gate.ts), so a cached token honours both at once.
+   * every request (the gate plugin), so a cached token honours both at once.
    */
   private readonly verified = new Map<string, Readonly<TokenClaims>>();
 

@@ -5,28 +5,9 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { sql } from 'kysely';
 import { type Param, prepared, type RowOf } from '../db/prepared.js';
+import type { Access, AuthUser, Bucket } from '../lib/auth.js';
 import { AppError, authError, forbidden } from '../lib/errors.js';
-import type { Role } from '../lib/jwt.js';
 import { type Hit, MemoryCounter } from '../lib/rate-limiter.js';
-
-export type Access = 'public' | readonly Role[];
-export type Bucket = 'standard' | 'bulk';
-
-export const ANY_ROLE: readonly Role[] = ['admin', 'manager', 'staff'];
-export const ADMIN: readonly Role[] = ['admin'];
-export const ADMIN_MANAGER: readonly Role[] = ['admin', 'manager'];
-
-export interface AuthUser {
-  id: string;
-  role: Role;
-  name: string;
-  email: string;
-  department: string | null;
-  jti: string;
-  exp: number;
-  /** When the token was issued (seconds); a refresh never dates its new token earlier. */
-  iat?: number;
-}
 
 declare module 'fastify' {
   interface FastifyContextConfig {

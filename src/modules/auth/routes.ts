@@ -1,11 +1,11 @@
 // Owns /auth: login, refresh (rotates), logout (revokes), me, and password change.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
+import type { Role } from '../../lib/auth.js';
+import { ANY_ROLE } from '../../lib/auth.js';
 import { AppError, authError, fieldError } from '../../lib/errors.js';
-import type { Role } from '../../lib/jwt.js';
 import { burnPasswordCheck, hashPassword, verifyPassword } from '../../lib/password.js';
 import { BODY_ERRORS, Ok, ok, STANDARD_ERRORS } from '../../lib/schemas.js';
-import { ANY_ROLE } from '../../plugins/gate.js';
 import { findPasswordHash, findStaff, findStaffForLogin, setPassword } from '../staff/repository.js';
 import { Password, RoleSchema, Staff } from '../staff/schemas.js';
 

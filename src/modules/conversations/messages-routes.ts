@@ -1,9 +1,9 @@
 // Owns /conversations/:id/messages: reading a conversation's messages oldest first and sending
 // one (a text to the guest or an internal note); the same access as the conversation itself.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { ANY_ROLE } from '../../lib/auth.js';
 import { listPage } from '../../lib/pages.js';
 import { BODY_ERRORS, IdParams, Ok, OkList, ok, STANDARD_ERRORS } from '../../lib/schemas.js';
-import { ANY_ROLE } from '../../plugins/gate.js';
 import { listMessages, toMessage } from './messages-repository.js';
 import { Message, MessagesQuery, SendMessageBody } from './schemas.js';
 import { sendMessage, visibleConversationRef } from './service.js';

@@ -2,10 +2,10 @@
 // staff: only conversations assigned to them, status changes only), and mounts the messages routes.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ownerFilter, visibleTo } from '../../lib/access.js';
+import { ANY_ROLE } from '../../lib/auth.js';
 import { BulkBody, BulkResponse, runBulk } from '../../lib/bulk.js';
 import { listPage } from '../../lib/pages.js';
 import { BODY_ERRORS, IdParams, Ok, OkList, ok, STANDARD_ERRORS } from '../../lib/schemas.js';
-import { ANY_ROLE } from '../../plugins/gate.js';
 import { messagesRoutes } from './messages-routes.js';
 import { findConversation, listConversations, toConversation } from './repository.js';
 import {

@@ -4,9 +4,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { ownerFilter } from '../../lib/access.js';
+import { ANY_ROLE } from '../../lib/auth.js';
 import { fieldError } from '../../lib/errors.js';
 import { STANDARD_ERRORS } from '../../lib/schemas.js';
-import { ANY_ROLE } from '../../plugins/gate.js';
 import { listEvents, toEvent } from './repository.js';
 import { Cursor, EVENT_TYPES, FeedQuery, FeedResponse, isEventType, TypesQuery } from './schemas.js';
 import { serveStream } from './stream.js';

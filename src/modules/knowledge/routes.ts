@@ -1,10 +1,10 @@
 // Owns /knowledge: every role reads and searches the knowledge base; admins and managers write it.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { PageRequest } from '../../db/paginate.js';
+import { ADMIN_MANAGER, ANY_ROLE } from '../../lib/auth.js';
 import { notFound } from '../../lib/errors.js';
 import { listPage } from '../../lib/pages.js';
 import { BODY_ERRORS, IdParams, Ok, OkList, ok, STANDARD_ERRORS } from '../../lib/schemas.js';
-import { ADMIN_MANAGER, ANY_ROLE } from '../../plugins/gate.js';
 import { knowledgeDeleted, recordEvents, staffActor } from '../events/emit.js';
 import { withEvents } from '../events/outbox.js';
 import { deleteEntry, findEntry, insertEntry, listEntries, replaceEntry, toEntry } from './repository.js';

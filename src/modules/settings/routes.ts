@@ -2,10 +2,10 @@
 // its key's schema from the registry.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
+import { ADMIN, ADMIN_MANAGER } from '../../lib/auth.js';
 import { conflict, notFound, validation } from '../../lib/errors.js';
 import { BODY_ERRORS, errorResponse, Nullable, Ok, ok, STANDARD_ERRORS } from '../../lib/schemas.js';
 import { bodyChecker } from '../../lib/validation.js';
-import { ADMIN, ADMIN_MANAGER } from '../../plugins/gate.js';
 import { settingUpdated, staffActor } from '../events/emit.js';
 import { withEvents } from '../events/outbox.js';
 import { CUSTOM_KEY, customValueProblems, isKnownKey, MAX_CUSTOM_KEYS, SETTINGS } from './registry.js';

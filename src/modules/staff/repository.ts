@@ -3,8 +3,8 @@ import type { Static } from 'typebox';
 import { paginate } from '../../db/paginate.js';
 import { nowIso, toBool, toIso } from '../../db/store.js';
 import type { Executor, StaffRow } from '../../db/types.js';
+import type { Role } from '../../lib/auth.js';
 import { newId } from '../../lib/ids.js';
-import type { Role } from '../../lib/jwt.js';
 import type { Staff } from './schemas.js';
 
 export type StaffView = Static<typeof Staff>;

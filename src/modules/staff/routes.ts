@@ -3,11 +3,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { isUniqueViolation } from '../../db/store.js';
 import { ownerFilter, visibleTo } from '../../lib/access.js';
+import { ADMIN, ANY_ROLE } from '../../lib/auth.js';
 import { conflict } from '../../lib/errors.js';
 import { listPage } from '../../lib/pages.js';
 import { generatePassword, hashPassword } from '../../lib/password.js';
 import { BODY_ERRORS, CONFLICT_ERROR, IdParams, Ok, OkList, ok, STANDARD_ERRORS } from '../../lib/schemas.js';
-import { ADMIN, ANY_ROLE } from '../../plugins/gate.js';
 import { recordEvents, staffActor } from '../events/emit.js';
 import { withEvents } from '../events/outbox.js';
 import { checkDepartment } from '../settings/repository.js';

@@ -2,11 +2,11 @@
 // (admin, manager), update (admin and manager anything; staff status and notes of their own).
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { isElevated, ownerFilter, visibleTo } from '../../lib/access.js';
+import { ADMIN_MANAGER, ANY_ROLE } from '../../lib/auth.js';
 import { BulkBody, BulkResponse, runBulk } from '../../lib/bulk.js';
 import { type FieldError, forbidden, validation } from '../../lib/errors.js';
 import { listPage } from '../../lib/pages.js';
 import { BODY_ERRORS, IdParams, Ok, OkList, ok, STANDARD_ERRORS } from '../../lib/schemas.js';
-import { ADMIN_MANAGER, ANY_ROLE } from '../../plugins/gate.js';
 import { staffActor, taskEvents } from '../events/emit.js';
 import { withEvents } from '../events/outbox.js';
 import type { Actor } from '../events/schemas.js';

@@ -2,10 +2,10 @@
 // outcome, and redelivering one now.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { PageRequest } from '../../db/paginate.js';
+import { ADMIN } from '../../lib/auth.js';
 import { conflict, notFound } from '../../lib/errors.js';
 import { listPage } from '../../lib/pages.js';
 import { IdParams, Ok, OkList, ok, STANDARD_ERRORS } from '../../lib/schemas.js';
-import { ADMIN } from '../../plugins/gate.js';
 import { findDelivery, listDeliveries, scheduleNow, toDelivery } from './deliveries-repository.js';
 import { findWebhook } from './repository.js';
 import { Delivery, DeliveryParams, ListDeliveriesQuery } from './schemas.js';

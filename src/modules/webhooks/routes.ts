@@ -1,11 +1,11 @@
 // Owns /webhooks (admin only): register, list, get, change, delete an endpoint, rotate its secret
 // (shown once, like at creation), send it a test event, and mount its deliveries routes.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { ADMIN } from '../../lib/auth.js';
 import { fieldError, notFound } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
 import { listPage } from '../../lib/pages.js';
 import { BODY_ERRORS, IdParams, Ok, OkList, ok, STANDARD_ERRORS } from '../../lib/schemas.js';
-import { ADMIN } from '../../plugins/gate.js';
 import { staffActor } from '../events/emit.js';
 import { withEvents } from '../events/outbox.js';
 import { findDelivery } from './deliveries-repository.js';
