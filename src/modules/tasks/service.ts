@@ -1,0 +1,70 @@
+// Owns the rules of tasks: who may read, create or change which task, what a due date may be, and
+// that what a task refers to exists. Every write here is one transaction, its events written in it.
+import type { Store } from '../../db/store.js';
+import type { Executor } from '../../db/types.js';
+import { isElevated, visibleTo } from '../../lib/access.js';
+import type { AuthUser } from '../../lib/auth.js';
+import { type FieldError, forbidden, validation } from '../../lib/errors.js';
+import { staffActor, taskEvents } from '../events/emit.js';
+import { withEvents } from '../events/outbox.js';
+import { findTask, insertTask, referenceProblems, updateTask as updateTaskRow } from './repository.js';
+import { type CreateTaskInput, STAFF_UPDATABLE, type TaskView, type UpdateTaskInput } from './schemas.js';
+
+const WHAT = 'Task';
+const MIN_YEAR = 1970;
+const MAX_YEAR = 9999;
+
+/**
+ * A due date in canonical UTC form, with its problem if it has one. Both stores keep it as given
+ * only within four-digit years, and a format-valid leap second is not a real instant.
+ */
+function dueAtOf(value: string | null | undefined): { dueAt: string | null | undefined; problems: FieldError[] } {
+  if (value === null || value === undefined) return { dueAt: value, problems: [] };
+  const d = new Date(value);
+  const year = d.getUTCFullYear();
+  if (Number.isNaN(d.getTime()) || year < MIN_YEAR || year > MAX_YEAR) {
+    return {
+      dueAt: undefined,
+      problems: [{ field: 'dueAt', message: `must be a date-time in ${MIN_YEAR}–${MAX_YEAR}` }],
+    };
+  }
+  return { dueAt: d.toISOString(), problems: [] };
+}
+
+const invalid = (problems: FieldError[]) => validation(problems, `${problems[0]!.field}: ${problems[0]!.message}`);
+
+/** The task if the caller may see it (404 missing, 403 a staff-role caller's colleague's). */
+export async function visibleTask(db: Executor, user: AuthUser, id: string): Promise<TaskView> {
+  return visibleTo(user, await findTask(db, id), (t) => t.assignee, WHAT, id);
+}
+
+/** Checks what the input refers to and inserts the task, in one transaction. */
+export function createTask(store: Store, user: AuthUser, input: CreateTaskInput): Promise<TaskView> {
+  return withEvents(store, async (tx, outbox) => {
+    const { dueAt, problems } = dueAtOf(input.dueAt);
+    problems.push(...(await referenceProblems(tx, input)));
+    if (problems.length > 0) throw invalid(problems);
+    const task = await insertTask(tx, { ...input, dueAt });
+    taskEvents(outbox, staffActor(user), null, task);
+    return task;
+  });
+}
+
+/** Applies a change; a staff-role caller may change only status and notes of their own tasks. */
+export function updateTask(store: Store, user: AuthUser, id: string, changes: UpdateTaskInput): Promise<TaskView> {
+  return withEvents(store, async (tx, outbox) => {
+    const current = await visibleTask(tx, user, id);
+    if (!isElevated(user)) {
+      const denied = Object.keys(changes).filter((k) => !STAFF_UPDATABLE.has(k));
+      if (denied.length > 0) {
+        throw forbidden(`A staff member may change only status and notes; not allowed: ${denied.join(', ')}`);
+      }
+    }
+    const { dueAt, problems } = dueAtOf(changes.dueAt);
+    problems.push(...(await referenceProblems(tx, { department: changes.department, assignee: changes.assignee })));
+    if (problems.length > 0) throw invalid(problems);
+    const after = await updateTaskRow(tx, current, { ...changes, dueAt });
+    taskEvents(outbox, staffActor(user), current, after);
+    return after;
+  });
+}
