@@ -1,78 +1,18 @@
 // Owns /guests: list and get (admin and manager see all, staff only guests of their own
-// conversations and tasks), create, bulk create and update (admin, manager). E-mail (any case)
-// and phone are unique: a second guest with either is a 409 naming the existing guest.
+// conversations and tasks), create, bulk create and update (admin, manager); the rules are in
+// service.ts.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { Static } from 'typebox';
-import { isUniqueViolation } from '../../db/store.js';
-import type { Executor } from '../../db/types.js';
-import { isElevated, ownerFilter, visibleTo } from '../../lib/access.js';
+import { ownerFilter } from '../../lib/access.js';
 import { ADMIN_MANAGER, ANY_ROLE } from '../../lib/auth.js';
 import { BulkBody, BulkResponse, runBulk } from '../../lib/bulk.js';
-import { type AppError, conflict, notFound } from '../../lib/errors.js';
 import { listPage } from '../../lib/pages.js';
 import { BODY_ERRORS, CONFLICT_ERROR, IdParams, Ok, OkList, ok, STANDARD_ERRORS } from '../../lib/schemas.js';
-import { recordEvents, staffActor } from '../events/emit.js';
-import { type Outbox, withEvents } from '../events/outbox.js';
-import type { Actor } from '../events/schemas.js';
-import {
-  findConflicts,
-  findGuest,
-  type GuestConflict,
-  type GuestView,
-  insertGuest,
-  isGuestOfStaff,
-  listGuests,
-  toGuest,
-  updateGuest,
-} from './repository.js';
+import { type GuestView, listGuests, toGuest } from './repository.js';
 import { CreateGuestBody, Guest, ListGuestsQuery, UpdateGuestBody } from './schemas.js';
-
-type CreateGuest = Static<typeof CreateGuestBody>;
-type UpdateGuest = Static<typeof UpdateGuestBody>;
-
-function conflictError(found: GuestConflict[]): AppError {
-  const fields = found.map((c) => c.field).join(' and ');
-  return conflict(`Another guest already has this ${fields}`, found);
-}
-
-async function assertNoConflict(
-  db: Executor,
-  values: { email?: string | null; phone?: string | null },
-  exceptId?: string,
-) {
-  const found = await findConflicts(db, values, exceptId);
-  if (found.length > 0) throw conflictError(found);
-}
+import { type CreateGuest, createGuest, updateGuest, visibleGuest } from './service.js';
 
 export const guestsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const db = () => app.ctx.store;
-
-  /**
-   * Runs a write in its own transaction. A concurrent writer can take the e-mail or phone between
-   * the check inside `work` and the write; the unique index then refuses it, and once the
-   * transaction has rolled back (PostgreSQL answers nothing inside an aborted one) we name the winner.
-   */
-  async function writeGuest(
-    values: { email?: string | null; phone?: string | null },
-    exceptId: string | undefined,
-    work: (tx: Executor, outbox: Outbox) => Promise<GuestView>,
-  ): Promise<GuestView> {
-    try {
-      return await withEvents(db(), work);
-    } catch (err) {
-      if (!isUniqueViolation(err)) throw err;
-      const found = await findConflicts(db(), values, exceptId);
-      throw found.length > 0 ? conflictError(found) : conflict('Another guest already has this email or phone');
-    }
-  }
-
-  const create = (body: CreateGuest, actor: Actor) =>
-    writeGuest(body, undefined, async (tx, outbox) => {
-      await assertNoConflict(tx, body);
-      const guest = await insertGuest(tx, body);
-      recordEvents(outbox, 'guest', actor, null, guest);
-      return guest;
-    });
 
   app.get(
     '/',
@@ -104,12 +44,7 @@ export const guestsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request) => {
-      const { id } = request.params;
-      const user = request.user!;
-      const guest = await findGuest(db(), id);
-      // A guest has no single owner: a staff member "owns" it through their assignments.
-      const mine = guest !== undefined && !isElevated(user) && (await isGuestOfStaff(db(), id, user.id));
-      return ok(visibleTo(user, guest, () => (mine ? user.id : null), 'Guest', id));
+      return ok(await visibleGuest(db(), request.user!, request.params.id));
     },
   );
 
@@ -125,7 +60,7 @@ export const guestsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
-      const guest = await create(request.body, staffActor(request.user!));
+      const guest = await createGuest(db(), request.user!, request.body);
       reply.code(201);
       return ok(guest);
     },
@@ -143,11 +78,11 @@ export const guestsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request) => {
-      const actor = staffActor(request.user!);
+      const user = request.user!;
       return runBulk<CreateGuest, GuestView>(
         request.body.items,
         CreateGuestBody,
-        (item) => create(item, actor),
+        (item) => createGuest(db(), user, item),
         request.log,
       );
     },
@@ -165,18 +100,6 @@ export const guestsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: Ok(Guest), ...STANDARD_ERRORS, ...CONFLICT_ERROR, ...BODY_ERRORS },
       },
     },
-    async (request) => {
-      const { id } = request.params;
-      const body: UpdateGuest = request.body;
-      const updated = await writeGuest(body, id, async (tx, outbox) => {
-        const current = await findGuest(tx, id);
-        if (current === undefined) throw notFound('Guest', id);
-        await assertNoConflict(tx, body, id);
-        const after = await updateGuest(tx, current, body);
-        recordEvents(outbox, 'guest', staffActor(request.user!), current, after);
-        return after;
-      });
-      return ok(updated);
-    },
+    async (request) => ok(await updateGuest(db(), request.user!, request.params.id, request.body)),
   );
 };
