@@ -2,22 +2,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { PageRequest } from '../../db/paginate.js';
 import { ADMIN_MANAGER, ANY_ROLE } from '../../lib/auth.js';
-import { notFound } from '../../lib/errors.js';
 import { listPage } from '../../lib/pages.js';
 import { BODY_ERRORS, IdParams, Ok, OkList, ok, STANDARD_ERRORS } from '../../lib/schemas.js';
-import { knowledgeDeleted, recordEvents, staffActor } from '../events/emit.js';
-import { withEvents } from '../events/outbox.js';
-import { deleteEntry, findEntry, insertEntry, listEntries, replaceEntry, toEntry } from './repository.js';
-import {
-  CreateEntryBody,
-  DEFAULT_CATEGORY,
-  DeletedEntry,
-  KnowledgeEntry,
-  ListEntriesQuery,
-  UpdateEntryBody,
-} from './schemas.js';
-
-const missing = (id: string) => notFound('Knowledge entry', id);
+import { listEntries, toEntry } from './repository.js';
+import { CreateEntryBody, DeletedEntry, KnowledgeEntry, ListEntriesQuery, UpdateEntryBody } from './schemas.js';
+import { createEntry, deleteEntry, getEntry, updateEntry } from './service.js';
 
 export const knowledgeRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const db = () => app.ctx.store;
@@ -54,11 +43,7 @@ export const knowledgeRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: Ok(KnowledgeEntry), ...STANDARD_ERRORS },
       },
     },
-    async (request) => {
-      const entry = await findEntry(db(), request.params.id);
-      if (entry === undefined) throw missing(request.params.id);
-      return ok(entry);
-    },
+    async (request) => ok(await getEntry(db(), request.params.id)),
   );
 
   app.post(
@@ -73,12 +58,7 @@ export const knowledgeRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
-      const { title, content, category = DEFAULT_CATEGORY } = request.body;
-      const entry = await withEvents(db(), async (tx, outbox) => {
-        const created = await insertEntry(tx, { title, content, category });
-        recordEvents(outbox, 'knowledge', staffActor(request.user!), null, created);
-        return created;
-      });
+      const entry = await createEntry(db(), request.user!, request.body);
       reply.code(201);
       return ok(entry);
     },
@@ -96,17 +76,7 @@ export const knowledgeRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: Ok(KnowledgeEntry), ...STANDARD_ERRORS, ...BODY_ERRORS },
       },
     },
-    async (request) => {
-      const { id } = request.params;
-      const entry = await withEvents(db(), async (tx, outbox) => {
-        const before = await findEntry(tx, id);
-        const after = before && (await replaceEntry(tx, id, request.body));
-        if (before === undefined || after === undefined) throw missing(id);
-        recordEvents(outbox, 'knowledge', staffActor(request.user!), before, after);
-        return after;
-      });
-      return ok(entry);
-    },
+    async (request) => ok(await updateEntry(db(), request.user!, request.params.id, request.body)),
   );
 
   app.delete(
@@ -122,11 +92,7 @@ export const knowledgeRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const { id } = request.params;
-      await withEvents(db(), async (tx, outbox) => {
-        const entry = await findEntry(tx, id);
-        if (entry === undefined || !(await deleteEntry(tx, id))) throw missing(id);
-        knowledgeDeleted(outbox, staffActor(request.user!), entry);
-      });
+      await deleteEntry(db(), request.user!, id);
       return ok({ id, deleted: true as const });
     },
   );
