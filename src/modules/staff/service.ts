@@ -1,0 +1,78 @@
+// Owns the rules of staff accounts: who may see whom (a staff-role caller: only themselves), that
+// a department is one the `departments` setting lists, that an e-mail is used once, and that the
+// last active admin cannot be demoted or deactivated. Every write is one transaction with its events.
+import type { Static } from 'typebox';
+import { isUniqueViolation, type Store } from '../../db/store.js';
+import type { Executor } from '../../db/types.js';
+import { visibleTo } from '../../lib/access.js';
+import type { AuthUser } from '../../lib/auth.js';
+import { conflict } from '../../lib/errors.js';
+import { generatePassword, hashPassword } from '../../lib/password.js';
+import { recordEvents, staffActor } from '../events/emit.js';
+import { withEvents } from '../events/outbox.js';
+import { checkDepartment } from '../settings/repository.js';
+import {
+  countActiveAdminsForUpdate,
+  findStaff,
+  insertStaff,
+  type StaffView,
+  updateStaff as updateStaffRow,
+} from './repository.js';
+import type { CreateStaffBody, UpdateStaffBody } from './schemas.js';
+
+/** The staff member if the caller may see them (404 missing, 403 a staff-role caller's colleague). */
+export async function visibleStaff(db: Executor, user: AuthUser, id: string): Promise<StaffView> {
+  return visibleTo(user, await findStaff(db, id), (s) => s.id, 'Staff member', id);
+}
+
+/** Creates a staff member; without a password a one-time temporaryPassword is returned with it. */
+export async function createStaff(
+  store: Store,
+  user: AuthUser,
+  body: Static<typeof CreateStaffBody>,
+): Promise<StaffView & { temporaryPassword?: string }> {
+  await checkDepartment(store, body.department);
+  const temporaryPassword = body.password === undefined ? generatePassword() : undefined;
+  const passwordHash = await hashPassword(body.password ?? temporaryPassword!);
+  try {
+    const staff = await withEvents(store, async (tx, outbox) => {
+      const created = await insertStaff(tx, {
+        name: body.name,
+        email: body.email,
+        role: body.role,
+        department: body.department ?? null,
+        passwordHash,
+      });
+      recordEvents(outbox, 'staff', staffActor(user), null, created);
+      return created;
+    });
+    return temporaryPassword === undefined ? staff : { ...staff, temporaryPassword };
+  } catch (err) {
+    if (isUniqueViolation(err)) {
+      throw conflict('A staff member with this email already exists', [
+        { field: 'email', message: 'is already in use' },
+      ]);
+    }
+    throw err;
+  }
+}
+
+export async function updateStaff(
+  store: Store,
+  user: AuthUser,
+  id: string,
+  body: Static<typeof UpdateStaffBody>,
+): Promise<StaffView> {
+  await checkDepartment(store, body.department);
+  return withEvents(store, async (tx, outbox) => {
+    const current = await visibleStaff(tx, user, id);
+    const losesAdmin =
+      current.role === 'admin' && current.active && (body.active === false || (body.role ?? 'admin') !== 'admin');
+    if (losesAdmin && (await countActiveAdminsForUpdate(tx)) <= 1) {
+      throw conflict('This is the last active admin; promote another admin first');
+    }
+    const after = (await updateStaffRow(tx, id, body))!;
+    recordEvents(outbox, 'staff', staffActor(user), current, after);
+    return after;
+  });
+}
