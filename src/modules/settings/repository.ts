@@ -2,7 +2,6 @@
 
 import { fromJson, nowIso, toIso, toJson } from '../../db/store.js';
 import type { Executor } from '../../db/types.js';
-import { fieldError } from '../../lib/errors.js';
 import { DEFAULT_DEPARTMENTS, SETTINGS } from './registry.js';
 
 export interface SettingView {
@@ -64,11 +63,4 @@ export async function deleteSetting(db: Executor, key: string): Promise<boolean>
 export async function getDepartments(db: Executor): Promise<string[]> {
   const s = await getSetting(db, 'departments');
   return Array.isArray(s?.value) ? (s.value as string[]) : DEFAULT_DEPARTMENTS;
-}
-
-/** Throws VALIDATION_ERROR on `field` unless the department is one the setting lists. */
-export async function checkDepartment(db: Executor, department: string | null | undefined, field = 'department') {
-  if (department === null || department === undefined) return;
-  const known = await getDepartments(db);
-  if (!known.includes(department)) throw fieldError(field, `must be one of: ${known.join(', ')}`);
 }

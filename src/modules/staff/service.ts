@@ -10,7 +10,7 @@ import { conflict } from '../../lib/errors.js';
 import { generatePassword, hashPassword } from '../../lib/password.js';
 import { recordEvents, staffActor } from '../events/emit.js';
 import { withEvents } from '../events/outbox.js';
-import { checkDepartment } from '../settings/repository.js';
+import { checkDepartment } from '../settings/service.js';
 import {
   countActiveAdminsForUpdate,
   findStaff,

@@ -1,11 +1,9 @@
-// Owns task rows: reads, writes, the checks of what a task refers to, and the mapping of a row
+// Owns task rows: reads, writes, the lookups of what a task refers to, and the mapping of a row
 // to its API shape.
 import { paginate } from '../../db/paginate.js';
 import { nowIso, toIso } from '../../db/store.js';
 import type { Executor, TaskRow } from '../../db/types.js';
-import { AppError, type FieldError } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
-import { checkDepartment } from '../settings/repository.js';
 import type { CreateTaskInput, TaskFilter, TaskView, UpdateTaskInput } from './schemas.js';
 
 const COLUMNS = [
@@ -105,48 +103,20 @@ export const listTasks = paginate<ListFilter, TaskRow>({
   }),
 });
 
-export interface References {
-  department?: string | undefined;
-  guestId?: string | null | undefined;
-  conversationId?: string | null | undefined;
-  assignee?: string | null | undefined;
+/** Whether a guest with this id exists. */
+export async function guestExists(db: Executor, id: string): Promise<boolean> {
+  return (await db.selectFrom('guests').select('id').where('id', '=', id).executeTakeFirst()) !== undefined;
 }
 
-/**
- * Every problem with what a task body refers to, so one 400 names all of them: a department the
- * setting does not list, a guest or conversation that does not exist (or a conversation of
- * another guest), an assignee who is missing or deactivated.
- */
-export async function referenceProblems(db: Executor, r: References): Promise<FieldError[]> {
-  const problems: FieldError[] = [];
-  try {
-    await checkDepartment(db, r.department);
-  } catch (err) {
-    if (!(err instanceof AppError) || !Array.isArray(err.details)) throw err;
-    problems.push(...(err.details as FieldError[]));
-  }
-  if (r.guestId != null) {
-    const guest = await db.selectFrom('guests').select('id').where('id', '=', r.guestId).executeTakeFirst();
-    if (guest === undefined) problems.push({ field: 'guestId', message: `guest ${r.guestId} does not exist` });
-  }
-  if (r.conversationId != null) {
-    const conversation = await db
-      .selectFrom('conversations')
-      .select(['id', 'guest_id'])
-      .where('id', '=', r.conversationId)
-      .executeTakeFirst();
-    if (conversation === undefined) {
-      problems.push({ field: 'conversationId', message: `conversation ${r.conversationId} does not exist` });
-    } else if (r.guestId != null && conversation.guest_id !== r.guestId) {
-      problems.push({ field: 'conversationId', message: 'belongs to another guest than guestId' });
-    }
-  }
-  if (r.assignee != null) {
-    const staff = await db.selectFrom('staff').select('active').where('id', '=', r.assignee).executeTakeFirst();
-    if (staff === undefined) problems.push({ field: 'assignee', message: `staff member ${r.assignee} does not exist` });
-    else if (!staff.active) problems.push({ field: 'assignee', message: 'is a deactivated staff member' });
-  }
-  return problems;
+/** The guest a conversation belongs to; undefined when the conversation does not exist. */
+export function findConversationGuest(db: Executor, id: string) {
+  return db.selectFrom('conversations').select(['id', 'guest_id']).where('id', '=', id).executeTakeFirst();
+}
+
+/** Whether a staff member is active; undefined when they do not exist. */
+export async function staffActive(db: Executor, id: string): Promise<boolean | undefined> {
+  const row = await db.selectFrom('staff').select('active').where('id', '=', id).executeTakeFirst();
+  return row === undefined ? undefined : Boolean(row.active);
 }
 
 export async function insertTask(db: Executor, input: CreateTaskInput): Promise<TaskView> {

@@ -7,7 +7,15 @@ import type { AuthUser } from '../../lib/auth.js';
 import { type FieldError, forbidden, validation } from '../../lib/errors.js';
 import { staffActor, taskEvents } from '../events/emit.js';
 import { withEvents } from '../events/outbox.js';
-import { findTask, insertTask, referenceProblems, updateTask as updateTaskRow } from './repository.js';
+import { departmentProblem } from '../settings/service.js';
+import {
+  findConversationGuest,
+  findTask,
+  guestExists,
+  insertTask,
+  staffActive,
+  updateTask as updateTaskRow,
+} from './repository.js';
 import { type CreateTaskInput, STAFF_UPDATABLE, type TaskView, type UpdateTaskInput } from './schemas.js';
 
 const WHAT = 'Task';
@@ -29,6 +37,42 @@ function dueAtOf(value: string | null | undefined): { dueAt: string | null | und
     };
   }
   return { dueAt: d.toISOString(), problems: [] };
+}
+
+interface References {
+  department?: string | undefined;
+  guestId?: string | null | undefined;
+  conversationId?: string | null | undefined;
+  assignee?: string | null | undefined;
+}
+
+/**
+ * Every problem with what a task body refers to, so one 400 names all of them: a department the
+ * setting does not list, a guest or conversation that does not exist (or a conversation of
+ * another guest), an assignee who is missing or deactivated.
+ */
+async function referenceProblems(db: Executor, r: References): Promise<FieldError[]> {
+  const problems: FieldError[] = [];
+  const department = await departmentProblem(db, r.department);
+  if (department !== null) problems.push(department);
+  if (r.guestId != null && !(await guestExists(db, r.guestId))) {
+    problems.push({ field: 'guestId', message: `guest ${r.guestId} does not exist` });
+  }
+  if (r.conversationId != null) {
+    const conversation = await findConversationGuest(db, r.conversationId);
+    if (conversation === undefined) {
+      problems.push({ field: 'conversationId', message: `conversation ${r.conversationId} does not exist` });
+    } else if (r.guestId != null && conversation.guest_id !== r.guestId) {
+      problems.push({ field: 'conversationId', message: 'belongs to another guest than guestId' });
+    }
+  }
+  if (r.assignee != null) {
+    const active = await staffActive(db, r.assignee);
+    if (active === undefined)
+      problems.push({ field: 'assignee', message: `staff member ${r.assignee} does not exist` });
+    else if (!active) problems.push({ field: 'assignee', message: 'is a deactivated staff member' });
+  }
+  return problems;
 }
 
 const invalid = (problems: FieldError[]) => validation(problems, `${problems[0]!.field}: ${problems[0]!.message}`);

@@ -1,0 +1,88 @@
+// Owns the rules of settings: a key must be known (or custom.<name>), its value must fit the key's
+// schema, at most MAX_CUSTOM_KEYS custom keys are kept, and a department elsewhere must be one the
+// `departments` setting lists. Every write is one transaction with its event.
+import type { Store } from '../../db/store.js';
+import type { Executor } from '../../db/types.js';
+import type { AuthUser } from '../../lib/auth.js';
+import { conflict, type FieldError, fieldError, notFound, validation } from '../../lib/errors.js';
+import { bodyChecker } from '../../lib/validation.js';
+import { settingUpdated, staffActor } from '../events/emit.js';
+import { withEvents } from '../events/outbox.js';
+import { CUSTOM_KEY, customValueProblems, isKnownKey, MAX_CUSTOM_KEYS, SETTINGS } from './registry.js';
+import {
+  countCustomSettings,
+  deleteSetting,
+  getSetting as findSetting,
+  getDepartments,
+  putSetting,
+  type SettingView,
+} from './repository.js';
+
+const checkers = new Map(Object.entries(SETTINGS).map(([k, d]) => [k, bodyChecker(d.schema, 'value')]));
+
+function checkValue(key: string, value: unknown) {
+  if (value === undefined) throw validation([{ field: 'value', message: 'is required' }]);
+  const def = SETTINGS[key];
+  if (def === undefined) {
+    const problems = customValueProblems(value);
+    if (problems.length > 0) throw validation(problems);
+    return;
+  }
+  checkers.get(key)!(value);
+  const extra = def.check?.(value as never) ?? [];
+  if (extra.length > 0) throw validation(extra);
+}
+
+const unknownKey = (key: string) => notFound('Setting', key);
+
+/** The problem with naming `department` in `field`, if it is not one the setting lists. */
+export async function departmentProblem(
+  db: Executor,
+  department: string | null | undefined,
+  field = 'department',
+): Promise<FieldError | null> {
+  if (department === null || department === undefined) return null;
+  const known = await getDepartments(db);
+  return known.includes(department) ? null : { field, message: `must be one of: ${known.join(', ')}` };
+}
+
+/** Throws VALIDATION_ERROR on `field` unless the department is one the setting lists. */
+export async function checkDepartment(db: Executor, department: string | null | undefined, field = 'department') {
+  const problem = await departmentProblem(db, department, field);
+  if (problem !== null) throw fieldError(problem.field, problem.message);
+}
+
+/** A setting; a known key never set reads as its default. */
+export async function getSetting(store: Store, key: string): Promise<SettingView> {
+  if (!isKnownKey(key)) throw unknownKey(key);
+  const s = await findSetting(store, key);
+  if (s === undefined) throw unknownKey(key);
+  return s;
+}
+
+export async function setSetting(store: Store, user: AuthUser, key: string, value: unknown): Promise<SettingView> {
+  if (!isKnownKey(key)) throw unknownKey(key);
+  checkValue(key, value);
+  return withEvents(store, async (tx, outbox) => {
+    const before = await findSetting(tx, key);
+    if (before === undefined && (await countCustomSettings(tx)) >= MAX_CUSTOM_KEYS) {
+      throw conflict(`At most ${MAX_CUSTOM_KEYS} custom settings are kept; delete one before adding another`);
+    }
+    const after = await putSetting(tx, key, value, user.id);
+    settingUpdated(outbox, staffActor(user), before, after);
+    return after;
+  });
+}
+
+/** Resets a known key to its default, or removes a custom key (404 when it was not set). */
+export async function resetSetting(store: Store, user: AuthUser, key: string): Promise<void> {
+  if (!isKnownKey(key)) throw unknownKey(key);
+  await withEvents(store, async (tx, outbox) => {
+    const before = await findSetting(tx, key);
+    const deleted = await deleteSetting(tx, key);
+    if (!deleted && CUSTOM_KEY.test(key)) throw unknownKey(key);
+    // A reset is an update to the default; a removed custom key reads as null.
+    const after = (await findSetting(tx, key)) ?? { key, value: null, updatedAt: null, updatedBy: null };
+    if (deleted) settingUpdated(outbox, staffActor(user), before, after);
+  });
+}
