@@ -1,19 +1,23 @@
 // Owns /webhooks/:id/deliveries (admin only): an endpoint's delivery history with each attempt's
 // outcome, and redelivering one now.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyInstance } from 'fastify';
 import type { PageRequest } from '../../db/paginate.js';
 import { ADMIN } from '../../lib/auth.js';
-import { conflict, notFound } from '../../lib/errors.js';
+import { notFound } from '../../lib/errors.js';
 import { listPage } from '../../lib/pages.js';
 import { IdParams, Ok, OkList, ok, STANDARD_ERRORS } from '../../lib/schemas.js';
-import { findDelivery, listDeliveries, scheduleNow, toDelivery } from './deliveries-repository.js';
+import { listDeliveries, toDelivery } from './deliveries-repository.js';
 import { findWebhook } from './repository.js';
 import { Delivery, DeliveryParams, ListDeliveriesQuery } from './schemas.js';
+import { redeliver, type WebhookDeps } from './service.js';
 
-export const inactiveConflict = () =>
-  conflict('The webhook is inactive; activate it (PATCH active: true) first', [
-    { field: 'active', message: 'is false' },
-  ]);
+/** The webhook service's dependencies, from the app. */
+export const webhookDeps = (app: FastifyInstance): WebhookDeps => ({
+  store: app.ctx.store,
+  allowPrivate: app.ctx.config.webhookAllowPrivate,
+  wake: () => app.eventsRuntime.dispatcher.wake(),
+});
 
 const CONFLICT = {
   409: { ...STANDARD_ERRORS[404], description: 'CONFLICT: the webhook is inactive or an attempt is in progress' },
@@ -59,17 +63,17 @@ export const deliveriesRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       const { id, deliveryId } = request.params;
-      const hook = await findWebhook(db(), id);
-      if (hook === undefined) throw notFound('Webhook', id);
-      const found = await findDelivery(db(), id, deliveryId);
-      if (found === undefined) throw notFound('Delivery', deliveryId);
-      if (!hook.active) throw inactiveConflict();
-      if (!(await scheduleNow(db(), deliveryId))) {
-        throw conflict('An attempt of this delivery is in progress; retry in a few seconds');
-      }
-      app.eventsRuntime.dispatcher.wake();
+      const delivery = await redeliver(
+        {
+          store: db(),
+          allowPrivate: app.ctx.config.webhookAllowPrivate,
+          wake: () => app.eventsRuntime.dispatcher.wake(),
+        },
+        id,
+        deliveryId,
+      );
       reply.code(202);
-      return ok((await findDelivery(db(), id, deliveryId))!);
+      return ok(delivery);
     },
   );
 };

@@ -2,23 +2,10 @@
 // (shown once, like at creation), send it a test event, and mount its deliveries routes.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ADMIN } from '../../lib/auth.js';
-import { fieldError, notFound } from '../../lib/errors.js';
-import { newId } from '../../lib/ids.js';
 import { listPage } from '../../lib/pages.js';
 import { BODY_ERRORS, IdParams, Ok, OkList, ok, STANDARD_ERRORS } from '../../lib/schemas.js';
-import { staffActor } from '../events/emit.js';
-import { withEvents } from '../events/outbox.js';
-import { findDelivery } from './deliveries-repository.js';
-import { deliveriesRoutes, inactiveConflict } from './deliveries-routes.js';
-import {
-  deleteWebhook,
-  findWebhook,
-  insertWebhook,
-  listWebhooks,
-  rotateSecret,
-  toWebhook,
-  updateWebhook,
-} from './repository.js';
+import { deliveriesRoutes, webhookDeps } from './deliveries-routes.js';
+import { listWebhooks, toWebhook } from './repository.js';
 import {
   CreateWebhookBody,
   DeletedWebhook,
@@ -28,25 +15,13 @@ import {
   Webhook,
   WebhookWithSecret,
 } from './schemas.js';
-import { urlProblem } from './url-guard.js';
+import { createWebhook, deleteWebhook, getWebhook, rotateSecret, sendTest, updateWebhook } from './service.js';
 
-const missing = (id: string) => notFound('Webhook', id);
 const CONFLICT = { 409: { ...STANDARD_ERRORS[404], description: 'CONFLICT: the webhook is inactive' } };
-
-/** ["*"] alone, or specific types: "*" next to others would be ambiguous. */
-function checkEvents(events: string[] | undefined) {
-  if (events?.includes('*') && events.length > 1) {
-    throw fieldError('events', 'is either ["*"] or a list of event types, not both');
-  }
-}
 
 export const webhooksRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const db = () => app.ctx.store;
-  const checkUrl = async (url: string | undefined) => {
-    if (url === undefined) return;
-    const problem = await urlProblem(url, app.ctx.config.webhookAllowPrivate);
-    if (problem !== null) throw fieldError('url', problem);
-  };
+  const deps = () => webhookDeps(app);
 
   app.post(
     '/',
@@ -60,12 +35,9 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
-      const { url, events, description = null, active = true } = request.body;
-      checkEvents(events);
-      await checkUrl(url);
-      const { view, secret } = await insertWebhook(db(), { url, events, description, active });
+      const created = await createWebhook(deps(), request.body);
       reply.code(201);
-      return ok({ ...view, secret });
+      return ok(created);
     },
   );
 
@@ -94,11 +66,7 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: Ok(Webhook), ...STANDARD_ERRORS },
       },
     },
-    async (request) => {
-      const hook = await findWebhook(db(), request.params.id);
-      if (hook === undefined) throw missing(request.params.id);
-      return ok(hook);
-    },
+    async (request) => ok(await getWebhook(db(), request.params.id)),
   );
 
   app.patch(
@@ -113,16 +81,7 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: Ok(Webhook), ...STANDARD_ERRORS, ...BODY_ERRORS },
       },
     },
-    async (request) => {
-      const { id } = request.params;
-      checkEvents(request.body.events);
-      await checkUrl(request.body.url);
-      const hook = await updateWebhook(db(), id, request.body);
-      if (hook === undefined) throw missing(id);
-      // Re-activated: its waiting deliveries are due now.
-      if (request.body.active === true) app.eventsRuntime.dispatcher.wake();
-      return ok(hook);
-    },
+    async (request) => ok(await updateWebhook(deps(), request.params.id, request.body)),
   );
 
   app.delete(
@@ -138,7 +97,7 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const { id } = request.params;
-      if (!(await deleteWebhook(db(), id))) throw missing(id);
+      await deleteWebhook(db(), id);
       return ok({ id, deleted: true as const });
     },
   );
@@ -154,13 +113,7 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: Ok(WebhookWithSecret), ...STANDARD_ERRORS },
       },
     },
-    async (request) => {
-      const { id } = request.params;
-      const secret = await rotateSecret(db(), id);
-      const hook = secret === undefined ? undefined : await findWebhook(db(), id);
-      if (hook === undefined) throw missing(id);
-      return ok({ ...hook, secret: secret! });
-    },
+    async (request) => ok(await rotateSecret(db(), request.params.id)),
   );
 
   app.post(
@@ -175,22 +128,9 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
-      const { id } = request.params;
-      const deliveryId = newId('whd');
-      await withEvents(db(), async (tx, outbox) => {
-        const hook = await findWebhook(tx, id);
-        if (hook === undefined) throw missing(id);
-        if (!hook.active) throw inactiveConflict();
-        outbox.add({
-          type: 'webhook.test',
-          actor: staffActor(request.user!),
-          data: hook,
-          only: { webhookId: id, deliveryId },
-        });
-      });
-      const delivery = await findDelivery(db(), id, deliveryId);
+      const delivery = await sendTest(db(), request.user!, request.params.id);
       reply.code(202);
-      return ok(delivery!);
+      return ok(delivery);
     },
   );
 
