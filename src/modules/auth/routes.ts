@@ -1,13 +1,11 @@
-// Owns /auth: login, refresh (rotates), logout (revokes), me, and password change.
+// Owns /auth: login, refresh (rotates), logout (revokes), me, and password change; the rules of
+// sessions are in service.ts.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import type { Role } from '../../lib/auth.js';
 import { ANY_ROLE } from '../../lib/auth.js';
-import { AppError, authError, fieldError } from '../../lib/errors.js';
-import { burnPasswordCheck, hashPassword, verifyPassword } from '../../lib/password.js';
 import { BODY_ERRORS, Ok, ok, STANDARD_ERRORS } from '../../lib/schemas.js';
-import { findPasswordHash, findStaff, findStaffForLogin, setPassword } from '../staff/repository.js';
 import { Password, RoleSchema, Staff } from '../staff/schemas.js';
+import { changePassword, login, logout, me, refresh } from './service.js';
 
 const Session = Type.Object(
   {
@@ -41,21 +39,6 @@ const AUTH_ERRORS = {
 
 export const authRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { ctx } = app;
-  const db = () => ctx.store;
-
-  /**
-   * Signs a session. `notBeforeSec` is the member's `tokens_valid_after`: a token must not be
-   * issued (iat) before it, or the gate would refuse it at once (a login or refresh in the same
-   * second as a password change).
-   */
-  function session(user: { id: string; name: string; email: string; role: Role }, notBeforeSec = 0) {
-    const { token, claims } = ctx.tokens.sign(user.id, user.role, Math.max(Date.now(), notBeforeSec * 1000));
-    return {
-      token,
-      expiresAt: new Date(claims.exp * 1000).toISOString(),
-      user: { id: user.id, name: user.name, email: user.email, role: user.role },
-    };
-  }
 
   app.post(
     '/login',
@@ -72,19 +55,7 @@ export const authRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const { email, password } = request.body;
-      const key = `login:${request.ip}:${email.toLowerCase()}`;
-      const hit = await ctx.counter.hit(key, 60_000);
-      if (hit.count > ctx.config.loginLimit) {
-        const retry = Math.max(1, Math.ceil((hit.resetAtMs - Date.now()) / 1000));
-        throw new AppError('RATE_LIMITED', `Too many login attempts; retry in ${retry} s`, undefined, {
-          'retry-after': String(retry),
-        });
-      }
-      const staff = await findStaffForLogin(db(), email);
-      const good = staff ? await verifyPassword(staff.password_hash, password) : await burnPasswordCheck(password);
-      if (!staff || !good) throw authError('INVALID_CREDENTIALS', 'The e-mail or password is incorrect', false);
-      if (!staff.active) throw authError('UNAUTHORIZED', 'This account is deactivated', false);
-      return ok(session(staff, Number(staff.tokens_valid_after)));
+      return ok(await login(ctx, request.ip, email, password));
     },
   );
 
@@ -98,14 +69,7 @@ export const authRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: Ok(Session), ...AUTH_ERRORS },
       },
     },
-    async (request) => {
-      const user = request.user!;
-      // Exactly one refresh per token: a second one racing this one finds it already revoked.
-      if (!(await ctx.revoke(user.jti, user.exp))) {
-        throw authError('TOKEN_INVALID', 'The token has been revoked', true);
-      }
-      return ok(session(user, user.iat ?? 0));
-    },
+    async (request) => ok(await refresh(ctx, request.user!)),
   );
 
   app.post(
@@ -119,8 +83,7 @@ export const authRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request) => {
-      const user = request.user!;
-      await ctx.revoke(user.jti, user.exp);
+      await logout(ctx, request.user!);
       return ok({ loggedOut: true as const });
     },
   );
@@ -135,7 +98,7 @@ export const authRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: Ok(Staff), ...AUTH_ERRORS },
       },
     },
-    async (request) => ok((await findStaff(db(), request.user!.id))!),
+    async (request) => ok(await me(ctx.store, request.user!)),
   );
 
   app.post(
@@ -150,19 +113,8 @@ export const authRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request) => {
-      const user = request.user!;
       const { currentPassword, newPassword } = request.body;
-      const stored = await findPasswordHash(db(), user.id);
-      if (!stored || !(await verifyPassword(stored.password_hash, currentPassword))) {
-        throw fieldError('currentPassword', 'is incorrect');
-      }
-      if (currentPassword === newPassword) throw fieldError('newPassword', 'must differ from the current password');
-      // Tokens carry whole-second `iat`s: every token issued up to and including this second is
-      // refused from now on (so is one issued earlier in the same second), and the new session is
-      // dated from the next second.
-      const validAfter = Math.floor(Date.now() / 1000) + 1;
-      await setPassword(db(), user.id, await hashPassword(newPassword), validAfter);
-      return ok(session(user, validAfter));
+      return ok(await changePassword(ctx, request.user!, currentPassword, newPassword));
     },
   );
 };
