@@ -1,6 +1,5 @@
-// Owns building the application from config: store, shared services, validation, plugins and
-// routes. It never listens; server.ts does, and tests call buildApp and use inject.
-import swagger from '@fastify/swagger';
+// Owns composing the application from config: the Fastify options, the store, then one plugin per
+// concern and the routes. It never listens; server.ts does, and tests call buildApp and use inject.
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import type { Redis } from 'ioredis';
@@ -9,10 +8,8 @@ import { migrate } from './db/migrate.js';
 import { openStore, type Store } from './db/store.js';
 import { buildSerializer, compileValidator } from './lib/compiled-schemas.js';
 import { TokenService } from './lib/jwt.js';
-import { documentRoute } from './lib/openapi.js';
-import { loadRedis } from './lib/optional-deps.js';
 import { CursorCodec } from './lib/pages.js';
-import { type Counter, MemoryCounter, RedisCounter } from './lib/rate-limiter.js';
+import type { Counter } from './lib/rate-limiter.js';
 import { requestId } from './lib/request-id.js';
 import { requestLogger } from './lib/request-logger.js';
 import { ErrorBody } from './lib/schemas.js';
@@ -27,11 +24,14 @@ import { settingsRoutes } from './modules/settings/routes.js';
 import { staffRoutes } from './modules/staff/routes.js';
 import { tasksRoutes } from './modules/tasks/routes.js';
 import { webhooksRoutes } from './modules/webhooks/routes.js';
+import counters from './plugins/counters.js';
 import docs from './plugins/docs.js';
 import errors, { clientErrorHandler, renderError } from './plugins/errors.js';
 import gate, { countRequest } from './plugins/gate.js';
 import input from './plugins/input.js';
+import openapi from './plugins/openapi.js';
 import readCache from './plugins/read-cache.js';
+import revocation, { type Revoke } from './plugins/revocation.js';
 
 export interface AppContext {
   config: Config;
@@ -41,11 +41,8 @@ export interface AppContext {
   redis: Redis | null;
   /** Signs and checks list cursors (src/lib/pages.ts). */
   cursors: CursorCodec;
-  /**
-   * Revokes a token id until its expiry (logout, refresh, password change). Resolves true when
-   * this call revoked it, false when it already was (a concurrent logout or refresh won).
-   */
-  revoke(jti: string, expSec: number): Promise<boolean>;
+  /** Revokes a token id until its expiry (src/plugins/revocation.ts). */
+  revoke: Revoke;
 }
 
 declare module 'fastify' {
@@ -110,68 +107,22 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   const ownsStore = options.store === undefined;
   if (ownsStore) await migrate(store);
 
-  let redis: Redis | null = null;
-  let counter: Counter;
-  if (config.redisUrl !== null) {
-    redis = new (loadRedis())(config.redisUrl, {
-      keyPrefix: config.redisKeyPrefix,
-      lazyConnect: false,
-      enableOfflineQueue: false,
-      maxRetriesPerRequest: 1,
-      connectTimeout: 2000,
-      retryStrategy: (times) => Math.min(times * 200, 2000),
-    });
-    let warned = 0;
-    redis.on('error', (err) => {
-      if (Date.now() - warned > 10_000) {
-        warned = Date.now();
-        app.log.warn({ err: err.message }, 'redis unavailable; rate limits count in process until it returns');
-      }
-    });
-    counter = new RedisCounter(redis, () => {});
-    // Give Redis a moment to connect so the first requests share counters; if it does not,
-    // start anyway: counting falls back to the process and /readyz reports it.
-    const r = redis;
-    await new Promise<void>((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        r.off('ready', done);
-        resolve();
-      };
-      const timer = setTimeout(done, 2000);
-      r.once('ready', done);
-    });
-  } else {
-    counter = new MemoryCounter();
-  }
+  // Added first so it runs last: avvio closes in reverse order, and what follows uses the store.
+  app.addHook('onClose', async () => {
+    if (ownsStore) await store.close();
+  });
+  await app.register(counters, { config });
+  await app.register(revocation, { store });
 
   app.decorate('ctx', {
     config,
     store,
     tokens: new TokenService(config.jwtSecret, config.jwtPreviousSecrets, config.tokenTtlSeconds),
-    counter,
-    redis,
+    counter: app.counters.counter,
+    redis: app.counters.redis,
     cursors: new CursorCodec([config.jwtSecret, ...config.jwtPreviousSecrets]),
-    async revoke(jti, expSec) {
-      const r = await store
-        .insertInto('revoked_tokens')
-        .values({ jti, expires_at: expSec })
-        .onConflict((oc) => oc.column('jti').doNothing())
-        .executeTakeFirst();
-      return Number(r.numInsertedOrUpdatedRows ?? 0) > 0;
-    },
+    revoke: app.revoke,
   } satisfies AppContext);
-
-  // Revocations are kept only until the token would have expired anyway.
-  const purge = setInterval(() => {
-    const now = Math.floor(Date.now() / 1000);
-    store
-      .deleteFrom('revoked_tokens')
-      .where('expires_at', '<', now)
-      .execute()
-      .catch(() => {});
-  }, 3600_000);
-  purge.unref();
 
   app.setValidatorCompiler(compileValidator);
   app.addSchema(ErrorBody);
@@ -182,50 +133,12 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     reply.header('x-request-id', request.id);
     done();
   });
-  app.addHook('onClose', async () => {
-    clearInterval(purge);
-    (counter as { close?: () => void }).close?.();
-    if (redis) redis.disconnect();
-    if (ownsStore) await store.close();
-  });
 
   await app.register(errors);
   await app.register(gate);
   await app.register(input);
   await app.register(readCache);
-  await app.register(swagger, {
-    openapi: {
-      openapi: '3.1.0',
-      info: {
-        title: 'Guest Messaging and Operations API',
-        version: '1.0.0',
-        description:
-          'JSON REST API for guest conversations over WhatsApp, SMS, e-mail and web chat, and the operations that follow.',
-      },
-      // x-internal (an OpenAPI extension the types do not know): this server is for outside integrators.
-      servers: [{ url: '/', 'x-internal': false } as { url: string }],
-      components: {
-        securitySchemes: {
-          bearerAuth: {
-            type: 'http',
-            scheme: 'bearer',
-            bearerFormat: 'JWT',
-            description:
-              'A JWT from POST /auth/login, following RFC8725 (JWT best current practices): HS256 only, ' +
-              'verified against an explicit algorithm list, with exp, iat, jti, iss and aud required.',
-          },
-        },
-      },
-    },
-    transform: documentRoute,
-    refResolver: { buildLocalReference: (json, _base, _frag, i) => String(json.$id ?? `def-${i}`) },
-  });
-  app.addHook('onRoute', (route) => {
-    const access = route.config?.access;
-    if (route.schema && access !== undefined && access !== 'public') {
-      route.schema.security = [{ bearerAuth: [] }];
-    }
-  });
+  await app.register(openapi);
 
   await app.register(healthRoutes);
   await app.register(docs);

@@ -1,0 +1,47 @@
+// Owns generating the OpenAPI 3.1 document: @fastify/swagger set up with the API's description and
+// bearer security scheme, every route documented through src/lib/openapi.ts, and the bearer
+// requirement put on each route whose `config.access` is not public. docs.ts serves the document.
+import swagger from '@fastify/swagger';
+import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+import { documentRoute } from '../lib/openapi.js';
+
+export default fp(
+  async function openapi(app: FastifyInstance) {
+    await app.register(swagger, {
+      openapi: {
+        openapi: '3.1.0',
+        info: {
+          title: 'Guest Messaging and Operations API',
+          version: '1.0.0',
+          description:
+            'JSON REST API for guest conversations over WhatsApp, SMS, e-mail and web chat, and the operations that follow.',
+        },
+        // x-internal (an OpenAPI extension the types do not know): this server is for outside integrators.
+        servers: [{ url: '/', 'x-internal': false } as { url: string }],
+        components: {
+          securitySchemes: {
+            bearerAuth: {
+              type: 'http',
+              scheme: 'bearer',
+              bearerFormat: 'JWT',
+              description:
+                'A JWT from POST /auth/login, following RFC8725 (JWT best current practices): HS256 only, ' +
+                'verified against an explicit algorithm list, with exp, iat, jti, iss and aud required.',
+            },
+          },
+        },
+      },
+      transform: documentRoute,
+      refResolver: { buildLocalReference: (json, _base, _frag, i) => String(json.$id ?? `def-${i}`) },
+    });
+    // Routes registered after this plugin: the declared access decides the documented security.
+    app.addHook('onRoute', (route) => {
+      const access = route.config?.access;
+      if (route.schema && access !== undefined && access !== 'public') {
+        route.schema.security = [{ bearerAuth: [] }];
+      }
+    });
+  },
+  { name: 'openapi' },
+);

@@ -1,0 +1,48 @@
+// Owns token revocation: `revoke(jti, exp)` records a token id as revoked until the token would
+// have expired anyway (logout, refresh, password change), and an hourly purge forgets the ones
+// past that. The gate (gate.ts) refuses a revoked token.
+import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+import type { Store } from '../db/store.js';
+
+/**
+ * Revokes a token id until its expiry. Resolves true when this call revoked it, false when it
+ * already was (a concurrent logout or refresh won).
+ */
+export type Revoke = (jti: string, expSec: number) => Promise<boolean>;
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    revoke: Revoke;
+  }
+}
+
+const PURGE_EVERY_MS = 3600_000;
+
+export default fp(
+  async function revocation(app: FastifyInstance, opts: { store: Store }) {
+    const { store } = opts;
+    const revoke: Revoke = async (jti, expSec) => {
+      const r = await store
+        .insertInto('revoked_tokens')
+        .values({ jti, expires_at: expSec })
+        .onConflict((oc) => oc.column('jti').doNothing())
+        .executeTakeFirst();
+      return Number(r.numInsertedOrUpdatedRows ?? 0) > 0;
+    };
+    app.decorate('revoke', revoke);
+
+    // Revocations are kept only until the token would have expired anyway.
+    const purge = setInterval(() => {
+      const now = Math.floor(Date.now() / 1000);
+      store
+        .deleteFrom('revoked_tokens')
+        .where('expires_at', '<', now)
+        .execute()
+        .catch(() => {});
+    }, PURGE_EVERY_MS);
+    purge.unref();
+    app.addHook('onClose', async () => clearInterval(purge));
+  },
+  { name: 'revocation' },
+);
