@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ensureAdmin } from '../src/bootstrap.js';
+import { login } from './fixtures.js';
 import { buildTestApp, call, freshDatabaseUrl, JWT_SECRET, runNode, TEST_STORE } from './helpers.js';
 
 const ADMIN_PASSWORD = 'the first admin password';
@@ -49,12 +50,10 @@ test('migrate then admin:create makes an admin who logs in through the API; a du
   assert.match(dup.stderr, /already exists/);
 
   const app = await buildTestApp(t, { DATABASE_URL: url });
-  const login = await call(app, 'POST', '/auth/login', {
-    body: { email: 'boss@hotel.test', password: ADMIN_PASSWORD },
-  });
-  assert.equal(login.status, 200);
-  assert.deepEqual(login.data.user, { id, name: 'Bea Boss', email: 'Boss@Hotel.test', role: 'admin' });
-  const list = await call(app, 'GET', '/staff', { token: login.data.token });
+  const session = await login(app, 'boss@hotel.test', ADMIN_PASSWORD);
+  assert.equal(session.status, 200);
+  assert.deepEqual(session.data.user, { id, name: 'Bea Boss', email: 'Boss@Hotel.test', role: 'admin' });
+  const list = await call(app, 'GET', '/staff', { token: session.data.token });
   assert.equal(list.body.meta.total, 1, 'the duplicate was not created');
 });
 
@@ -81,11 +80,9 @@ test('on an empty store ADMIN_EMAIL/ADMIN_PASSWORD create that admin once', asyn
   const created = await ensureAdmin(app.ctx.store, app.ctx.config);
   assert.deepEqual(created, { email: 'owner@hotel.test' });
   assert.equal(await ensureAdmin(app.ctx.store, app.ctx.config), null, 'not again once staff exist');
-  const login = await call(app, 'POST', '/auth/login', {
-    body: { email: 'Owner@hotel.test', password: ADMIN_PASSWORD },
-  });
-  assert.equal(login.status, 200);
-  assert.equal(login.data.user.role, 'admin');
+  const session = await login(app, 'Owner@hotel.test', ADMIN_PASSWORD);
+  assert.equal(session.status, 200);
+  assert.equal(session.data.user.role, 'admin');
 });
 
 test('without ADMIN_* an empty store gets admin@example.com with a generated password shown once', async (t) => {
@@ -93,11 +90,9 @@ test('without ADMIN_* an empty store gets admin@example.com with a generated pas
   const created = await ensureAdmin(app.ctx.store, app.ctx.config);
   assert.equal(created?.email, 'admin@example.com');
   assert.ok(created?.generatedPassword && created.generatedPassword.length >= 12);
-  const login = await call(app, 'POST', '/auth/login', {
-    body: { email: 'admin@example.com', password: created.generatedPassword },
-  });
-  assert.equal(login.status, 200);
-  assert.equal(login.data.user.role, 'admin');
+  const session = await login(app, 'admin@example.com', created.generatedPassword);
+  assert.equal(session.status, 200);
+  assert.equal(session.data.user.role, 'admin');
 });
 
 test('instances starting together on one empty store create the first admin once and all start', async (t) => {

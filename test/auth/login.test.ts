@@ -2,11 +2,8 @@
 // per-IP+email attempt limit, and a password change that ends every earlier session.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { FastifyInstance } from 'fastify';
+import { login } from '../fixtures.js';
 import { buildTestApp, call, createStaff, PASSWORD } from '../helpers.js';
-
-const login = (app: FastifyInstance, email: string, password: string) =>
-  call(app, 'POST', '/auth/login', { body: { email, password } });
 
 const NEW_PASSWORD = 'a brand new passphrase 42';
 

@@ -9,6 +9,7 @@ import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
 import { fromJson, toIso } from '../../src/db/store.js';
 import { DEFAULT_DEPARTMENTS } from '../../src/modules/settings/registry.js';
+import { login } from '../fixtures.js';
 import { buildTestApp, call, freshDatabaseUrl, TEST_STORE } from '../helpers.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -48,8 +49,8 @@ const logins = (stdout: string): Login[] =>
     password: m[3]!,
   }));
 
-async function login(app: FastifyInstance, who: Login): Promise<string> {
-  const res = await call(app, 'POST', '/auth/login', { body: { email: who.email, password: who.password } });
+async function logIn(app: FastifyInstance, who: Login): Promise<string> {
+  const res = await login(app, who.email, who.password);
   assert.equal(res.status, 200, `login as ${who.email}: ${JSON.stringify(res.body)}`);
   assert.equal(res.data.user.role, who.role);
   return res.data.token;
@@ -163,8 +164,8 @@ test('seed on a fresh store', async (t) => {
   });
 
   await t.test('the printed admin and a printed staff member can log in; GET /staff shows each role', async () => {
-    const adminToken = await login(app, accounts.find((a) => a.role === 'admin')!);
-    await login(app, accounts.find((a) => a.email === 'housekeeping1@demo.hotel')!);
+    const adminToken = await logIn(app, accounts.find((a) => a.role === 'admin')!);
+    await logIn(app, accounts.find((a) => a.email === 'housekeeping1@demo.hotel')!);
     const staff = await call(app, 'GET', '/staff?limit=100', { token: adminToken });
     assert.equal(staff.status, 200);
     const roles = new Set(staff.data.map((s: { role: string }) => s.role));
@@ -187,7 +188,7 @@ test('seed on a fresh store', async (t) => {
     assert.match(second.stdout, /0 created, 12 reused/);
     const expected = { staff: 12, guests: 60, conversations: 100, messages: 400, tasks: 40, knowledge: 20 };
     assert.deepEqual(await counts(app), expected);
-    await login(app, logins(second.stdout).find((a) => a.role === 'manager')!);
+    await logIn(app, logins(second.stdout).find((a) => a.role === 'manager')!);
     await assertConsistent(app);
   });
 });

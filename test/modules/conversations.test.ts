@@ -1,42 +1,16 @@
 import assert from 'node:assert/strict';
 import { type TestContext, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { FastifyInstance } from 'fastify';
 import { newId } from '../../src/lib/ids.js';
+import { insertGuest, openConversation } from '../fixtures.js';
 import { assertPagesAgree, buildTestApp, call, createStaff } from '../helpers.js';
-
-// Guests are a fixture here, written straight to the store: the guests module is not what is
-// under test, and a conversation only needs a guest row to point at.
-async function addGuest(app: FastifyInstance, name = 'Ana Guest'): Promise<string> {
-  const id = newId('gst');
-  const now = new Date().toISOString();
-  await app.ctx.store.db
-    .insertInto('guests')
-    .values({
-      id,
-      name,
-      email: null,
-      email_lower: null,
-      phone: null,
-      tags: '[]',
-      notes: null,
-      search_text: name.toLowerCase(),
-      created_at: now,
-      updated_at: now,
-    })
-    .execute();
-  return id;
-}
 
 async function setup(t: TestContext) {
   const app = await buildTestApp(t);
   const admin = await createStaff(app, 'admin');
-  const guestId = await addGuest(app);
-  const open = async (body: Record<string, unknown> = {}, token = admin.token) => {
-    const res = await call(app, 'POST', '/conversations', { token, body: { guestId, channel: 'web', ...body } });
-    assert.equal(res.status, 201, JSON.stringify(res.body));
-    return res.data;
-  };
+  const guestId = await insertGuest(app);
+  const open = (body: Record<string, unknown> = {}, token = admin.token) =>
+    openConversation(app, token, { guestId, channel: 'web', ...body });
   return { app, admin, guestId, open };
 }
 

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import { newId } from '../../src/lib/ids.js';
+import { insertConversation, insertTask } from '../fixtures.js';
 import { assertPagesAgree, buildTestApp, call, createStaff } from '../helpers.js';
 
 const GUEST_ID = /^gst_[0-9a-hjkmnp-tv-z]{26}$/;
@@ -18,48 +19,6 @@ async function newGuest(app: FastifyInstance, token: string, body: Record<string
   const res = await call(app, 'POST', '/guests', { token, body });
   assert.equal(res.status, 201, JSON.stringify(res.body));
   return res.data as { id: string; name: string };
-}
-
-// Conversations and tasks have their own modules; rows are written directly so these tests
-// depend only on the schema.
-const now = () => new Date().toISOString();
-async function assignConversation(app: FastifyInstance, guestId: string, assignee: string | null) {
-  await app.ctx.store.db
-    .insertInto('conversations')
-    .values({
-      id: newId('cnv'),
-      guest_id: guestId,
-      channel: 'sms',
-      status: 'open',
-      assignee,
-      subject: null,
-      last_message_at: now(),
-      message_count: 0,
-      created_at: now(),
-      updated_at: now(),
-    })
-    .execute();
-}
-async function assignTask(app: FastifyInstance, guestId: string, assignee: string | null) {
-  await app.ctx.store.db
-    .insertInto('tasks')
-    .values({
-      id: newId('tsk'),
-      title: 'Extra towels',
-      description: null,
-      department: 'housekeeping',
-      priority: 'normal',
-      status: 'open',
-      guest_id: guestId,
-      conversation_id: null,
-      assignee,
-      notes: null,
-      due_at: null,
-      completed_at: null,
-      created_at: now(),
-      updated_at: now(),
-    })
-    .execute();
 }
 
 const fieldsOf = (body: { error: { details: { field: string }[] } }) => body.error.details.map((d) => d.field);
@@ -413,12 +372,12 @@ test('a staff member sees only guests of conversations or tasks assigned to them
   const viaTask = await newGuest(app, admin.token, { name: 'Via Task' });
   const someoneElses = await newGuest(app, admin.token, { name: 'Someone Elses' });
   const unassigned = await newGuest(app, admin.token, { name: 'Unassigned' });
-  await assignConversation(app, viaConversation.id, staff.id);
-  await assignConversation(app, viaConversation.id, staff.id);
-  await assignTask(app, viaTask.id, staff.id);
-  await assignConversation(app, someoneElses.id, other.id);
-  await assignTask(app, someoneElses.id, other.id);
-  await assignConversation(app, unassigned.id, null);
+  await insertConversation(app, viaConversation.id, { channel: 'sms', assignee: staff.id });
+  await insertConversation(app, viaConversation.id, { channel: 'sms', assignee: staff.id });
+  await insertTask(app, viaTask.id, staff.id);
+  await insertConversation(app, someoneElses.id, { channel: 'sms', assignee: other.id });
+  await insertTask(app, someoneElses.id, other.id);
+  await insertConversation(app, unassigned.id, { channel: 'sms', assignee: null });
 
   const mine = await call(app, 'GET', '/guests', { token: staff.token });
   assert.equal(mine.status, 200);

@@ -4,17 +4,12 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import { toBool } from '../../src/db/store.js';
+import { assertError, login } from '../fixtures.js';
 import { buildTestApp, call, createStaff, type Res, type TestUser } from '../helpers.js';
 
 const GOOD_PASSWORD = 'a long enough password';
 
 const fields = (res: Res) => (res.body.error?.details ?? []).map((d: { field: string }) => d.field);
-
-function assertError(res: Res, status: number, code: string) {
-  assert.equal(res.status, status, JSON.stringify(res.body));
-  assert.equal(res.body.success, false);
-  assert.equal(res.body.error.code, code);
-}
 
 async function team(app: FastifyInstance) {
   return {
@@ -106,9 +101,9 @@ test('create with a password: 201, the member can log in with it', async (t) => 
   assert.equal(res.data.active, true);
   assert.equal(res.data.temporaryPassword, undefined);
   assert.doesNotMatch(res.raw.body, /password|hash|argon/i);
-  const login = await call(app, 'POST', '/auth/login', { body: { email: 'hana@hotel.test', password: GOOD_PASSWORD } });
-  assert.equal(login.status, 200);
-  assert.equal(login.data.user.id, res.data.id);
+  const session = await login(app, 'hana@hotel.test', GOOD_PASSWORD);
+  assert.equal(session.status, 200);
+  assert.equal(session.data.user.id, res.data.id);
 });
 
 test('create without a password returns a one-time temporaryPassword that logs in', async (t) => {
@@ -122,11 +117,9 @@ test('create without a password returns a one-time temporaryPassword that logs i
   assert.equal(typeof res.data.temporaryPassword, 'string');
   assert.ok(res.data.temporaryPassword.length >= 12);
   assert.equal(res.data.department, null);
-  const login = await call(app, 'POST', '/auth/login', {
-    body: { email: 'frank@hotel.test', password: res.data.temporaryPassword },
-  });
-  assert.equal(login.status, 200);
-  assert.equal(login.data.user.role, 'manager');
+  const session = await login(app, 'frank@hotel.test', res.data.temporaryPassword);
+  assert.equal(session.status, 200);
+  assert.equal(session.data.user.role, 'manager');
   const again = await call(app, 'GET', `/staff/${res.data.id}`, { token: admin.token });
   assert.equal(again.data.temporaryPassword, undefined);
 });

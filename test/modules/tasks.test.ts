@@ -3,54 +3,8 @@
 import assert from 'node:assert/strict';
 import { type TestContext, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { FastifyInstance } from 'fastify';
-import { nowIso, toJson } from '../../src/db/store.js';
-import { newId } from '../../src/lib/ids.js';
+import { insertConversation, insertGuest } from '../fixtures.js';
 import { assertPagesAgree, buildTestApp, call, createStaff } from '../helpers.js';
-
-// Guests and conversations are owned by other modules; rows are inserted directly so these tests
-// depend only on the tasks routes.
-async function insertGuest(app: FastifyInstance): Promise<string> {
-  const id = newId('gst');
-  const now = nowIso();
-  await app.ctx.store.db
-    .insertInto('guests')
-    .values({
-      id,
-      name: 'Ada Guest',
-      email: null,
-      email_lower: null,
-      phone: null,
-      tags: toJson([]),
-      notes: null,
-      search_text: 'ada guest',
-      created_at: now,
-      updated_at: now,
-    })
-    .execute();
-  return id;
-}
-
-async function insertConversation(app: FastifyInstance, guestId: string): Promise<string> {
-  const id = newId('cnv');
-  const now = nowIso();
-  await app.ctx.store.db
-    .insertInto('conversations')
-    .values({
-      id,
-      guest_id: guestId,
-      channel: 'web',
-      status: 'open',
-      assignee: null,
-      subject: null,
-      last_message_at: now,
-      message_count: 0,
-      created_at: now,
-      updated_at: now,
-    })
-    .execute();
-  return id;
-}
 
 async function setup(t: TestContext) {
   const app = await buildTestApp(t);

@@ -3,16 +3,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
+import { assertError } from '../fixtures.js';
 import { buildTestApp, call, createStaff, type Res } from '../helpers.js';
-
-function assertError(res: Res, status: number, code: string) {
-  assert.equal(res.status, status, JSON.stringify(res.body));
-  assert.equal(res.body.success, false);
-  assert.equal(res.body.error.code, code);
-  assert.equal(typeof res.body.error.message, 'string');
-  assert.match(String(res.headers['content-type']), /^application\/json/);
-  assert.ok(res.headers['x-request-id'], 'X-Request-Id is set');
-}
 
 const fields = (res: Res) => (res.body.error?.details ?? []).map((d: { field: string }) => d.field);
 

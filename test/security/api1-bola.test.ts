@@ -6,8 +6,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { newId } from '../../src/lib/ids.js';
+import { assertError } from '../fixtures.js';
 import { call } from '../helpers.js';
-import { assertError, fill, operations, totals, world } from './support.js';
+import { fill, operations, totals, world } from './support.js';
 
 /** A body that would pass validation for each write a staff member may call on an object. */
 const BODIES: Record<string, unknown> = {

@@ -5,26 +5,24 @@
 // tries next against those defences.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { assertError, login } from '../fixtures.js';
 import { buildTestApp, call, createStaff, PASSWORD } from '../helpers.js';
-import { assertError } from './support.js';
 
 test('login throttling cannot be sidestepped by changing the e-mail case, and the right password is refused too', async (t) => {
   const app = await buildTestApp(t);
   const user = await createStaff(app, 'staff', { email: 'target@hotel.test' });
   const spellings = ['target@hotel.test', 'TARGET@hotel.test', 'Target@Hotel.Test', 'target@HOTEL.TEST'];
   for (let i = 0; i < 10; i++) {
-    const res = await call(app, 'POST', '/auth/login', {
-      body: { email: spellings[i % spellings.length], password: `wrong guess ${i}` },
-    });
+    const res = await login(app, spellings[i % spellings.length]!, `wrong guess ${i}`);
     assertError(res, 401, 'INVALID_CREDENTIALS', `attempt ${i + 1}`);
   }
-  const right = await call(app, 'POST', '/auth/login', { body: { email: 'TaRgEt@hotel.test', password: PASSWORD } });
+  const right = await login(app, 'TaRgEt@hotel.test', PASSWORD);
   assertError(right, 429, 'RATE_LIMITED', 'the 11th attempt, with the right password');
   assert.ok(Number(right.headers['retry-after']) >= 1);
   assert.equal(right.body.data, undefined, 'no token in a throttled answer');
   // Another member's login from the same client is not locked out by the attack.
   const other = await createStaff(app, 'staff', { email: 'bystander@hotel.test' });
-  const ok = await call(app, 'POST', '/auth/login', { body: { email: other.email, password: PASSWORD } });
+  const ok = await login(app, other.email, PASSWORD);
   assert.equal(ok.status, 200);
   assert.ok(user.id);
 });
@@ -32,8 +30,7 @@ test('login throttling cannot be sidestepped by changing the e-mail case, and th
 test('refresh after logout is 401 TOKEN_INVALID, and so is every other use of the logged-out token', async (t) => {
   const app = await buildTestApp(t);
   const user = await createStaff(app, 'manager');
-  const login = await call(app, 'POST', '/auth/login', { body: { email: user.email, password: PASSWORD } });
-  const token = login.data.token as string;
+  const token = (await login(app, user.email, PASSWORD)).data.token as string;
   assert.equal((await call(app, 'POST', '/auth/logout', { token })).status, 200);
   assertError(await call(app, 'POST', '/auth/refresh', { token }), 401, 'TOKEN_INVALID', 'refresh');
   assertError(await call(app, 'POST', '/auth/logout', { token }), 401, 'TOKEN_INVALID', 'second logout');
@@ -48,10 +45,7 @@ test('refresh after logout is 401 TOKEN_INVALID, and so is every other use of th
   );
   assertError(await call(app, 'GET', '/guests', { token }), 401, 'TOKEN_INVALID', 'a read');
   // The password was not changed by the refused request.
-  assert.equal(
-    (await call(app, 'POST', '/auth/login', { body: { email: user.email, password: PASSWORD } })).status,
-    200,
-  );
+  assert.equal((await login(app, user.email, PASSWORD)).status, 200);
 });
 
 test('a refreshed token is spent: refreshing it again, or using it, is TOKEN_INVALID', async (t) => {

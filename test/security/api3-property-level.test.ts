@@ -5,8 +5,9 @@
 // naming `password_hash` are in test/plugins/errors.test.ts.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { assertError } from '../fixtures.js';
 import { call, createStaff } from '../helpers.js';
-import { assertError, fill, operations, world } from './support.js';
+import { fill, operations, world } from './support.js';
 
 test('a staff member sending assignee, priority, role or other fields they may not change gets 403 and nothing changes', async (t) => {
   const w = await world(t);

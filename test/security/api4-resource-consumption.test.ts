@@ -7,8 +7,9 @@ import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
+import { assertError } from '../fixtures.js';
 import { buildTestApp, call, createStaff } from '../helpers.js';
-import { assertError, operations, world } from './support.js';
+import { operations, world } from './support.js';
 
 test('limit=101, limit=0 and page=0 are 400 on every list endpoint; limit=100 is the most a page holds', async (t) => {
   const w = await world(t);

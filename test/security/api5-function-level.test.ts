@@ -5,8 +5,9 @@
 // call changed nothing. Role-by-role cases per module are in test/modules/*.test.ts.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { assertError } from '../fixtures.js';
 import { call } from '../helpers.js';
-import { assertError, fill, operations, totals, world } from './support.js';
+import { fill, operations, totals, world } from './support.js';
 
 test('every route closed to a role answers that role 403 FORBIDDEN and changes nothing', async (t) => {
   const w = await world(t);

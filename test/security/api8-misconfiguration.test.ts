@@ -4,8 +4,9 @@
 // every route, unknown paths that look like API paths, and headers.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { assertError } from '../fixtures.js';
 import { call } from '../helpers.js';
-import { assertError, CODES, callExact, fill, INTERNALS, operations, world } from './support.js';
+import { CODES, callExact, fill, INTERNALS, operations, world } from './support.js';
 
 test('unknown paths are a JSON 404 NOT_FOUND in the envelope, with or without a token', async (t) => {
   const w = await world(t);

@@ -24,13 +24,6 @@ export const CODES = new Set([
   'SERVICE_UNAVAILABLE',
 ]);
 
-export function assertError(res: Res, status: number, code: string, what = '') {
-  assert.equal(res.status, status, `${what} ${JSON.stringify(res.body)}`);
-  assert.equal(res.body?.success, false, what);
-  assert.equal(res.body.error.code, code, what);
-  assert.match(String(res.headers['content-type']), /^application\/json/, what);
-}
-
 /** Nothing a client sees should reveal the stack, the SQL or the code layout behind it. */
 export const INTERNALS =
   /\bat [\w.<>]+ \(|node_modules|\.ts:\d+|\bselect\b.+\bfrom\b|\binsert into\b|\bupdate \w+ set\b|sqlite|postgres|syntax error|constraint|relation "|FST_ERR|stack/i;
