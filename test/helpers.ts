@@ -1,7 +1,7 @@
 // Builds an app on a fresh store for a test: in-memory SQLite by default, or, with
 // TEST_STORE=postgres, a new randomly named PostgreSQL database and Redis (REDIS_URL or local).
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -52,6 +52,15 @@ export async function freshDatabaseUrl(t: TestContext): Promise<string> {
   return `sqlite:${join(dir, 'test.db')}`;
 }
 
+/**
+ * REDIS_URL and a key prefix of its own for a PostgreSQL run (SQLite runs count in process), so
+ * concurrent tests sharing the one Redis never share counters or event channels.
+ */
+export function redisEnv(): Record<string, string> {
+  if (TEST_STORE !== 'postgres') return {};
+  return { REDIS_URL, REDIS_KEY_PREFIX: `gma-test:${randomBytes(6).toString('hex')}:` };
+}
+
 export interface TestApp {
   app: FastifyInstance;
   config: Config;
@@ -69,12 +78,8 @@ export async function buildTestApp(t: TestContext, env: Record<string, string> =
     JWT_SECRET,
     DATABASE_URL: 'sqlite::memory:',
   };
-  if (TEST_STORE === 'postgres') {
-    base.DATABASE_URL = await freshPostgres(t);
-    base.REDIS_URL = REDIS_URL;
-    base.REDIS_KEY_PREFIX = `gma-test:${randomBytes(6).toString('hex')}:`;
-  }
-  const config = loadConfig({ ...base, ...env });
+  if (TEST_STORE === 'postgres') base.DATABASE_URL = await freshPostgres(t);
+  const config = loadConfig({ ...base, ...redisEnv(), ...env });
   built = await buildApp(config);
   return built;
 }
@@ -200,30 +205,63 @@ export interface Run {
  * for tests of the server and CLI as real processes; rejects if it has not exited in `timeoutMs`.
  */
 export function runNode(script: string, args: string[], env: Record<string, string>, timeoutMs = 60_000): Promise<Run> {
+  const p = spawnNode(script, args, { PATH: process.env.PATH ?? '', ...env });
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], {
-      cwd: ROOT,
-      env: { PATH: process.env.PATH ?? '', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => {
-      stdout += d;
-    });
-    child.stderr.on('data', (d) => {
-      stderr += d;
-    });
     const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`${script} ${args.join(' ')} did not exit within ${timeoutMs} ms\n${stdout}\n${stderr}`));
+      p.child.kill('SIGKILL');
+      reject(
+        new Error(`${script} ${args.join(' ')} did not exit within ${timeoutMs} ms\n${p.stdout()}\n${p.stderr()}`),
+      );
     }, timeoutMs);
-    child.on('error', reject);
-    child.on('close', (code, signal) => {
+    p.child.on('error', reject);
+    p.exited.then(({ code, signal }) => {
       clearTimeout(timer);
-      resolve({ code, signal, stdout, stderr });
+      resolve({ code, signal, stdout: p.stdout(), stderr: p.stderr() });
     });
   });
+}
+
+export interface Exit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  /** Date.now() when it exited. */
+  at: number;
+}
+
+export interface NodeProcess {
+  child: ChildProcess;
+  /** Everything it wrote so far. */
+  stdout(): string;
+  stderr(): string;
+  /** Resolves with how the process ended. */
+  exited: Promise<Exit>;
+  /** How it ended, or null while it runs. */
+  exit(): Exit | null;
+}
+
+/** Starts `node --import tsx <script> ...args` from the repository root with exactly `env`, output kept. */
+export function spawnNode(script: string, args: string[], env: Record<string, string>): NodeProcess {
+  const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], {
+    cwd: ROOT,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d) => {
+    stdout += d;
+  });
+  child.stderr.on('data', (d) => {
+    stderr += d;
+  });
+  let exit: Exit | null = null;
+  const exited = new Promise<Exit>((resolve) =>
+    child.on('close', (code, signal) => {
+      exit = { code, signal, at: Date.now() };
+      resolve(exit);
+    }),
+  );
+  return { child, stdout: () => stdout, stderr: () => stderr, exited, exit: () => exit };
 }
 
 /**

@@ -1,13 +1,10 @@
 // The real server (CONTRACT §1): it starts on a port, creates the first admin from ADMIN_EMAIL and
 // ADMIN_PASSWORD on an empty store, answers over HTTP, and on SIGTERM exits 0 within 10 s.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { freshDatabaseUrl, JWT_SECRET, TEST_STORE } from '../helpers.js';
+import { freshDatabaseUrl, JWT_SECRET, redisEnv, spawnNode } from '../helpers.js';
 
-const ROOT = new URL('../..', import.meta.url).pathname;
 const ADMIN_PASSWORD = 'the first admin password';
 
 /** The address the server says it listens on (PORT=0: the port the OS gave it), from its log. */
@@ -51,47 +48,22 @@ test('the server starts (PORT=0: on a port the OS picks, which it logs), seeds t
     ADMIN_EMAIL: 'owner@hotel.test',
     ADMIN_PASSWORD,
   };
-  if (TEST_STORE === 'postgres') {
-    env.REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
-    env.REDIS_KEY_PREFIX = `gma-test:${randomBytes(6).toString('hex')}:`;
-  }
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
-    cwd: ROOT,
-    env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d) => {
-    stdout += d;
-  });
-  child.stderr.on('data', (d) => {
-    stderr += d;
-  });
-  let exit: { code: number | null; signal: NodeJS.Signals | null; at: number } | null = null;
-  const closed = new Promise<void>((resolve) =>
-    child.on('close', (code, signal) => {
-      exit = { code, signal, at: Date.now() };
-      resolve();
-    }),
-  );
+  const server = spawnNode('src/server.ts', [], { ...env, ...redisEnv() });
+  const { child, stdout, stderr } = server;
+  const exited = () => server.exit() !== null;
   t.after(() => {
-    if (exit === null) child.kill('SIGKILL');
+    if (!exited()) child.kill('SIGKILL');
   });
 
-  const base = await announcedBase(
-    () => stdout,
-    () => exit !== null,
-    60_000,
-  );
-  await waitUntilUp(base, () => exit !== null, 10_000);
+  const base = await announcedBase(stdout, exited, 60_000);
+  await waitUntilUp(base, exited, 10_000);
 
   const login = await fetch(`${base}/api/v1/auth/login`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ email: 'owner@hotel.test', password: ADMIN_PASSWORD }),
   });
-  assert.equal(login.status, 200, `${stdout}\n${stderr}`);
+  assert.equal(login.status, 200, `${stdout()}\n${stderr()}`);
   const session = (await login.json()) as { data: { token: string; user: { role: string } } };
   assert.equal(session.data.user.role, 'admin');
   const me = await fetch(`${base}/api/v1/auth/me`, { headers: { authorization: `Bearer ${session.data.token}` } });
@@ -100,15 +72,14 @@ test('the server starts (PORT=0: on a port the OS picks, which it logs), seeds t
 
   const sentAt = Date.now();
   assert.ok(child.kill('SIGTERM'));
-  await Promise.race([closed, sleep(15_000, undefined, { ref: false })]);
-  const done = exit as { code: number | null; signal: NodeJS.Signals | null; at: number } | null;
+  const done = await Promise.race([server.exited, sleep(15_000, null, { ref: false })]);
   assert.ok(done !== null, 'the server did not exit within 15 s of SIGTERM');
   assert.equal(done.signal, null, `killed by ${done.signal}`);
-  assert.equal(done.code, 0, stderr);
+  assert.equal(done.code, 0, stderr());
   assert.ok(done.at - sentAt < 10_000, `exit took ${done.at - sentAt} ms`);
-  assert.match(stdout, /shutting down/);
-  assert.equal(stderr.trim(), '');
+  assert.match(stdout(), /shutting down/);
+  assert.equal(stderr().trim(), '');
   // The password was never logged.
-  assert.doesNotMatch(stdout, new RegExp(ADMIN_PASSWORD));
+  assert.doesNotMatch(stdout(), new RegExp(ADMIN_PASSWORD));
   await assert.rejects(fetch(`${base}/healthz`), 'nothing listens any more');
 });

@@ -3,7 +3,6 @@
 // PostgreSQL (5432) and Redis (6379) are never touched: other people's tests run against them.
 import assert from 'node:assert/strict';
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { chmodSync, chownSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -11,9 +10,8 @@ import { join } from 'node:path';
 import type { TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
-import { JWT_SECRET, TEST_STORE } from '../helpers.js';
+import { type Exit, JWT_SECRET, redisEnv, spawnNode } from '../helpers.js';
 
-const ROOT = new URL('../..', import.meta.url).pathname;
 export const ADMIN_EMAIL = 'owner@hotel.test';
 export const ADMIN_PASSWORD = 'the first admin password';
 
@@ -36,7 +34,7 @@ export interface Server {
   stdout(): string;
   stderr(): string;
   /** Resolves with how the process ended. */
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>;
+  exited: Promise<Exit>;
   hasExited(): boolean;
 }
 
@@ -53,43 +51,27 @@ export function serverEnv(databaseUrl: string, extra: Record<string, string> = {
     RATE_LIMIT_BULK: '10000000',
     LOGIN_RATE_LIMIT: '10000000',
   };
-  if (TEST_STORE === 'postgres') {
-    env.REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
-    env.REDIS_KEY_PREFIX = `gma-test:${randomBytes(6).toString('hex')}:`;
-  }
-  return { ...env, ...extra };
+  return { ...env, ...redisEnv(), ...extra };
 }
 
 /** Starts `node --import tsx src/server.ts` and resolves once /healthz answers. */
 export async function startServer(t: TestContext, env: Record<string, string>, timeoutMs = 60_000): Promise<Server> {
   const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
-    cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: String(port), ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+  const p = spawnNode('src/server.ts', [], {
+    PATH: process.env.PATH ?? '',
+    HOST: '127.0.0.1',
+    PORT: String(port),
+    ...env,
   });
-  let out = '';
-  let err = '';
-  child.stdout!.on('data', (d) => {
-    out += d;
-  });
-  child.stderr!.on('data', (d) => {
-    err += d;
-  });
-  let done = false;
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>((resolve) =>
-    child.on('close', (code, signal) => {
-      done = true;
-      resolve({ code, signal, at: Date.now() });
-    }),
-  );
+  const { child, stdout, stderr, exited } = p;
+  const hasExited = () => p.exit() !== null;
   t.after(() => {
-    if (!done) child.kill('SIGKILL');
+    if (!hasExited()) child.kill('SIGKILL');
   });
   const base = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    assert.ok(!done, `the server exited during start-up:\n${out}\n${err}`);
+    assert.ok(!hasExited(), `the server exited during start-up:\n${stdout()}\n${stderr()}`);
     try {
       if ((await fetch(`${base}/healthz`)).status === 200) break;
     } catch {
@@ -98,7 +80,7 @@ export async function startServer(t: TestContext, env: Record<string, string>, t
     assert.ok(Date.now() < deadline, `the server did not answer within ${timeoutMs} ms`);
     await sleep(50);
   }
-  return { base, port, child, stdout: () => out, stderr: () => err, exited, hasExited: () => done };
+  return { base, port, child, stdout, stderr, exited, hasExited };
 }
 
 /** Logs in as the first admin and returns the token. */
