@@ -1,13 +1,13 @@
 // Owns /conversations: list, get, create, update and bulk update (admin and manager: all;
 // staff: only conversations assigned to them, status changes only), and mounts the messages routes.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { ownerFilter, visibleTo } from '../../lib/access.js';
+import { ownerFilter } from '../../lib/access.js';
 import { ANY_ROLE } from '../../lib/auth.js';
 import { BulkBody, BulkResponse, runBulk } from '../../lib/bulk.js';
 import { listPage } from '../../lib/pages.js';
 import { BODY_ERRORS, IdParams, Ok, OkList, ok, STANDARD_ERRORS } from '../../lib/schemas.js';
 import { messagesRoutes } from './messages-routes.js';
-import { findConversation, listConversations, toConversation } from './repository.js';
+import { listConversations, toConversation } from './repository.js';
 import {
   type BulkUpdateItem,
   BulkUpdateItem as BulkUpdateItemSchema,
@@ -17,7 +17,7 @@ import {
   ListConversationsQuery,
   UpdateConversationBody,
 } from './schemas.js';
-import { createConversation, updateConversation } from './service.js';
+import { createConversation, updateConversation, visibleConversation } from './service.js';
 
 export const conversationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const db = () => app.ctx.store;
@@ -82,10 +82,7 @@ export const conversationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: Ok(Conversation), ...STANDARD_ERRORS },
       },
     },
-    async (request) => {
-      const { id } = request.params;
-      return ok(visibleTo(request.user!, await findConversation(db(), id), (c) => c.assignee, 'Conversation', id));
-    },
+    async (request) => ok(await visibleConversation(db(), request.user!, request.params.id)),
   );
 
   app.post(

@@ -36,6 +36,11 @@ export async function visibleConversationRef(db: Executor, user: AuthUser, id: s
   return visibleTo(user, await findConversationRef(db, id), (c) => c.assignee, WHAT, id);
 }
 
+/** The conversation if the caller may see it (404 missing, 403 someone else's). */
+export async function visibleConversation(db: Executor, user: AuthUser, id: string): Promise<ConversationView> {
+  return visibleTo(user, await findConversation(db, id), (c) => c.assignee, WHAT, id);
+}
+
 async function assigneeProblem(db: Executor, assignee: string | null | undefined): Promise<FieldError | null> {
   if (assignee === null || assignee === undefined) return null;
   return (await isActiveStaff(db, assignee))
