@@ -63,15 +63,7 @@ export const deliveriesRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       const { id, deliveryId } = request.params;
-      const delivery = await redeliver(
-        {
-          store: db(),
-          allowPrivate: app.ctx.config.webhookAllowPrivate,
-          wake: () => app.eventsRuntime.dispatcher.wake(),
-        },
-        id,
-        deliveryId,
-      );
+      const delivery = await redeliver(webhookDeps(app), id, deliveryId);
       reply.code(202);
       return ok(delivery);
     },
