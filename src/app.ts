@@ -33,11 +33,17 @@ import openapi from './plugins/openapi.js';
 import readCache from './plugins/read-cache.js';
 import revocation, { type Revoke } from './plugins/revocation.js';
 
+/**
+ * What routes, hooks and services read from the app: config, store, tokens, and what the counters
+ * and revocation plugins made (read here, not from their own decorations, so there is one place).
+ */
 export interface AppContext {
   config: Config;
   store: Store;
   tokens: TokenService;
+  /** Rate-limit counters (src/plugins/counters.ts). */
   counter: Counter;
+  /** The app's Redis connection, null without REDIS_URL (src/plugins/counters.ts). */
   redis: Redis | null;
   /** Signs and checks list cursors (src/lib/pages.ts). */
   cursors: CursorCodec;
