@@ -12,7 +12,7 @@ import { CursorCodec } from './lib/pages.js';
 import type { Counter } from './lib/rate-limiter.js';
 import { requestId } from './lib/request-id.js';
 import { requestLogger } from './lib/request-logger.js';
-import { ErrorBody } from './lib/schemas.js';
+import { ERROR_BODIES, ErrorBody } from './lib/schemas.js';
 import { authRoutes } from './modules/auth/routes.js';
 import { conversationsRoutes } from './modules/conversations/routes.js';
 import { eventsRoutes } from './modules/events/routes.js';
@@ -24,11 +24,13 @@ import { settingsRoutes } from './modules/settings/routes.js';
 import { staffRoutes } from './modules/staff/routes.js';
 import { tasksRoutes } from './modules/tasks/routes.js';
 import { webhooksRoutes } from './modules/webhooks/routes.js';
+import cors from './plugins/cors.js';
 import counters from './plugins/counters.js';
 import docs from './plugins/docs.js';
 import errors, { clientErrorHandler, renderError } from './plugins/errors.js';
 import gate, { countRequest } from './plugins/gate.js';
 import input from './plugins/input.js';
+import metrics from './plugins/metrics.js';
 import openapi from './plugins/openapi.js';
 import readCache from './plugins/read-cache.js';
 import revocation, { type Revoke } from './plugins/revocation.js';
@@ -66,6 +68,10 @@ export interface BuildOptions {
 export function loggerOptions(config: Config): FastifyServerOptions['logger'] {
   return {
     level: config.logLevel,
+    // At a terminal in development, readable lines; pino-pretty runs in pino's worker thread.
+    ...(config.logFormat === 'pretty' && {
+      transport: { target: 'pino-pretty', options: { translateTime: 'HH:MM:ss.l', ignore: 'pid,hostname' } },
+    }),
     redact: {
       paths: [
         'req.headers.authorization',
@@ -132,6 +138,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
 
   app.setValidatorCompiler(compileValidator);
   app.addSchema(ErrorBody);
+  for (const body of ERROR_BODIES) app.addSchema(body);
 
   // Hooks on every request are callback hooks where they need not wait: an async hook costs a
   // promise and a turn of the microtask queue per request (docs/performance.md).
@@ -141,6 +148,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   });
 
   await app.register(errors);
+  await app.register(cors);
   await app.register(gate);
   await app.register(input);
   await app.register(readCache);
@@ -149,6 +157,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(healthRoutes);
   await app.register(docs);
   await app.register(eventsRuntime);
+  await app.register(metrics);
   await app.register(
     async (api) => {
       await api.register(authRoutes, { prefix: '/auth' });

@@ -24,6 +24,12 @@ export interface Config {
   readonly adminEmail: string | null;
   readonly adminPassword: string | null;
   readonly trustProxy: boolean;
+  /** Bearer token that /metrics requires; null: /metrics is not served (404). */
+  readonly metricsToken: string | null;
+  /** Browser origins allowed to call the API (CORS); empty: no cross-origin access. */
+  readonly corsOrigins: readonly string[];
+  /** `pretty`: human-readable lines (default at a terminal outside production); `json`: pino JSON. */
+  readonly logFormat: 'json' | 'pretty';
   /** Events older than this many days are purged from the feed. */
   readonly eventRetentionDays: number;
   /** How often each instance looks for new events and due deliveries written by any instance. */
@@ -104,6 +110,32 @@ function parseRedis(env: Env): string | null {
   return url;
 }
 
+/** Operations settings: metrics, CORS and the log format. */
+function operations(env: Env, nodeEnv: string) {
+  const metricsToken = str(env, 'METRICS_TOKEN') ?? null;
+  if (metricsToken !== null && !/^[\x21-\x7e]{16,256}$/.test(metricsToken)) {
+    throw new ConfigError('METRICS_TOKEN', 'must be 16 to 256 visible ASCII characters');
+  }
+  const corsOrigins = (str(env, 'CORS_ORIGINS') ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+  for (const origin of corsOrigins) {
+    let url: URL | undefined;
+    try {
+      url = new URL(origin);
+    } catch {
+      url = undefined;
+    }
+    if (url === undefined || !/^https?:$/.test(url.protocol) || url.origin !== origin) {
+      throw new ConfigError('CORS_ORIGINS', `"${origin}" is not an origin like https://dashboard.example.com`);
+    }
+  }
+  const format = str(env, 'LOG_FORMAT') ?? (process.stdout.isTTY && nodeEnv !== 'production' ? 'pretty' : 'json');
+  if (format !== 'json' && format !== 'pretty') throw new ConfigError('LOG_FORMAT', 'must be json or pretty');
+  return { metricsToken, corsOrigins: Object.freeze(corsOrigins), logFormat: format as 'json' | 'pretty' };
+}
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 export function loadConfig(env: Env = process.env): Config {
@@ -169,6 +201,7 @@ export function loadConfig(env: Env = process.env): Config {
     adminEmail,
     adminPassword,
     trustProxy: bool(env, 'TRUST_PROXY', false),
+    ...operations(env, nodeEnv),
     eventRetentionDays: int(env, 'EVENT_RETENTION_DAYS', 30, 1, 3650),
     eventPollIntervalMs: int(env, 'EVENT_POLL_INTERVAL_MS', 1000, 10, 60_000),
     eventStreamHeartbeatMs: int(env, 'EVENT_STREAM_HEARTBEAT_MS', 15_000, 10, 300_000),

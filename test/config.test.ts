@@ -55,6 +55,12 @@ const BAD: [Record<string, string>, string][] = [
   [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
   [{ ADMIN_EMAIL: 'boss@hotel.test' }, 'ADMIN_PASSWORD'],
   [{ TRUST_PROXY: 'yes' }, 'TRUST_PROXY'],
+  [{ METRICS_TOKEN: 'short' }, 'METRICS_TOKEN'],
+  [{ METRICS_TOKEN: 'has a space in it, sixteen+' }, 'METRICS_TOKEN'],
+  [{ CORS_ORIGINS: 'dash.example.com' }, 'CORS_ORIGINS'],
+  [{ CORS_ORIGINS: 'https://ok.example.com,https://x.example.com/path' }, 'CORS_ORIGINS'],
+  [{ CORS_ORIGINS: 'ftp://files.example.com' }, 'CORS_ORIGINS'],
+  [{ LOG_FORMAT: 'xml' }, 'LOG_FORMAT'],
 ];
 
 test('loadConfig names the bad variable in a ConfigError', () => {

@@ -168,7 +168,9 @@ export async function call(
   const headers: Record<string, string> = { ...(opts.headers ?? {}) };
   if (opts.token !== undefined) headers.authorization = `Bearer ${opts.token}`;
   // Paths are relative to /api/v1 unless they name a root path themselves.
-  const full = /^\/(api|healthz|readyz|docs)(\/|\?|$)/.test(url) ? url : `/api/v1${url}`;
+  const full = /^\/(api|healthz|readyz|docs|metrics|favicon\.ico|favicon\.svg)(\/|\?|$)/.test(url)
+    ? url
+    : `/api/v1${url}`;
   const injectOpts: InjectOptions = { method, url: full, headers };
   if (opts.body !== undefined) {
     injectOpts.payload =

@@ -8,8 +8,9 @@ import { buildTestApp, call } from './helpers.js';
 const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'options', 'head', 'trace'] as const;
 
 interface Operation {
+  operationId?: string;
   security?: Record<string, string[]>[];
-  responses?: Record<string, { content?: Record<string, { schema?: unknown }> }>;
+  responses?: Record<string, { description?: string; content?: Record<string, { schema?: unknown }> }>;
 }
 
 /** Every method + path the app routes, read from printRoutes' tree (paths in OpenAPI form). */
@@ -101,13 +102,63 @@ test('every operation has a 2xx response with a schema and documents its error r
   }
 });
 
+test('every operation has a unique camelCase operationId and a named success response', async (t) => {
+  const app = await buildTestApp(t);
+  const doc = await spec(app);
+  const ids = new Map<string, string>();
+  for (const { path, method, op } of operations(doc)) {
+    const name = `${method.toUpperCase()} ${path}`;
+    assert.match(op.operationId ?? '', /^[a-z][A-Za-z0-9]+$/, `${name}: operationId ${op.operationId}`);
+    assert.ok(!ids.has(op.operationId!), `${name} and ${ids.get(op.operationId!)} share ${op.operationId}`);
+    ids.set(op.operationId!, name);
+    for (const [status, res] of Object.entries(op.responses ?? {})) {
+      if (!status.startsWith('2')) continue;
+      assert.ok(res.description && res.description !== 'Default Response', `${name} ${status}: unnamed`);
+    }
+  }
+  assert.equal(ids.get('listConversations'), 'GET /api/v1/conversations');
+});
+
+test('each error response names the codes of its status as an enum', async (t) => {
+  const app = await buildTestApp(t);
+  const doc = await spec(app);
+  const schemas = doc.components.schemas as Record<
+    string,
+    { properties: { error: { properties: { code: { enum: string[] } } } } }
+  >;
+  const codesOf = (status: string) => schemas[`Error${status}`]?.properties.error.properties.code.enum;
+  assert.deepEqual(codesOf('401')?.sort(), [
+    'INVALID_CREDENTIALS',
+    'TOKEN_EXPIRED',
+    'TOKEN_INVALID',
+    'TOKEN_MISSING',
+    'UNAUTHORIZED',
+  ]);
+  assert.deepEqual(codesOf('404'), ['NOT_FOUND']);
+  for (const { path, method, op } of operations(doc)) {
+    for (const [status, res] of Object.entries(op.responses ?? {})) {
+      if (!/^[45]/.test(status) || path === '/readyz') continue;
+      const ref = JSON.stringify(res.content?.['application/json']?.schema ?? {});
+      assert.match(ref, new RegExp(`Error${status}`), `${method.toUpperCase()} ${path} ${status}: ${ref}`);
+    }
+  }
+  // And what the server sends keeps to it.
+  const res = await call(app, 'GET', '/api/v1/auth/me');
+  assert.equal(res.status, 401);
+  assert.ok(codesOf('401')!.includes(res.body.error.code));
+});
+
 test('the documented operations are exactly the routes the app serves', async (t) => {
   const app = await buildTestApp(t);
   const doc = await spec(app);
   const documented = new Set(operations(doc).map((o) => `${o.method} ${o.path}`));
   const served = new Set(
     [...registeredRoutes(app)].filter(
-      (r) => !/ \/docs(\/|\*|$)/.test(r) && r !== 'get /api/v1/openapi.json' && r !== 'get /docs',
+      (r) =>
+        !/ \/docs(\/|\*|$)/.test(r) &&
+        !/ \/favicon\.(svg|ico)$/.test(r) &&
+        r !== 'get /api/v1/openapi.json' &&
+        r !== 'get /docs',
     ),
   );
   // The parser must see the routes it is known to have, or the comparison proves nothing.
@@ -146,4 +197,31 @@ test('/docs answers an HTML page that loads its script from a relative local pat
   }
   assert.doesNotMatch(html, /https?:\/\/[^"']*cdn/i);
   assert.match(html, /\/api\/v1\/openapi\.json/);
+});
+
+test('/docs asks for nothing beyond this server: our title and icon, no web fonts, telemetry or vendor cloud', async (t) => {
+  const app = await buildTestApp(t);
+  const page = await call(app, 'GET', '/docs/');
+  const html = String(page.raw.body);
+  assert.match(html, /<title>Guest Messaging and Operations API<\/title>/);
+  // Every URL the page itself references is on this server.
+  const refs = [...html.matchAll(/\b(?:src|href)="([^"]+)"/g)].map((m) => m[1]!);
+  assert.ok(refs.includes('/favicon.svg'));
+  for (const ref of refs) assert.doesNotMatch(ref, /^(https?:)?\/\//, `the page references ${ref}`);
+  // The configuration the script runs with turns off everything that would call out.
+  const config = JSON.parse(/createApiReference\('#app', (\{[\s\S]*?\})\)\s*<\/script>/.exec(html)![1]!);
+  assert.equal(config.withDefaultFonts, false, 'fonts from the vendor CDN');
+  assert.equal(config.telemetry, false);
+  assert.equal(config.agent.disabled, true);
+  assert.equal(config.mcp.disabled, true);
+  assert.equal(config.hideClientButton, true);
+  assert.equal(config.authentication.preferredSecurityScheme, 'bearerAuth');
+  const icon = await call(app, 'GET', '/favicon.ico');
+  assert.equal(icon.status, 200);
+  assert.match(String(icon.headers['content-type']), /^image\/svg\+xml/);
+  // The document carries an introduction an integrator can start from.
+  const doc = (await call(app, 'GET', '/api/v1/openapi.json')).body;
+  for (const topic of ['Authentication', 'Errors', 'Rate limits', 'Pagination', 'Events and webhooks']) {
+    assert.match(doc.info.description, new RegExp(`## ${topic}`), topic);
+  }
 });

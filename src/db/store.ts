@@ -47,6 +47,8 @@ export interface Store extends Executor {
   transact<T>(work: (tx: Tx) => Promise<T>): Promise<T>;
   /** Told after each commit that wrote events (src/modules/events/outbox.ts). */
   readonly eventsCommitted: Signal<EventsCommitted>;
+  /** The connection pool's use (PostgreSQL); null for SQLite's single connection. */
+  poolUse(): { total: number; idle: number; waiting: number } | null;
   /** Resolves when the store answers a trivial query. */
   ping(): Promise<void>;
   /**
@@ -215,6 +217,7 @@ export function openStore(config: StoreConfig, options: StoreOptions = {}): Stor
       db,
       transact: (work) => committer.run(work),
       eventsCommitted: new Signal(),
+      poolUse: () => null,
       readVersion() {
         if (conn.inTransaction) return null;
         return `${changes.get() as number}.${dataVersion.get() as number}`;
@@ -280,6 +283,7 @@ export function openStore(config: StoreConfig, options: StoreOptions = {}): Stor
       return result;
     },
     eventsCommitted: new Signal(),
+    poolUse: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     readVersion: () => null,
     async ping() {
       await sql`select 1`.execute(db);

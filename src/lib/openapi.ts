@@ -1,6 +1,7 @@
 // Owns what the OpenAPI document says about every route that its own schema cannot: the headers
 // the gate puts on every counted response (X-RateLimit-*, Retry-After) and the X-Request-Id on
-// every response, and who may call it (`x-roles`, from the route's own `config.access`).
+// every response, who may call it (`x-roles`, from the route's own `config.access`), and what a
+// success answer holds.
 import type { FastifySchema, RouteOptions } from 'fastify';
 
 const int = (description: string, format: 'int32' | 'int64', maximum: number) => ({
@@ -26,6 +27,30 @@ const RETRY_AFTER = { 'Retry-After': int('Seconds to wait before retrying', 'int
 
 type Schema = Record<string, unknown>;
 
+/** What a success answer holds, named from the operation's verb (the document's "Default Response" otherwise). */
+const SUCCESS: [RegExp, string][] = [
+  [/^list/, 'One page of the list, with `meta` (page, limit, total, pages, nextCursor)'],
+  [/^bulk/, 'One result per item, in item order: each `{ index, success, data | error }`'],
+  [/^(create|send)/, 'Created: the new record'],
+  [/^(update|replace|set)/, 'The record as stored after the change'],
+  [/^reset/, 'The setting as it reads after the reset'],
+  [/^delete/, 'Deleted: `{ id, deleted: true }`'],
+  [/^(login|refreshToken|changePassword)$/, 'A bearer token, its expiry and the staff member it belongs to'],
+  [/^logout$/, 'Logged out: the token is revoked'],
+  [/^getCurrentUser$/, 'The staff member the token belongs to'],
+  [/^get/, 'The record'],
+  [/^check/, 'The probe answer'],
+  [/^streamEvents$/, 'A text/event-stream of events, each `id:` + `data:` (JSON as in the feed)'],
+  [/^rotateWebhookSecret$/, 'The webhook with its new signing secret (shown this once)'],
+  [/^testWebhook$/, 'The delivery queued for the test event'],
+  [/^redeliver/, 'The delivery, due again now'],
+];
+
+function successDescription(operationId: unknown): string {
+  const id = typeof operationId === 'string' ? operationId : '';
+  return SUCCESS.find(([verb]) => verb.test(id))?.[1] ?? 'Success';
+}
+
 /** Swagger's per-route transform: the route's schema with headers and roles documented. */
 export function documentRoute({ schema, url, route }: { schema: FastifySchema; url: string; route: RouteOptions }): {
   schema: FastifySchema;
@@ -42,6 +67,9 @@ export function documentRoute({ schema, url, route }: { schema: FastifySchema; u
     if (status === '429' || status === '503') Object.assign(headers, RETRY_AFTER);
     // A copy: the route's own schema also drives the response serializer.
     response[status] = { ...res, headers };
+    if (status.startsWith('2') && res.description === undefined) {
+      response[status]!.description = successDescription(base.operationId);
+    }
   }
   const out: Schema = { ...base, response };
   if (Array.isArray(access)) out['x-roles'] = [...access];

@@ -1,17 +1,33 @@
 // Owns the schemas every route shares: the success and error envelopes, list metadata,
 // pagination query and the standard error responses, so OpenAPI documents each of them once.
 import { type Static, type TSchema, Type } from 'typebox';
+import { ERROR_STATUS, type ErrorCode } from './errors.js';
 
-export const ErrorBody = Type.Object(
-  {
-    success: Type.Literal(false),
-    error: Type.Object({
-      code: Type.String({ maxLength: 64, pattern: '^[A-Z_]+$', examples: ['NOT_FOUND'] }),
-      message: Type.String({ maxLength: 2000 }),
-      details: Type.Optional(Type.Unknown()),
-    }),
-  },
-  { $id: 'Error', description: 'Error envelope' },
+const errorEnvelope = (codes: readonly string[], $id: string, description: string) =>
+  Type.Object(
+    {
+      success: Type.Literal(false),
+      error: Type.Object({
+        code: Type.Enum([...codes], { examples: [codes[0]] }),
+        message: Type.String({ maxLength: 2000 }),
+        details: Type.Optional(Type.Unknown()),
+      }),
+    },
+    { $id, description },
+  );
+
+const ALL_CODES = Object.keys(ERROR_STATUS) as ErrorCode[];
+
+/** The error envelope with any of the API's codes. */
+export const ErrorBody = errorEnvelope(ALL_CODES, 'Error', 'Error envelope');
+
+/** The error envelope of one HTTP status, its `error.code` one of the codes that status carries. */
+export const ERROR_BODIES = [...new Set(Object.values(ERROR_STATUS))].map((status) =>
+  errorEnvelope(
+    ALL_CODES.filter((c) => ERROR_STATUS[c] === status),
+    `Error${status}`,
+    `Error envelope of a ${status}`,
+  ),
 );
 
 const Count = Type.Integer({ format: 'int64', minimum: 0, maximum: Number.MAX_SAFE_INTEGER });
@@ -63,24 +79,26 @@ export const OkList = <T extends TSchema>(item: T) =>
 
 export const Nullable = <T extends TSchema>(t: T) => Type.Union([t, Type.Null()]);
 
-const err = (description: string) => ({ ...Type.Ref('Error'), description });
-/** An error response in the envelope, for a route's own codes. */
-export const errorResponse = err;
+type ErrorStatus = (typeof ERROR_STATUS)[ErrorCode];
+const err = (status: ErrorStatus, description: string) => ({ ...Type.Ref(`Error${status}`), description });
+/** An error response in the envelope, for a route's own codes (of `status`, when given). */
+export const errorResponse = (description: string, status?: ErrorStatus) =>
+  status === undefined ? { ...Type.Ref('Error'), description } : err(status, description);
 
 /** The error responses every authenticated route can give; routes add their own on top. */
 export const STANDARD_ERRORS = {
-  400: err('VALIDATION_ERROR: the request is malformed or a field is invalid'),
-  401: err('TOKEN_MISSING, TOKEN_INVALID, TOKEN_EXPIRED or UNAUTHORIZED'),
-  403: err('FORBIDDEN: the role may not do this'),
-  404: err('NOT_FOUND'),
-  429: err('RATE_LIMITED'),
-  500: err('INTERNAL_ERROR'),
-  503: err('SERVICE_UNAVAILABLE: the store cannot be reached; retry after Retry-After seconds'),
+  400: err(400, 'VALIDATION_ERROR: the request is malformed or a field is invalid'),
+  401: err(401, 'TOKEN_MISSING, TOKEN_INVALID, TOKEN_EXPIRED or UNAUTHORIZED'),
+  403: err(403, 'FORBIDDEN: the role may not do this'),
+  404: err(404, 'NOT_FOUND'),
+  429: err(429, 'RATE_LIMITED'),
+  500: err(500, 'INTERNAL_ERROR'),
+  503: err(503, 'SERVICE_UNAVAILABLE: the store cannot be reached; retry after Retry-After seconds'),
 };
-export const CONFLICT_ERROR = { 409: err('CONFLICT: a unique value is taken') };
+export const CONFLICT_ERROR = { 409: err(409, 'CONFLICT: a unique value is taken') };
 export const BODY_ERRORS = {
-  413: err('PAYLOAD_TOO_LARGE: the body is over 1 MiB'),
-  415: err('UNSUPPORTED_MEDIA_TYPE: the body is not JSON, or is sent with a Content-Encoding'),
+  413: err(413, 'PAYLOAD_TOO_LARGE: the body is over 1 MiB'),
+  415: err(415, 'UNSUPPORTED_MEDIA_TYPE: the body is not JSON, or is sent with a Content-Encoding'),
 };
 
 export const ok = <T>(data: T) => ({ success: true as const, data });

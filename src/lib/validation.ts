@@ -4,7 +4,7 @@ import { Ajv, type Options as AjvOptions } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { TSchema } from 'typebox';
 import { type FieldError, validation } from './errors.js';
-import { ErrorBody } from './schemas.js';
+import { ERROR_BODIES, ErrorBody } from './schemas.js';
 
 export function makeAjv(part: 'body' | 'other'): Ajv {
   const options: AjvOptions = {
@@ -17,6 +17,7 @@ export function makeAjv(part: 'body' | 'other'): Ajv {
   const ajv = new Ajv(options);
   addFormats.default(ajv);
   ajv.addSchema(ErrorBody);
+  for (const body of ERROR_BODIES) ajv.addSchema(body);
   return ajv;
 }
 

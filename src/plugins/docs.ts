@@ -8,6 +8,29 @@ import Fastify from 'fastify';
 import fp from 'fastify-plugin';
 
 const ROUTE_PREFIX = '/docs';
+const TITLE = 'Guest Messaging and Operations API';
+
+/** A speech bubble with a key: the API's mark, as the browser tab's icon. */
+const FAVICON = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 64 64"><rect width="64" height="64" rx="14" fill="#1f4e79"/><path d="M14 18h36a4 4 0 0 1 4 4v18a4 4 0 0 1-4 4H30l-10 8v-8h-6a4 4 0 0 1-4-4V22a4 4 0 0 1 4-4z" fill="#fff"/><circle cx="26" cy="31" r="4" fill="#1f4e79"/><path d="M30 31h12v4" stroke="#1f4e79" stroke-width="3" fill="none"/></svg>`;
+
+/**
+ * The reference works with no request leaving this server: no web fonts from the vendor's CDN, no
+ * telemetry, and none of the vendor's cloud features (AI agent, MCP, client download, developer
+ * tools), which lead nowhere offline. Bearer auth is the scheme the reader is asked for.
+ */
+const CONFIGURATION = {
+  url: '/api/v1/openapi.json',
+  title: TITLE,
+  metaData: { title: TITLE },
+  favicon: '/favicon.svg',
+  withDefaultFonts: false,
+  telemetry: false,
+  hideClientButton: true,
+  showDeveloperTools: 'never' as const,
+  agent: { disabled: true },
+  mcp: { disabled: true },
+  authentication: { preferredSecurityScheme: 'bearerAuth' },
+};
 
 export default fp(
   async function docs(app: FastifyInstance) {
@@ -21,7 +44,7 @@ export default fp(
       const sub = Fastify({ logger: false, routerOptions: { ignoreTrailingSlash: true } });
       await sub.register(scalar, {
         routePrefix: ROUTE_PREFIX,
-        configuration: { url: '/api/v1/openapi.json', title: 'Guest Messaging and Operations API' },
+        configuration: CONFIGURATION,
       });
       await sub.ready();
       return sub;
@@ -45,10 +68,26 @@ export default fp(
         const value = res.headers[name];
         if (value !== undefined) reply.header(name, value);
       }
+      // The page's own <title> and icon: the package's template names the vendor.
+      if (String(res.headers['content-type']).startsWith('text/html')) {
+        const html = res.payload.replace(
+          /<title>[^<]*<\/title>/,
+          `<title>${TITLE}</title>\n    <link rel="icon" type="image/svg+xml" href="/favicon.svg" />`,
+        );
+        return reply.code(res.statusCode).send(html);
+      }
       return reply.code(res.statusCode).send(res.rawPayload);
     };
     const options = { config: { access: 'public' as const }, schema: { hide: true } };
     app.get(ROUTE_PREFIX, options, serve);
+    for (const path of ['/favicon.svg', '/favicon.ico']) {
+      app.get(
+        path,
+        { config: { access: 'public' as const, bucket: false as const }, schema: { hide: true } },
+        async (_request, reply) =>
+          reply.type('image/svg+xml').header('cache-control', 'public, max-age=86400').send(FAVICON),
+      );
+    }
     app.get(`${ROUTE_PREFIX}/*`, options, serve);
   },
   { name: 'docs', dependencies: ['@fastify/swagger'] },

@@ -1,9 +1,11 @@
 // Owns generating the OpenAPI 3.1 document: @fastify/swagger set up with the API's description and
 // bearer security scheme, every route documented through src/lib/openapi.ts, and the bearer
 // requirement put on each route whose `config.access` is not public. docs.ts serves the document.
+
 import swagger from '@fastify/swagger';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
+import { API_INTRODUCTION } from '../lib/api-introduction.js';
 import { documentRoute } from '../lib/openapi.js';
 
 export default fp(
@@ -14,8 +16,7 @@ export default fp(
         info: {
           title: 'Guest Messaging and Operations API',
           version: '1.0.0',
-          description:
-            'JSON REST API for guest conversations over WhatsApp, SMS, e-mail and web chat, and the operations that follow.',
+          description: API_INTRODUCTION,
         },
         // x-internal (an OpenAPI extension the types do not know): this server is for outside integrators.
         servers: [{ url: '/', 'x-internal': false } as { url: string }],

@@ -25,7 +25,7 @@ test('unknown paths are a JSON 404 NOT_FOUND in the envelope, with or without a 
     '/.git/config',
     '/server-status',
     '/api/v1/openapi.yaml',
-    '/favicon.ico',
+    '/favicon.png',
   ];
   for (const path of paths) {
     for (const token of [undefined, w.admin.token]) {

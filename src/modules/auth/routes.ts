@@ -46,6 +46,7 @@ export const authRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { access: 'public' },
       schema: {
         tags: ['auth'],
+        operationId: 'login',
         summary: 'Log in with e-mail and password',
         description: `At most ${ctx.config.loginLimit} attempts per minute per IP and e-mail.`,
         security: [],
@@ -65,6 +66,7 @@ export const authRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { access: ANY_ROLE },
       schema: {
         tags: ['auth'],
+        operationId: 'refreshToken',
         summary: 'Exchange a valid token for a new one with a fresh expiry; the old token is revoked',
         response: { 200: Ok(Session), ...AUTH_ERRORS },
       },
@@ -78,6 +80,7 @@ export const authRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { access: ANY_ROLE },
       schema: {
         tags: ['auth'],
+        operationId: 'logout',
         summary: 'Revoke the token used for this request',
         response: { 200: Ok(Type.Object({ loggedOut: Type.Literal(true) })), ...AUTH_ERRORS },
       },
@@ -94,6 +97,7 @@ export const authRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { access: ANY_ROLE },
       schema: {
         tags: ['auth'],
+        operationId: 'getCurrentUser',
         summary: 'The staff member the token belongs to',
         response: { 200: Ok(Staff), ...AUTH_ERRORS },
       },
@@ -107,6 +111,7 @@ export const authRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { access: ANY_ROLE },
       schema: {
         tags: ['auth'],
+        operationId: 'changePassword',
         summary: 'Change your password; every other token of yours stops working, a new one is returned',
         body: PasswordBody,
         response: { 200: Ok(Session), ...AUTH_ERRORS, ...BODY_ERRORS },

@@ -17,6 +17,7 @@ export const messagesRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { access: ANY_ROLE, cache: true },
       schema: {
         tags: ['conversations'],
+        operationId: 'listMessages',
         summary: "List a conversation's messages, oldest first",
         params: IdParams,
         querystring: MessagesQuery,
@@ -36,6 +37,7 @@ export const messagesRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { access: ANY_ROLE },
       schema: {
         tags: ['conversations'],
+        operationId: 'sendMessage',
         summary: 'Send a message to the guest, or add an internal note',
         description:
           'A `text` is stored outbound with deliveryStatus `queued` until channel delivery sends it. A `note` is ' +

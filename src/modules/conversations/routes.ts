@@ -28,6 +28,7 @@ export const conversationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { access: ANY_ROLE, cache: true },
       schema: {
         tags: ['conversations'],
+        operationId: 'listConversations',
         summary: 'List conversations, latest activity first (a staff-role caller sees only their own)',
         querystring: ListConversationsQuery,
         response: { 200: OkList(Conversation), ...STANDARD_ERRORS },
@@ -52,6 +53,7 @@ export const conversationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { access: ANY_ROLE, bucket: 'bulk' },
       schema: {
         tags: ['conversations'],
+        operationId: 'bulkUpdateConversations',
         summary: 'Update up to 100 conversations; each item succeeds or fails on its own',
         description:
           'Each item is `{ id, status?, assignee? }` with at least one change and follows the rules of ' +
@@ -77,6 +79,7 @@ export const conversationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { access: ANY_ROLE },
       schema: {
         tags: ['conversations'],
+        operationId: 'getConversation',
         summary: 'Get a conversation (a staff-role caller: only one assigned to them)',
         params: IdParams,
         response: { 200: Ok(Conversation), ...STANDARD_ERRORS },
@@ -91,6 +94,7 @@ export const conversationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { access: ANY_ROLE },
       schema: {
         tags: ['conversations'],
+        operationId: 'createConversation',
         summary: 'Start a conversation with a guest, optionally with a first outbound message',
         description:
           'Starts open. A staff-role caller may only create a conversation assigned to themselves (the default ' +
@@ -112,6 +116,7 @@ export const conversationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { access: ANY_ROLE },
       schema: {
         tags: ['conversations'],
+        operationId: 'updateConversation',
         summary: 'Change the status and/or assignee (a staff-role caller: status of their own only)',
         params: IdParams,
         body: UpdateConversationBody,

@@ -44,6 +44,7 @@ export const eventsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { access: ANY_ROLE },
       schema: {
         tags: ['events'],
+        operationId: 'listEvents',
         summary: 'Read events oldest first after a cursor (a staff-role caller: only their conversations and tasks)',
         description:
           'Poll with `after` = the previous `meta.nextCursor`. Events are kept EVENT_RETENTION_DAYS days (30 by default).',
@@ -80,6 +81,7 @@ export const eventsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { access: ANY_ROLE },
       schema: {
         tags: ['events'],
+        operationId: 'streamEvents',
         summary: 'Live events as Server-Sent Events, resumable with Last-Event-ID',
         description:
           'Each event is `id: <event id>` and `data: <event JSON>`; a `: heartbeat` comment comes every ' +

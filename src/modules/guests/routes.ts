@@ -20,6 +20,7 @@ export const guestsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { access: ANY_ROLE, cache: true },
       schema: {
         tags: ['guests'],
+        operationId: 'listGuests',
         summary: 'List guests, newest first; search name/e-mail/phone, filter by tag (staff: own guests only)',
         querystring: ListGuestsQuery,
         response: { 200: OkList(Guest), ...STANDARD_ERRORS },
@@ -38,6 +39,7 @@ export const guestsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { access: ANY_ROLE },
       schema: {
         tags: ['guests'],
+        operationId: 'getGuest',
         summary: 'Get a guest (staff: only a guest of a conversation or task assigned to them)',
         params: IdParams,
         response: { 200: Ok(Guest), ...STANDARD_ERRORS },
@@ -54,6 +56,7 @@ export const guestsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { access: ADMIN_MANAGER },
       schema: {
         tags: ['guests'],
+        operationId: 'createGuest',
         summary: 'Create a guest (admin, manager); a taken e-mail or phone is a 409 naming the existing guest',
         body: CreateGuestBody,
         response: { 201: Ok(Guest), ...STANDARD_ERRORS, ...CONFLICT_ERROR, ...BODY_ERRORS },
@@ -72,6 +75,7 @@ export const guestsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { access: ADMIN_MANAGER, bucket: 'bulk' },
       schema: {
         tags: ['guests'],
+        operationId: 'bulkCreateGuests',
         summary: 'Create 1–100 guests; each item is validated and created on its own, results in item order',
         body: BulkBody,
         response: { 200: BulkResponse(Guest), ...STANDARD_ERRORS, ...BODY_ERRORS },
@@ -94,6 +98,7 @@ export const guestsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { access: ADMIN_MANAGER },
       schema: {
         tags: ['guests'],
+        operationId: 'updateGuest',
         summary: 'Update a guest: name, email, phone, tags (replace the set), notes (admin, manager)',
         params: IdParams,
         body: UpdateGuestBody,

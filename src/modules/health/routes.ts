@@ -23,6 +23,7 @@ export const healthRoutes: FastifyPluginAsyncTypebox = async (app) => {
       ...opts,
       schema: {
         tags: ['operations'],
+        operationId: 'checkLiveness',
         summary: 'Liveness: the process is up',
         security: [],
         response: {
@@ -40,6 +41,7 @@ export const healthRoutes: FastifyPluginAsyncTypebox = async (app) => {
       ...opts,
       schema: {
         tags: ['operations'],
+        operationId: 'checkReadiness',
         summary: 'Readiness: the store and Redis answer (503 otherwise)',
         security: [],
         response: { 200: Ready, 503: Ready },

@@ -17,6 +17,7 @@ export const knowledgeRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { access: ANY_ROLE, cache: true },
       schema: {
         tags: ['knowledge'],
+        operationId: 'listKnowledgeEntries',
         summary: 'List knowledge entries by title, or search them full-text, best match first',
         querystring: ListEntriesQuery,
         response: { 200: OkList(KnowledgeEntry), ...STANDARD_ERRORS },
@@ -38,6 +39,7 @@ export const knowledgeRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { access: ANY_ROLE },
       schema: {
         tags: ['knowledge'],
+        operationId: 'getKnowledgeEntry',
         summary: 'Get a knowledge entry',
         params: IdParams,
         response: { 200: Ok(KnowledgeEntry), ...STANDARD_ERRORS },
@@ -52,6 +54,7 @@ export const knowledgeRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { access: ADMIN_MANAGER },
       schema: {
         tags: ['knowledge'],
+        operationId: 'createKnowledgeEntry',
         summary: 'Create a knowledge entry (admin, manager); category defaults to general',
         body: CreateEntryBody,
         response: { 201: Ok(KnowledgeEntry), ...STANDARD_ERRORS, ...BODY_ERRORS },
@@ -70,6 +73,7 @@ export const knowledgeRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { access: ADMIN_MANAGER },
       schema: {
         tags: ['knowledge'],
+        operationId: 'replaceKnowledgeEntry',
         summary: 'Replace a knowledge entry’s title and content, and its category when given (admin, manager)',
         params: IdParams,
         body: UpdateEntryBody,
@@ -85,6 +89,7 @@ export const knowledgeRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { access: ADMIN_MANAGER },
       schema: {
         tags: ['knowledge'],
+        operationId: 'deleteKnowledgeEntry',
         summary: 'Delete a knowledge entry (admin, manager); it leaves search at once',
         params: IdParams,
         response: { 200: Ok(DeletedEntry), ...STANDARD_ERRORS },

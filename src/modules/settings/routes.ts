@@ -27,6 +27,7 @@ export const settingsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { access: ADMIN_MANAGER },
       schema: {
         tags: ['settings'],
+        operationId: 'listSettings',
         summary: 'List settings: every known key (its default if never set) and every custom key set',
         response: { 200: Type.Object({ success: Type.Literal(true), data: Type.Array(Setting) }), ...STANDARD_ERRORS },
       },
@@ -40,6 +41,7 @@ export const settingsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { access: ADMIN_MANAGER },
       schema: {
         tags: ['settings'],
+        operationId: 'getSetting',
         summary: 'Get a setting; a known key never set returns its default',
         params: KeyParams,
         response: { 200: Ok(Setting), ...STANDARD_ERRORS },
@@ -54,6 +56,7 @@ export const settingsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { access: ADMIN },
       schema: {
         tags: ['settings'],
+        operationId: 'setSetting',
         summary: 'Set a setting (admin)',
         description: `Keys: ${Object.keys(SETTINGS).join(', ')}, and custom.<name> for any JSON value up to 64 KiB (at most ${MAX_CUSTOM_KEYS} custom keys; one more is 409 CONFLICT).`,
         params: KeyParams,
@@ -61,7 +64,7 @@ export const settingsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: {
           200: Ok(Setting),
           ...STANDARD_ERRORS,
-          409: errorResponse(`CONFLICT: ${MAX_CUSTOM_KEYS} custom keys are set already`),
+          409: errorResponse(`CONFLICT: ${MAX_CUSTOM_KEYS} custom keys are set already`, 409),
           ...BODY_ERRORS,
         },
       },
@@ -78,6 +81,7 @@ export const settingsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { access: ADMIN },
       schema: {
         tags: ['settings'],
+        operationId: 'resetSetting',
         summary: 'Reset a known key to its default, or remove a custom key (admin)',
         params: KeyParams,
         response: {

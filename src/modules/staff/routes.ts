@@ -18,6 +18,7 @@ export const staffRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { access: ANY_ROLE },
       schema: {
         tags: ['staff'],
+        operationId: 'listStaff',
         summary: 'List staff members, by name (a staff-role caller sees only themselves)',
         querystring: ListStaffQuery,
         response: { 200: OkList(Staff), ...STANDARD_ERRORS },
@@ -36,6 +37,7 @@ export const staffRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { access: ANY_ROLE },
       schema: {
         tags: ['staff'],
+        operationId: 'getStaff',
         summary: 'Get a staff member (a staff-role caller may get only themselves)',
         params: IdParams,
         response: { 200: Ok(Staff), ...STANDARD_ERRORS },
@@ -52,6 +54,7 @@ export const staffRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { access: ADMIN },
       schema: {
         tags: ['staff'],
+        operationId: 'createStaff',
         summary: 'Create a staff member (admin); without a password a one-time temporaryPassword is returned',
         body: CreateStaffBody,
         response: { 201: Ok(CreatedStaff), ...STANDARD_ERRORS, ...CONFLICT_ERROR, ...BODY_ERRORS },
@@ -70,6 +73,7 @@ export const staffRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { access: ADMIN },
       schema: {
         tags: ['staff'],
+        operationId: 'updateStaff',
         summary: 'Update a staff member: name, role, department, active (admin)',
         params: IdParams,
         body: UpdateStaffBody,

@@ -26,6 +26,7 @@ export const tasksRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { access: ANY_ROLE, cache: true },
       schema: {
         tags: ['tasks'],
+        operationId: 'listTasks',
         summary: 'List tasks, newest first (a staff-role caller sees only tasks assigned to them)',
         querystring: ListTasksQuery,
         response: { 200: OkList(Task), ...STANDARD_ERRORS },
@@ -44,6 +45,7 @@ export const tasksRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { access: ANY_ROLE },
       schema: {
         tags: ['tasks'],
+        operationId: 'getTask',
         summary: 'Get a task (a staff-role caller may get only tasks assigned to them)',
         params: IdParams,
         response: { 200: Ok(Task), ...STANDARD_ERRORS },
@@ -60,6 +62,7 @@ export const tasksRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { access: ADMIN_MANAGER },
       schema: {
         tags: ['tasks'],
+        operationId: 'createTask',
         summary: 'Create a task (admin, manager); it starts open',
         body: CreateTaskBody,
         response: { 201: Ok(Task), ...STANDARD_ERRORS, ...BODY_ERRORS },
@@ -78,6 +81,7 @@ export const tasksRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { access: ADMIN_MANAGER, bucket: 'bulk' },
       schema: {
         tags: ['tasks'],
+        operationId: 'bulkCreateTasks',
         summary: 'Create 1–100 tasks (admin, manager); each item is validated and created on its own',
         body: BulkBody,
         response: { 200: BulkResponse(Task), ...STANDARD_ERRORS, ...BODY_ERRORS },
@@ -100,6 +104,7 @@ export const tasksRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { access: ANY_ROLE },
       schema: {
         tags: ['tasks'],
+        operationId: 'updateTask',
         summary: 'Update a task (a staff-role caller: only status and notes of a task assigned to them)',
         description:
           'Any status may move to any other. completedAt is set when the task moves to completed and cleared when it leaves completed.',

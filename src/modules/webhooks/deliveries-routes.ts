@@ -6,7 +6,7 @@ import type { PageRequest } from '../../db/paginate.js';
 import { ADMIN } from '../../lib/auth.js';
 import { notFound } from '../../lib/errors.js';
 import { listPage } from '../../lib/pages.js';
-import { IdParams, Ok, OkList, ok, STANDARD_ERRORS } from '../../lib/schemas.js';
+import { errorResponse, IdParams, Ok, OkList, ok, STANDARD_ERRORS } from '../../lib/schemas.js';
 import { listDeliveries, toDelivery } from './deliveries-repository.js';
 import { findWebhook } from './repository.js';
 import { Delivery, DeliveryParams, ListDeliveriesQuery } from './schemas.js';
@@ -20,7 +20,7 @@ export const webhookDeps = (app: FastifyInstance): WebhookDeps => ({
 });
 
 const CONFLICT = {
-  409: { ...STANDARD_ERRORS[404], description: 'CONFLICT: the webhook is inactive or an attempt is in progress' },
+  409: errorResponse('CONFLICT: the webhook is inactive or an attempt is in progress', 409),
 };
 
 export const deliveriesRoutes: FastifyPluginAsyncTypebox = async (app) => {
@@ -32,6 +32,7 @@ export const deliveriesRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { access: ADMIN },
       schema: {
         tags: ['webhooks'],
+        operationId: 'listWebhookDeliveries',
         summary: "List an endpoint's deliveries, newest first, with the last attempt's outcome (admin)",
         params: IdParams,
         querystring: ListDeliveriesQuery,
@@ -53,6 +54,7 @@ export const deliveriesRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { access: ADMIN },
       schema: {
         tags: ['webhooks'],
+        operationId: 'redeliverWebhookDelivery',
         summary: 'Attempt a delivery again now, with the same Webhook-Id and body (admin)',
         description:
           'The delivery becomes pending and due at once; its attempts keep counting. A failed delivery that ' +

@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { FastifyBaseLogger } from 'fastify';
-import type { Store } from '../../db/store.js';
+import { Signal, type Store } from '../../db/store.js';
 import { SYSTEM } from '../events/emit.js';
 import { withEvents } from '../events/outbox.js';
 import { PollLoop } from '../events/poll-loop.js';
@@ -40,6 +40,8 @@ export class Dispatcher {
   private readonly inFlight = new Map<string, Promise<void>>();
   private readonly shutdown = new AbortController();
   private readonly loop: PollLoop;
+  /** Told the outcome of each recorded attempt: delivered, to be retried, or failed for good. */
+  readonly outcomes = new Signal<'succeeded' | 'retry' | 'failed'>();
 
   constructor(private readonly o: DispatcherOptions) {
     this.loop = new PollLoop(
@@ -119,6 +121,7 @@ export class Dispatcher {
         nextAttemptAt,
       });
       if (!recorded) return;
+      tx.onCommit(() => this.outcomes.emit(status === 'pending' ? 'retry' : status));
       if (result.ok) {
         await resetFailures(tx, target.id);
         return;

@@ -3,7 +3,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ADMIN } from '../../lib/auth.js';
 import { listPage } from '../../lib/pages.js';
-import { BODY_ERRORS, IdParams, Ok, OkList, ok, STANDARD_ERRORS } from '../../lib/schemas.js';
+import { BODY_ERRORS, errorResponse, IdParams, Ok, OkList, ok, STANDARD_ERRORS } from '../../lib/schemas.js';
 import { deliveriesRoutes, webhookDeps } from './deliveries-routes.js';
 import { listWebhooks, toWebhook } from './repository.js';
 import {
@@ -17,7 +17,7 @@ import {
 } from './schemas.js';
 import { createWebhook, deleteWebhook, getWebhook, rotateSecret, sendTest, updateWebhook } from './service.js';
 
-const CONFLICT = { 409: { ...STANDARD_ERRORS[404], description: 'CONFLICT: the webhook is inactive' } };
+const CONFLICT = { 409: errorResponse('CONFLICT: the webhook is inactive', 409) };
 
 export const webhooksRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const db = () => app.ctx.store;
@@ -29,6 +29,7 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { access: ADMIN },
       schema: {
         tags: ['webhooks'],
+        operationId: 'createWebhook',
         summary: 'Register a webhook endpoint (admin); the signing secret is in this response only',
         body: CreateWebhookBody,
         response: { 201: Ok(WebhookWithSecret), ...STANDARD_ERRORS, ...BODY_ERRORS },
@@ -47,6 +48,7 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { access: ADMIN },
       schema: {
         tags: ['webhooks'],
+        operationId: 'listWebhooks',
         summary: 'List webhook endpoints, newest first (admin)',
         querystring: ListWebhooksQuery,
         response: { 200: OkList(Webhook), ...STANDARD_ERRORS },
@@ -61,6 +63,7 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { access: ADMIN },
       schema: {
         tags: ['webhooks'],
+        operationId: 'getWebhook',
         summary: 'Get a webhook endpoint (admin); the secret is never shown again',
         params: IdParams,
         response: { 200: Ok(Webhook), ...STANDARD_ERRORS },
@@ -75,6 +78,7 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { access: ADMIN },
       schema: {
         tags: ['webhooks'],
+        operationId: 'updateWebhook',
         summary: 'Change a webhook endpoint: url, events, description, active (admin)',
         params: IdParams,
         body: UpdateWebhookBody,
@@ -90,6 +94,7 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { access: ADMIN },
       schema: {
         tags: ['webhooks'],
+        operationId: 'deleteWebhook',
         summary: 'Delete a webhook endpoint and its delivery history (admin)',
         params: IdParams,
         response: { 200: Ok(DeletedWebhook), ...STANDARD_ERRORS },
@@ -108,6 +113,7 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { access: ADMIN },
       schema: {
         tags: ['webhooks'],
+        operationId: 'rotateWebhookSecret',
         summary: 'Replace the signing secret (admin); the new one is shown once and signs from now on',
         params: IdParams,
         response: { 200: Ok(WebhookWithSecret), ...STANDARD_ERRORS },
@@ -122,6 +128,7 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { access: ADMIN },
       schema: {
         tags: ['webhooks'],
+        operationId: 'testWebhook',
         summary: 'Send a webhook.test event to this endpoint only (admin); answers the queued delivery',
         params: IdParams,
         response: { 202: Ok(Delivery), ...STANDARD_ERRORS, ...CONFLICT },

@@ -1,0 +1,96 @@
+// Owns /metrics: Prometheus text for a scraper holding METRICS_TOKEN (the route does not exist
+// without it). Request durations per route and status, rate-limit refusals, webhook delivery
+// outcomes, how far the webhook dispatcher is behind, the store's connection pool, and the
+// process's own metrics. prom-client is loaded only when metrics are on.
+import { timingSafeEqual } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+import { authError } from '../lib/errors.js';
+import { nextDueAt } from '../modules/webhooks/deliveries-repository.js';
+
+/** Buckets from 1 ms to 10 s: an API request, not a batch job. */
+const BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+export default fp(
+  async function metrics(app: FastifyInstance) {
+    const token = app.ctx.config.metricsToken;
+    if (token === null) return;
+    const prom = await import('prom-client');
+    const registry = new prom.Registry();
+    prom.collectDefaultMetrics({ register: registry });
+    const registers = [registry];
+
+    const duration = new prom.Histogram({
+      name: 'http_request_duration_seconds',
+      help: 'Time from request to response, by method, route pattern and status',
+      labelNames: ['method', 'route', 'status_code'],
+      buckets: BUCKETS,
+      registers,
+    });
+    const refusals = new prom.Counter({
+      name: 'rate_limit_refusals_total',
+      help: 'Requests refused with 429 RATE_LIMITED, by route pattern',
+      labelNames: ['route'],
+      registers,
+    });
+    const deliveries = new prom.Counter({
+      name: 'webhook_delivery_attempts_total',
+      help: 'Recorded webhook delivery attempts by outcome: succeeded, retry (will be tried again) or failed',
+      labelNames: ['outcome'],
+      registers,
+    });
+    new prom.Gauge({
+      name: 'webhook_dispatch_lag_seconds',
+      help: 'How long the oldest due webhook delivery has been waiting (0 when none is due)',
+      registers,
+      async collect() {
+        const due = await nextDueAt(app.ctx.store).catch(() => null);
+        this.set(due === null ? 0 : Math.max(0, (Date.now() - due) / 1000));
+      },
+    });
+    new prom.Gauge({
+      name: 'store_pool_connections',
+      help: 'Connections of the store pool by state: total, idle, waiting (clients queued for one)',
+      labelNames: ['state'],
+      registers,
+      collect() {
+        const use = app.ctx.store.poolUse();
+        if (use === null) return;
+        for (const [state, n] of Object.entries(use)) this.set({ state }, n);
+      },
+    });
+    const off = app.eventsRuntime.dispatcher.outcomes.on((outcome) => deliveries.inc({ outcome }));
+    app.addHook('onClose', async () => {
+      off();
+      registry.clear();
+    });
+
+    app.addHook('onResponse', (request, reply, done) => {
+      // The route's pattern, not its URL: ids would make a series per record.
+      const route = request.routeOptions.url ?? 'unmatched';
+      duration.observe({ method: request.method, route, status_code: reply.statusCode }, reply.elapsedTime / 1000);
+      if (reply.statusCode === 429) refusals.inc({ route });
+      done();
+    });
+
+    const expected = Buffer.from(`Bearer ${token}`);
+    app.get(
+      '/metrics',
+      { config: { access: 'public', bucket: false }, schema: { hide: true } },
+      async (request, reply) => {
+        const given = Buffer.from(request.headers.authorization ?? '');
+        if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
+          const sent = given.length > 0;
+          throw authError(
+            sent ? 'TOKEN_INVALID' : 'TOKEN_MISSING',
+            'GET /metrics needs Authorization: Bearer <METRICS_TOKEN>',
+            sent,
+          );
+        }
+        reply.type(registry.contentType);
+        return registry.metrics();
+      },
+    );
+  },
+  { name: 'metrics', dependencies: ['gate', 'events-runtime'] },
+);

@@ -1,0 +1,84 @@
+// Tests the operations endpoints through HTTP: /metrics in Prometheus text behind METRICS_TOKEN
+// (absent without it), and CORS for the origins in CORS_ORIGINS only, on errors too.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { buildTestApp, call, createStaff } from '../helpers.js';
+
+const TOKEN = 'metrics-token-0123456789';
+
+test('/metrics is absent without METRICS_TOKEN', async (t) => {
+  const app = await buildTestApp(t);
+  const res = await call(app, 'GET', '/metrics');
+  assert.equal(res.status, 404);
+  assert.equal(res.body.error.code, 'NOT_FOUND');
+});
+
+test('/metrics answers Prometheus text to its bearer token and 401 otherwise', async (t) => {
+  const app = await buildTestApp(t, { METRICS_TOKEN: TOKEN, RATE_LIMIT_STANDARD: '3' });
+  const admin = await createStaff(app, 'admin');
+  for (let i = 0; i < 4; i++) await call(app, 'GET', '/conversations', { token: admin.token });
+  const missing = await call(app, 'GET', '/metrics');
+  assert.equal(missing.status, 401);
+  assert.equal(missing.body.error.code, 'TOKEN_MISSING');
+  const wrong = await call(app, 'GET', '/metrics', { headers: { authorization: `Bearer ${TOKEN}x` } });
+  assert.equal(wrong.status, 401);
+  assert.equal(wrong.body.error.code, 'TOKEN_INVALID');
+  const res = await call(app, 'GET', '/metrics', { headers: { authorization: `Bearer ${TOKEN}` } });
+  assert.equal(res.status, 200);
+  assert.match(String(res.headers['content-type']), /^text\/plain; version=0\.0\.4/);
+  const text = String(res.raw.body);
+  assert.match(
+    text,
+    /http_request_duration_seconds_count\{method="GET",route="\/api\/v1\/conversations",status_code="200"\} 3/,
+  );
+  assert.match(
+    text,
+    /http_request_duration_seconds_count\{method="GET",route="\/api\/v1\/conversations",status_code="429"\} 1/,
+  );
+  assert.match(text, /rate_limit_refusals_total\{route="\/api\/v1\/conversations"\} 1/);
+  assert.match(text, /webhook_dispatch_lag_seconds 0/);
+  assert.match(text, /process_resident_memory_bytes \d+/);
+});
+
+test('CORS: a listed origin may call the API and read its headers, on errors too; another may not', async (t) => {
+  const app = await buildTestApp(t, { CORS_ORIGINS: 'https://dash.example.com,http://localhost:5173' });
+  const preflight = await app.inject({
+    method: 'OPTIONS',
+    url: '/api/v1/conversations',
+    headers: {
+      origin: 'https://dash.example.com',
+      'access-control-request-method': 'POST',
+      'access-control-request-headers': 'authorization,content-type,idempotency-key',
+    },
+  });
+  assert.equal(preflight.statusCode, 204);
+  assert.equal(preflight.headers['access-control-allow-origin'], 'https://dash.example.com');
+  assert.match(String(preflight.headers['access-control-allow-methods']), /POST/);
+  assert.match(String(preflight.headers['access-control-allow-headers']), /Authorization/i);
+
+  const other = await app.inject({
+    method: 'OPTIONS',
+    url: '/api/v1/conversations',
+    headers: { origin: 'https://evil.example.net', 'access-control-request-method': 'POST' },
+  });
+  assert.equal(other.headers['access-control-allow-origin'], undefined);
+
+  // An error answer to a listed origin still carries the headers a browser needs to read it.
+  const denied = await call(app, 'GET', '/conversations', { headers: { origin: 'http://localhost:5173' } });
+  assert.equal(denied.status, 401);
+  assert.equal(denied.headers['access-control-allow-origin'], 'http://localhost:5173');
+  assert.match(String(denied.headers['access-control-expose-headers']), /X-RateLimit-Remaining/);
+  const plain = await call(app, 'GET', '/conversations', { headers: { origin: 'https://evil.example.net' } });
+  assert.equal(plain.headers['access-control-allow-origin'], undefined);
+});
+
+test('CORS is off by default: no CORS headers, OPTIONS is not a route', async (t) => {
+  const app = await buildTestApp(t);
+  const res = await app.inject({
+    method: 'OPTIONS',
+    url: '/api/v1/conversations',
+    headers: { origin: 'https://dash.example.com', 'access-control-request-method': 'GET' },
+  });
+  assert.equal(res.headers['access-control-allow-origin'], undefined);
+  assert.ok(res.statusCode >= 400);
+});
