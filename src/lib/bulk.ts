@@ -2,8 +2,8 @@
 // item's schema and carried out on its own, atomically; the answer lists every item's outcome.
 import type { FastifyBaseLogger } from 'fastify';
 import { type TSchema, Type } from 'typebox';
-import { AppError } from './errors.js';
-import { bodyChecker } from './validation.js';
+import { AppError, validation } from './errors.js';
+import { bodyChecker, inputProblem } from './validation.js';
 
 export const MAX_BULK_ITEMS = 100;
 
@@ -57,6 +57,9 @@ export async function runBulk<I, O>(
   const data: BulkItemResult<O>[] = [];
   for (let index = 0; index < items.length; index++) {
     try {
+      // What the request-wide input check leaves to each item: NUL characters and nesting depth.
+      const problem = inputProblem(items[index], '');
+      if (problem !== null) throw validation([problem], `${problem.field}: ${problem.message}`);
       data.push({ index, success: true, data: await apply(check(items[index]), index) });
     } catch (err) {
       if (err instanceof AppError) {

@@ -96,7 +96,15 @@ export function validationDetails(context: string | undefined, errors: AjvLikeEr
       out.push(d);
     }
   }
-  return out.length > 0 ? out : [{ field: context ?? 'body', message: 'is invalid' }];
+  // A value that failed a format, pattern or length check had a type one branch accepts: a
+  // nullable field's "must be null" from the other branch is then noise ({"email":"bad"}).
+  const checked = new Set(
+    out
+      .filter((d) => !byKey.has(`${d.field}\u0000type`) || byKey.get(`${d.field}\u0000type`) !== d)
+      .map((d) => d.field),
+  );
+  const kept = out.filter((d) => !(checked.has(d.field) && byKey.get(`${d.field}\u0000type`) === d));
+  return kept.length > 0 ? kept : [{ field: context ?? 'body', message: 'is invalid' }];
 }
 
 /** The deepest nesting of arrays and objects a request may carry. */

@@ -34,6 +34,11 @@ export function renderError(err: FastifyError | AppError | Error, request: Fasti
     const first = details[0]!;
     return send(reply, 400, 'VALIDATION_ERROR', `${first.field}: ${first.message}`, details);
   }
+  // A method that always carries a body (QUERY) sent without a Content-Type: the client needs to
+  // know what to send (or, where no route takes the method, that it is not allowed).
+  if (fe.code === 'FST_ERR_ROUTE_MISSING_CONTENT_TYPE') {
+    return send(reply, 415, 'UNSUPPORTED_MEDIA_TYPE', `${request.method} needs a Content-Type header`);
+  }
   const known = fe.code ? FASTIFY_CODES[fe.code] : undefined;
   if (known) {
     return send(
@@ -43,7 +48,7 @@ export function renderError(err: FastifyError | AppError | Error, request: Fasti
       known.message,
     );
   }
-  if (err instanceof SyntaxError || fe.statusCode === 400) {
+  if (err instanceof SyntaxError) {
     return send(reply, 400, 'VALIDATION_ERROR', 'The body is not valid JSON', [
       { field: 'body', message: 'is not valid JSON' },
     ]);
@@ -121,7 +126,13 @@ export default fp(
       for (const m of methods) patterns.push({ re, method: m });
     });
 
-    app.setErrorHandler((err, request, reply) => renderError(err as Error, request, reply));
+    app.setErrorHandler((err, request, reply) =>
+      // An unrouted method that Fastify reads a body for fails in the body parser before the
+      // not-found handler runs: answer it as an unrouted method (405 or 404).
+      (err as FastifyError).code === 'FST_ERR_ROUTE_MISSING_CONTENT_TYPE' && request.is404
+        ? notRouted(request, reply)
+        : renderError(err as Error, request, reply),
+    );
 
     // While the server drains (SIGTERM), a request arriving on a kept-alive connection is answered
     // 503 in the envelope with Retry-After, so the client retries elsewhere; requests already in
@@ -147,7 +158,7 @@ export default fp(
       done(null, payload);
     });
 
-    app.setNotFoundHandler((request, reply) => {
+    const notRouted = (request: FastifyRequest, reply: FastifyReply) => {
       const path = request.url.split('?')[0] ?? '';
       const allowed = [...new Set(patterns.filter((p) => p.re.test(path)).map((p) => p.method))];
       if (allowed.length > 0) {
@@ -155,7 +166,8 @@ export default fp(
         return send(reply, 405, 'METHOD_NOT_ALLOWED', `${request.method} is not allowed on ${path}`);
       }
       return send(reply, 404, 'NOT_FOUND', `No route ${request.method} ${path}`);
-    });
+    };
+    app.setNotFoundHandler(notRouted);
   },
   { name: 'errors' },
 );

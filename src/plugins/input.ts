@@ -6,6 +6,7 @@
 // instead of failing as JSON it cannot read (docs/decisions.md).
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
+import sjson from 'secure-json-parse';
 import { AppError, validation } from '../lib/errors.js';
 import { inputProblem } from '../lib/validation.js';
 
@@ -19,8 +20,45 @@ function bodyCoding(headers: Record<string, string | string[] | undefined>): str
   return value === '' || value === 'identity' ? null : value;
 }
 
+/**
+ * JSON bodies, parsed as Fastify would (a `__proto__` key or `constructor.prototype` refused), but
+ * saying which rule a body broke: a poisoned key is valid JSON and must not read "not valid JSON".
+ */
+function parseJson(body: string, bulk: boolean): unknown {
+  if (body === '') throw new AppError('VALIDATION_ERROR', 'The body is empty; send a JSON object');
+  try {
+    // A bulk body's items stand alone (CONTRACT §8): a poisoned key fails its item only, when the
+    // item is checked against its schema (`runBulk`), which allows no such key. JSON.parse makes
+    // `__proto__` an own, inert data property; nothing copies an item before it passes its schema.
+    if (bulk) return JSON.parse(body);
+    return sjson.parse(body, null, { protoAction: 'error', constructorAction: 'error' });
+  } catch (err) {
+    if (/prototype property|constructor property/.test((err as Error).message)) {
+      throw validation(
+        [{ field: 'body', message: 'must not hold a "__proto__" key, nor a "constructor" key holding "prototype"' }],
+        'The body holds a "__proto__" key or "constructor.prototype", which is refused',
+      );
+    }
+    throw validation([{ field: 'body', message: 'is not valid JSON' }], 'The body is not valid JSON');
+  }
+}
+
+/** A bulk body without its items' contents, which `runBulk` checks one by one. */
+function bulkEnvelope(body: unknown): unknown {
+  if (typeof body !== 'object' || body === null || !Array.isArray((body as { items?: unknown }).items)) return body;
+  return { ...(body as object), items: [] };
+}
+
 export default fp(
   async function input(app: FastifyInstance) {
+    app.removeContentTypeParser('application/json');
+    app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+      try {
+        done(null, parseJson(body as string, request.routeOptions.config.bucket === 'bulk'));
+      } catch (err) {
+        done(err as Error, undefined);
+      }
+    });
     app.addHook('preParsing', (request, _reply, payload, done) => {
       const coding = bodyCoding(request.headers);
       if (coding === null) return done(null, payload);
@@ -39,7 +77,7 @@ export default fp(
       const problem =
         inputProblem(request.params, 'params') ??
         inputProblem(request.query, 'query') ??
-        inputProblem(request.body, 'body');
+        inputProblem(request.routeOptions.config.bucket === 'bulk' ? bulkEnvelope(request.body) : request.body, 'body');
       done(problem === null ? undefined : validation([problem], `${problem.field}: ${problem.message}`));
     });
   },

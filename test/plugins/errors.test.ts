@@ -129,12 +129,61 @@ test('__proto__ and constructor.prototype bodies are 400 and change nothing', as
     const url = i < 2 ? '/staff' : '/settings/custom.proto';
     const res = await call(app, i < 2 ? 'POST' : 'PUT', url, { token: admin.token, body });
     assertError(res, 400, 'VALIDATION_ERROR');
+    // Valid JSON, refused for the key it holds: the message says so, not "not valid JSON".
+    assert.match(res.body.error.message, /__proto__/);
+    assert.doesNotMatch(res.body.error.message, /not valid JSON/);
   }
   assert.equal(({} as { polluted?: unknown }).polluted, undefined);
   assert.equal(Object.hasOwn(Object.prototype, 'polluted'), false);
   const list = await call(app, 'GET', '/staff', { token: admin.token });
   assert.equal(list.body.meta.total, 1);
   assert.equal((await call(app, 'GET', '/settings/custom.proto', { token: admin.token })).status, 404);
+});
+
+test('a method that carries a body, sent without a Content-Type to a route that does not take it, is 405', async (t) => {
+  const app = await buildTestApp(t);
+  const admin = await createStaff(app, 'admin');
+  const res = await app.inject({
+    method: 'QUERY' as 'GET',
+    url: '/api/v1/auth/me',
+    headers: { authorization: `Bearer ${admin.token}` },
+  });
+  assert.equal(res.statusCode, 405);
+  assert.equal(JSON.parse(res.body).error.code, 'METHOD_NOT_ALLOWED');
+  assert.match(String(res.headers.allow), /GET/);
+  const nowhere = await app.inject({ method: 'QUERY' as 'GET', url: '/api/v1/nowhere' });
+  assert.equal(nowhere.statusCode, 404);
+});
+
+test('a bad value in a nullable field is reported once, without a "must be null" beside it', async (t) => {
+  const app = await buildTestApp(t);
+  const admin = await createStaff(app, 'admin');
+  const res = await call(app, 'POST', '/guests', { token: admin.token, body: { name: 'A', email: 'bad' } });
+  assertError(res, 400, 'VALIDATION_ERROR');
+  assert.deepEqual(
+    res.body.error.details.map((d: { field: string }) => d.field),
+    ['email'],
+    JSON.stringify(res.body.error.details),
+  );
+  assert.doesNotMatch(JSON.stringify(res.body.error.details), /must be null/);
+  // A value of neither type still names both.
+  const typed = await call(app, 'POST', '/guests', { token: admin.token, body: { name: 'A', email: 5 } });
+  assert.deepEqual(typed.body.error.details, [{ field: 'email', message: 'must be string or null' }]);
+});
+
+test('a bulk item with a NUL character or a poisoned key fails alone; the other items are applied', async (t) => {
+  const app = await buildTestApp(t);
+  const admin = await createStaff(app, 'admin');
+  const body =
+    '{"items":[{"name":"Kept"},{"name":"Bad\\u0000"},{"name":"P","__proto__":{"x":1}},{"name":"Also kept"}]}';
+  const res = await call(app, 'POST', '/guests/bulk', { token: admin.token, body });
+  assert.equal(res.status, 200, res.raw.body);
+  assert.deepEqual(
+    res.data.map((r: { success: boolean; error?: { code: string } }) => r.error?.code ?? 'ok'),
+    ['ok', 'VALIDATION_ERROR', 'VALIDATION_ERROR', 'ok'],
+  );
+  const list = await call(app, 'GET', '/guests', { token: admin.token });
+  assert.deepEqual(list.data.map((g: { name: string }) => g.name).sort(), ['Also kept', 'Kept']);
 });
 
 test('an unknown body field is 400 naming it', async (t) => {

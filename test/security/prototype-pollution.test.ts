@@ -27,6 +27,7 @@ test('poisoned keys in bodies are 400 (or inert data) on every kind of write, an
     ['POST', '/guests', inner.replace(/^\{/, '{"name":"P",')],
     ['PATCH', `/guests/${own.alice.guest}`, inner.replace(/^\{/, '{"notes":"n",')],
     ['POST', '/guests/bulk', `{"items":[{"name":"ok"},${inner}]}`],
+    ['POST', '/guests/bulk', `{"__proto__":{"polluted":true},"items":[{"name":"ok"}]}`],
     ['POST', '/tasks/bulk', `{"items":[${inner.replace(/^\{/, '{"title":"t","department":"housekeeping",')}]}`],
     ['PATCH', '/conversations/bulk', `{"items":[${inner.replace(/^\{/, `{"id":"${own.alice.conversation}",`)}]}`],
     ['PUT', '/settings/custom.poison', `{"value":${inner}}`],
@@ -37,12 +38,29 @@ test('poisoned keys in bodies are 400 (or inert data) on every kind of write, an
   for (const inner of poison) {
     for (const [method, url, body] of wrap(inner)) {
       const res = await call(app, method as 'POST', url, { token: admin.token, body });
-      assert.equal(res.status, 400, `${method} ${url} ${body}: ${res.status} ${res.raw.body}`);
-      assert.equal(res.body.error.code, 'VALIDATION_ERROR');
       assert.equal(polluted(), false, `${method} ${url} polluted Object.prototype`);
+      const what = `${method} ${url} ${body}: ${res.status} ${res.raw.body}`;
+      // Bulk items stand alone (CONTRACT §8): the poisoned item fails, the others are applied.
+      if (url.endsWith('/bulk') && !body.startsWith('{"__proto__"')) {
+        assert.equal(res.status, 200, what);
+        const items = JSON.parse(body).items as unknown[];
+        const failed = res.data.filter((r: { success: boolean }) => !r.success);
+        assert.deepEqual(
+          failed.map((r: { index: number; error: { code: string } }) => [r.index, r.error.code]),
+          [[items.length - 1, 'VALIDATION_ERROR']],
+          what,
+        );
+        continue;
+      }
+      assert.equal(res.status, 400, what);
+      assert.equal(res.body.error.code, 'VALIDATION_ERROR');
     }
   }
-  assert.deepEqual(await totals(w), before);
+  // Nothing changed but the good bulk items: one guest named "ok" per poisoned variant.
+  const after = await totals(w);
+  const created = (after['/guests'] as string[]).filter((g) => !(before['/guests'] as string[]).includes(g));
+  assert.equal(created.length, poison.length);
+  assert.deepEqual({ ...after, '/guests': [] }, { ...before, '/guests': [] });
 });
 
 test('"prototype" and "constructor" alone are ordinary keys: stored and returned as data, inert', async (t) => {
