@@ -51,6 +51,8 @@ export interface AppContext {
   cursors: CursorCodec;
   /** Revokes a token id until its expiry (src/plugins/revocation.ts). */
   revoke: Revoke;
+  /** Set when shutdown begins: /readyz answers 503 while requests are still served. */
+  lifecycle: { draining: boolean };
 }
 
 declare module 'fastify' {
@@ -134,6 +136,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     redis: app.counters.redis,
     cursors: new CursorCodec([config.jwtSecret, ...config.jwtPreviousSecrets]),
     revoke: app.revoke,
+    lifecycle: { draining: false },
   } satisfies AppContext);
 
   app.setValidatorCompiler(compileValidator);

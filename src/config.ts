@@ -28,6 +28,11 @@ export interface Config {
   readonly metricsToken: string | null;
   /** Browser origins allowed to call the API (CORS); empty: no cross-origin access. */
   readonly corsOrigins: readonly string[];
+  /**
+   * On SIGTERM, how long /readyz answers 503 while every other request is still served, so a load
+   * balancer takes the instance out before its listener closes (0: close at once).
+   */
+  readonly shutdownDrainMs: number;
   /** `pretty`: human-readable lines (default at a terminal outside production); `json`: pino JSON. */
   readonly logFormat: 'json' | 'pretty';
   /** Events older than this many days are purged from the feed. */
@@ -202,6 +207,7 @@ export function loadConfig(env: Env = process.env): Config {
     adminPassword,
     trustProxy: bool(env, 'TRUST_PROXY', false),
     ...operations(env, nodeEnv),
+    shutdownDrainMs: int(env, 'SHUTDOWN_DRAIN_MS', 0, 0, 120_000),
     eventRetentionDays: int(env, 'EVENT_RETENTION_DAYS', 30, 1, 3650),
     eventPollIntervalMs: int(env, 'EVENT_POLL_INTERVAL_MS', 1000, 10, 60_000),
     eventStreamHeartbeatMs: int(env, 'EVENT_STREAM_HEARTBEAT_MS', 15_000, 10, 300_000),

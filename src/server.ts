@@ -35,13 +35,21 @@ async function main() {
   const shutdown = async (signal: string) => {
     if (closing) return;
     closing = true;
-    app.log.info({ signal }, 'shutting down: finishing in-flight requests');
+    const drainMs = config.shutdownDrainMs;
     const force = setTimeout(() => {
-      app.log.error('shutdown took over 10 s; exiting');
+      app.log.error(`shutdown took over ${drainMs + 10_000} ms; exiting`);
       process.exit(1);
-    }, 10_000);
+    }, drainMs + 10_000);
     force.unref();
     try {
+      if (drainMs > 0) {
+        // Behind a load balancer: fail its health check at once and keep serving until it has
+        // taken this instance out, so no request meets a closed listener.
+        app.ctx.lifecycle.draining = true;
+        app.log.info({ signal, drainMs }, 'draining: /readyz answers 503, requests are still served');
+        await new Promise((resolve) => setTimeout(resolve, drainMs));
+      }
+      app.log.info({ signal }, 'shutting down: finishing in-flight requests');
       await app.close();
       process.exit(0);
     } catch (err) {

@@ -54,9 +54,14 @@ export function serverEnv(databaseUrl: string, extra: Record<string, string> = {
   return { ...env, ...redisEnv(), ...extra };
 }
 
-/** Starts `node --import tsx src/server.ts` and resolves once /healthz answers. */
-export async function startServer(t: TestContext, env: Record<string, string>, timeoutMs = 60_000): Promise<Server> {
-  const port = await freePort();
+/** Starts `node --import tsx src/server.ts` (on `fixedPort`, else a free one); resolves once /healthz answers. */
+export async function startServer(
+  t: TestContext,
+  env: Record<string, string>,
+  timeoutMs = 60_000,
+  fixedPort?: number,
+): Promise<Server> {
+  const port = fixedPort ?? (await freePort());
   const p = spawnNode('src/server.ts', [], {
     PATH: process.env.PATH ?? '',
     HOST: '127.0.0.1',

@@ -7,7 +7,13 @@ import { STANDARD_ERRORS } from '../../lib/schemas.js';
 const Check = Type.Union([Type.Literal('ok'), Type.Literal('unavailable'), Type.Literal('not_configured')]);
 const Ready = Type.Object({
   success: Type.Boolean(),
-  data: Type.Object({ status: Type.Enum(['ready', 'unavailable']), store: Check, redis: Check }),
+  data: Type.Object({
+    status: Type.Enum(['ready', 'unavailable', 'draining'], {
+      description: 'draining: the instance is shutting down and still serves requests; send new ones elsewhere',
+    }),
+    store: Check,
+    redis: Check,
+  }),
 });
 
 function within<T>(ms: number, p: Promise<T>): Promise<T> {
@@ -42,7 +48,7 @@ export const healthRoutes: FastifyPluginAsyncTypebox = async (app) => {
       schema: {
         tags: ['operations'],
         operationId: 'checkReadiness',
-        summary: 'Readiness: the store and Redis answer (503 otherwise)',
+        summary: 'Readiness: the store and Redis answer and the instance is not shutting down (503 otherwise)',
         security: [],
         response: { 200: Ready, 503: Ready },
       },
@@ -60,12 +66,11 @@ export const healthRoutes: FastifyPluginAsyncTypebox = async (app) => {
               () => 'ok' as const,
               () => 'unavailable' as const,
             );
-      const ready = storeOk === 'ok' && redisState !== 'unavailable';
+      const draining = app.ctx.lifecycle.draining;
+      const ready = !draining && storeOk === 'ok' && redisState !== 'unavailable';
       reply.code(ready ? 200 : 503);
-      return {
-        success: ready,
-        data: { status: ready ? ('ready' as const) : ('unavailable' as const), store: storeOk, redis: redisState },
-      };
+      const status = draining ? ('draining' as const) : ready ? ('ready' as const) : ('unavailable' as const);
+      return { success: ready, data: { status, store: storeOk, redis: redisState } };
     },
   );
 };
