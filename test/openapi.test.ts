@@ -119,6 +119,25 @@ test('every operation has a unique camelCase operationId and a named success res
   assert.equal(ids.get('listConversations'), 'GET /api/v1/conversations');
 });
 
+test('every request body and success answer has an example, and each create links to its get and update', async (t) => {
+  const app = await buildTestApp(t);
+  const doc = await spec(app);
+  for (const { path, method, op } of operations(doc)) {
+    const name = `${method.toUpperCase()} ${path}`;
+    const body = (op as { requestBody?: { content: Record<string, { example?: unknown }> } }).requestBody;
+    if (body) assert.ok(body.content['application/json']?.example !== undefined, `${name}: no request example`);
+    for (const [status, res] of Object.entries(op.responses ?? {})) {
+      if (!status.startsWith('2') || path === '/api/v1/events/stream') continue;
+      const content = (res as { content?: Record<string, { example?: unknown }> }).content;
+      assert.ok(content?.['application/json']?.example !== undefined, `${name} ${status}: no example`);
+    }
+  }
+  const created = doc.paths['/api/v1/guests']!.post!.responses!['201'] as {
+    links?: Record<string, { operationId: string }>;
+  };
+  assert.deepEqual(Object.keys(created.links ?? {}).sort(), ['getGuest', 'updateGuest']);
+});
+
 test('each error response names the codes of its status as an enum', async (t) => {
   const app = await buildTestApp(t);
   const doc = await spec(app);

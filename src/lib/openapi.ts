@@ -3,6 +3,7 @@
 // every response, who may call it (`x-roles`, from the route's own `config.access`), and what a
 // success answer holds.
 import type { FastifySchema, RouteOptions } from 'fastify';
+import { withExample } from './openapi-examples.js';
 
 const int = (description: string, format: 'int32' | 'int64', maximum: number) => ({
   type: 'integer',
@@ -67,11 +68,13 @@ export function documentRoute({ schema, url, route }: { schema: FastifySchema; u
     if (status === '429' || status === '503') Object.assign(headers, RETRY_AFTER);
     // A copy: the route's own schema also drives the response serializer.
     response[status] = { ...res, headers };
-    if (status.startsWith('2') && res.description === undefined) {
-      response[status]!.description = successDescription(base.operationId);
+    if (status.startsWith('2')) {
+      response[status] = { ...(withExample(res) as Schema), headers };
+      if (res.description === undefined) response[status]!.description = successDescription(base.operationId);
     }
   }
   const out: Schema = { ...base, response };
+  if (base.body !== undefined) out.body = withExample(base.body);
   if (Array.isArray(access)) out['x-roles'] = [...access];
   return { schema: out as FastifySchema, url };
 }

@@ -7,6 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { API_INTRODUCTION } from '../lib/api-introduction.js';
 import { documentRoute } from '../lib/openapi.js';
+import { linkCreates } from '../lib/openapi-examples.js';
 
 export default fp(
   async function openapi(app: FastifyInstance) {
@@ -34,6 +35,7 @@ export default fp(
         },
       },
       transform: documentRoute,
+      transformObject: (doc) => linkCreates('openapiObject' in doc ? doc.openapiObject : doc.swaggerObject),
       refResolver: { buildLocalReference: (json, _base, _frag, i) => String(json.$id ?? `def-${i}`) },
     });
     // Routes registered after this plugin: the declared access decides the documented security.

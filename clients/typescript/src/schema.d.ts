@@ -28,7 +28,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Readiness: the store and Redis answer (503 otherwise) */
+        /** Readiness: the store and Redis answer and the instance is not shutting down (503 otherwise) */
         get: operations["checkReadiness"];
         put?: never;
         post?: never;
@@ -1014,6 +1014,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "status": "ok"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
@@ -1054,11 +1062,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "status": "ready",
+                     *         "store": "ok",
+                     *         "redis": "ok"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         success: boolean;
                         data: {
-                            /** @enum {unknown} */
-                            status: "ready" | "unavailable";
+                            /**
+                             * @description draining: the instance is shutting down and still serves requests; send new ones elsewhere
+                             * @enum {unknown}
+                             */
+                            status: "ready" | "unavailable" | "draining";
                             store: "ok" | "unavailable" | "not_configured";
                             redis: "ok" | "unavailable" | "not_configured";
                         };
@@ -1078,8 +1099,11 @@ export interface operations {
                     "application/json": {
                         success: boolean;
                         data: {
-                            /** @enum {unknown} */
-                            status: "ready" | "unavailable";
+                            /**
+                             * @description draining: the instance is shutting down and still serves requests; send new ones elsewhere
+                             * @enum {unknown}
+                             */
+                            status: "ready" | "unavailable" | "draining";
                             store: "ok" | "unavailable" | "not_configured";
                             redis: "ok" | "unavailable" | "not_configured";
                         };
@@ -1097,6 +1121,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "email": "ana.lopes@example.com",
+                 *       "password": "correct horse battery staple"
+                 *     }
+                 */
                 "application/json": {
                     email: string;
                     password: string;
@@ -1118,6 +1148,21 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "token": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.…",
+                     *         "expiresAt": "2026-11-22T06:33:12.000Z",
+                     *         "user": {
+                     *           "id": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "name": "Ana Lopes",
+                     *           "email": "ana.lopes@example.com",
+                     *           "role": "admin"
+                     *         }
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
@@ -1254,6 +1299,21 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "token": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.…",
+                     *         "expiresAt": "2026-11-22T06:33:12.000Z",
+                     *         "user": {
+                     *           "id": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "name": "Ana Lopes",
+                     *           "email": "ana.lopes@example.com",
+                     *           "role": "admin"
+                     *         }
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
@@ -1356,6 +1416,14 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "loggedOut": true
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
@@ -1461,6 +1529,21 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "name": "Ana Lopes",
+                     *         "email": "ana.lopes@example.com",
+                     *         "role": "admin",
+                     *         "department": "housekeeping",
+                     *         "active": true,
+                     *         "createdAt": "2026-11-22T06:33:12.000Z",
+                     *         "updatedAt": "2026-11-22T06:33:12.000Z"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
@@ -1549,6 +1632,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "currentPassword": "correct horse battery staple",
+                 *       "newPassword": "a new long passphrase here"
+                 *     }
+                 */
                 "application/json": {
                     currentPassword: string;
                     newPassword: string;
@@ -1570,6 +1659,21 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "token": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.…",
+                     *         "expiresAt": "2026-11-22T06:33:12.000Z",
+                     *         "user": {
+                     *           "id": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "name": "Ana Lopes",
+                     *           "email": "ana.lopes@example.com",
+                     *           "role": "admin"
+                     *         }
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
@@ -1715,6 +1819,30 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": [
+                     *         {
+                     *           "id": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "name": "Ana Lopes",
+                     *           "email": "ana.lopes@example.com",
+                     *           "role": "admin",
+                     *           "department": "housekeeping",
+                     *           "active": true,
+                     *           "createdAt": "2026-11-22T06:33:12.000Z",
+                     *           "updatedAt": "2026-11-22T06:33:12.000Z"
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "page": 1,
+                     *         "limit": 1,
+                     *         "total": 1,
+                     *         "pages": 1,
+                     *         "nextCursor": "WyIyMDI2LTExLTIyVDA2OjMzOjEyLjAwMFoiLCJjbnZfMDFqZDh4M2s1cTd3OWUycjR0Nnk4dTBpMW8iXQ.bm8tc2ln"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
@@ -1869,6 +1997,15 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "Ana Lopes",
+                 *       "email": "ana.lopes@example.com",
+                 *       "role": "admin",
+                 *       "department": "housekeeping",
+                 *       "password": "correct horse battery staple"
+                 *     }
+                 */
                 "application/json": {
                     name: string;
                     /** Format: email */
@@ -1894,6 +2031,22 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "name": "Ana Lopes",
+                     *         "email": "ana.lopes@example.com",
+                     *         "role": "admin",
+                     *         "department": "housekeeping",
+                     *         "active": true,
+                     *         "createdAt": "2026-11-22T06:33:12.000Z",
+                     *         "updatedAt": "2026-11-22T06:33:12.000Z",
+                     *         "temporaryPassword": "text"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
@@ -2117,6 +2270,21 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "name": "Ana Lopes",
+                     *         "email": "ana.lopes@example.com",
+                     *         "role": "admin",
+                     *         "department": "housekeeping",
+                     *         "active": true,
+                     *         "createdAt": "2026-11-22T06:33:12.000Z",
+                     *         "updatedAt": "2026-11-22T06:33:12.000Z"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
@@ -2260,6 +2428,14 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "Ana Lopes",
+                 *       "role": "admin",
+                 *       "department": "housekeeping",
+                 *       "active": true
+                 *     }
+                 */
                 "application/json": {
                     name?: string;
                     role?: "admin" | "manager" | "staff";
@@ -2283,6 +2459,21 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "name": "Ana Lopes",
+                     *         "email": "ana.lopes@example.com",
+                     *         "role": "admin",
+                     *         "department": "housekeeping",
+                     *         "active": true,
+                     *         "createdAt": "2026-11-22T06:33:12.000Z",
+                     *         "updatedAt": "2026-11-22T06:33:12.000Z"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
@@ -2489,6 +2680,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": [
+                     *         {
+                     *           "key": "hotel",
+                     *           "value": null,
+                     *           "updatedAt": "2026-11-22T06:33:12.000Z",
+                     *           "updatedBy": "text"
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
@@ -2646,6 +2850,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "key": "hotel",
+                     *         "value": null,
+                     *         "updatedAt": "2026-11-22T06:33:12.000Z",
+                     *         "updatedBy": "text"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
@@ -2789,6 +3004,11 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "value": null
+                 *     }
+                 */
                 "application/json": {
                     value: unknown;
                 };
@@ -2809,6 +3029,17 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "key": "hotel",
+                     *         "value": null,
+                     *         "updatedAt": "2026-11-22T06:33:12.000Z",
+                     *         "updatedBy": "text"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
@@ -3017,6 +3248,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "key": "hotel",
+                     *         "deleted": true
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
@@ -3185,6 +3425,36 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": [
+                     *         {
+                     *           "id": "cnv_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "guestId": "gst_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "guest": {
+                     *             "id": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *             "name": "Ana Lopes"
+                     *           },
+                     *           "channel": "whatsapp",
+                     *           "status": "open",
+                     *           "assignee": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "subject": "Late check-out",
+                     *           "lastMessageAt": "2026-11-22T06:33:12.000Z",
+                     *           "messageCount": 1,
+                     *           "createdAt": "2026-11-22T06:33:12.000Z",
+                     *           "updatedAt": "2026-11-22T06:33:12.000Z"
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "page": 1,
+                     *         "limit": 1,
+                     *         "total": 1,
+                     *         "pages": 1,
+                     *         "nextCursor": "WyIyMDI2LTExLTIyVDA2OjMzOjEyLjAwMFoiLCJjbnZfMDFqZDh4M2s1cTd3OWUycjR0Nnk4dTBpMW8iXQ.bm8tc2ln"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
@@ -3339,6 +3609,15 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "guestId": "gst_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                 *       "channel": "whatsapp",
+                 *       "subject": "Late check-out",
+                 *       "assignee": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                 *       "content": "Hello! Could we have two extra towels, please?"
+                 *     }
+                 */
                 "application/json": {
                     /** @description An existing guest id */
                     guestId: string;
@@ -3366,6 +3645,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "cnv_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "guestId": "gst_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "guest": {
+                     *           "id": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "name": "Ana Lopes"
+                     *         },
+                     *         "channel": "whatsapp",
+                     *         "status": "open",
+                     *         "assignee": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "subject": "Late check-out",
+                     *         "lastMessageAt": "2026-11-22T06:33:12.000Z",
+                     *         "messageCount": 1,
+                     *         "createdAt": "2026-11-22T06:33:12.000Z",
+                     *         "updatedAt": "2026-11-22T06:33:12.000Z"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
@@ -3541,6 +3841,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "items": [
+                 *         {}
+                 *       ]
+                 *     }
+                 */
                 "application/json": {
                     /** @description 1 to 100 items, each validated and applied on its own */
                     items: {
@@ -3564,6 +3871,38 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": [
+                     *         {
+                     *           "index": 1,
+                     *           "success": true,
+                     *           "data": {
+                     *             "id": "cnv_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *             "guestId": "gst_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *             "guest": {
+                     *               "id": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *               "name": "Ana Lopes"
+                     *             },
+                     *             "channel": "whatsapp",
+                     *             "status": "open",
+                     *             "assignee": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *             "subject": "Late check-out",
+                     *             "lastMessageAt": "2026-11-22T06:33:12.000Z",
+                     *             "messageCount": 1,
+                     *             "createdAt": "2026-11-22T06:33:12.000Z",
+                     *             "updatedAt": "2026-11-22T06:33:12.000Z"
+                     *           },
+                     *           "error": {
+                     *             "code": "VALIDATION_ERROR",
+                     *             "message": "email: must match format \"email\"",
+                     *             "details": null
+                     *           }
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
@@ -3765,6 +4104,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "cnv_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "guestId": "gst_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "guest": {
+                     *           "id": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "name": "Ana Lopes"
+                     *         },
+                     *         "channel": "whatsapp",
+                     *         "status": "open",
+                     *         "assignee": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "subject": "Late check-out",
+                     *         "lastMessageAt": "2026-11-22T06:33:12.000Z",
+                     *         "messageCount": 1,
+                     *         "createdAt": "2026-11-22T06:33:12.000Z",
+                     *         "updatedAt": "2026-11-22T06:33:12.000Z"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
@@ -3908,6 +4268,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "status": "open",
+                 *       "assignee": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o"
+                 *     }
+                 */
                 "application/json": {
                     /**
                      * @description Any status may move to any other
@@ -3933,6 +4299,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "cnv_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "guestId": "gst_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "guest": {
+                     *           "id": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "name": "Ana Lopes"
+                     *         },
+                     *         "channel": "whatsapp",
+                     *         "status": "open",
+                     *         "assignee": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "subject": "Late check-out",
+                     *         "lastMessageAt": "2026-11-22T06:33:12.000Z",
+                     *         "messageCount": 1,
+                     *         "createdAt": "2026-11-22T06:33:12.000Z",
+                     *         "updatedAt": "2026-11-22T06:33:12.000Z"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
@@ -4130,6 +4517,33 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": [
+                     *         {
+                     *           "id": "msg_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "direction": "inbound",
+                     *           "type": "text",
+                     *           "content": "Hello! Could we have two extra towels, please?",
+                     *           "sender": {
+                     *             "type": "guest",
+                     *             "id": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o"
+                     *           },
+                     *           "deliveryStatus": "received",
+                     *           "createdAt": "2026-11-22T06:33:12.000Z"
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "page": 1,
+                     *         "limit": 1,
+                     *         "total": 1,
+                     *         "pages": 1,
+                     *         "nextCursor": "WyIyMDI2LTExLTIyVDA2OjMzOjEyLjAwMFoiLCJjbnZfMDFqZDh4M2s1cTd3OWUycjR0Nnk4dTBpMW8iXQ.bm8tc2ln"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
@@ -4286,6 +4700,12 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "content": "Hello! Could we have two extra towels, please?",
+                 *       "type": "text"
+                 *     }
+                 */
                 "application/json": {
                     /** @description 1 to 4096 characters */
                     content: string;
@@ -4313,6 +4733,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "msg_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "direction": "inbound",
+                     *         "type": "text",
+                     *         "content": "Hello! Could we have two extra towels, please?",
+                     *         "sender": {
+                     *           "type": "guest",
+                     *           "id": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o"
+                     *         },
+                     *         "deliveryStatus": "received",
+                     *         "createdAt": "2026-11-22T06:33:12.000Z"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
@@ -4512,6 +4950,32 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": [
+                     *         {
+                     *           "id": "gst_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "name": "Ana Lopes",
+                     *           "email": "ana.lopes@example.com",
+                     *           "phone": "+351912345678",
+                     *           "tags": [
+                     *             "text"
+                     *           ],
+                     *           "notes": "Prefers a quiet room",
+                     *           "createdAt": "2026-11-22T06:33:12.000Z",
+                     *           "updatedAt": "2026-11-22T06:33:12.000Z"
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "page": 1,
+                     *         "limit": 1,
+                     *         "total": 1,
+                     *         "pages": 1,
+                     *         "nextCursor": "WyIyMDI2LTExLTIyVDA2OjMzOjEyLjAwMFoiLCJjbnZfMDFqZDh4M2s1cTd3OWUycjR0Nnk4dTBpMW8iXQ.bm8tc2ln"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
@@ -4666,6 +5130,17 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "Ana Lopes",
+                 *       "email": "ana.lopes@example.com",
+                 *       "phone": "+447700900123",
+                 *       "tags": [
+                 *         "text"
+                 *       ],
+                 *       "notes": "Prefers a quiet room"
+                 *     }
+                 */
                 "application/json": {
                     name: string;
                     email?: string | null;
@@ -4691,6 +5166,23 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "gst_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "name": "Ana Lopes",
+                     *         "email": "ana.lopes@example.com",
+                     *         "phone": "+351912345678",
+                     *         "tags": [
+                     *           "text"
+                     *         ],
+                     *         "notes": "Prefers a quiet room",
+                     *         "createdAt": "2026-11-22T06:33:12.000Z",
+                     *         "updatedAt": "2026-11-22T06:33:12.000Z"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
@@ -4899,6 +5391,23 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "gst_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "name": "Ana Lopes",
+                     *         "email": "ana.lopes@example.com",
+                     *         "phone": "+351912345678",
+                     *         "tags": [
+                     *           "text"
+                     *         ],
+                     *         "notes": "Prefers a quiet room",
+                     *         "createdAt": "2026-11-22T06:33:12.000Z",
+                     *         "updatedAt": "2026-11-22T06:33:12.000Z"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
@@ -5042,6 +5551,17 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "name": "Ana Lopes",
+                 *       "email": "ana.lopes@example.com",
+                 *       "phone": "+447700900123",
+                 *       "tags": [
+                 *         "text"
+                 *       ],
+                 *       "notes": "Prefers a quiet room"
+                 *     }
+                 */
                 "application/json": {
                     name?: string;
                     email?: string | null;
@@ -5067,6 +5587,23 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "gst_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "name": "Ana Lopes",
+                     *         "email": "ana.lopes@example.com",
+                     *         "phone": "+351912345678",
+                     *         "tags": [
+                     *           "text"
+                     *         ],
+                     *         "notes": "Prefers a quiet room",
+                     *         "createdAt": "2026-11-22T06:33:12.000Z",
+                     *         "updatedAt": "2026-11-22T06:33:12.000Z"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
@@ -5259,6 +5796,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "items": [
+                 *         {}
+                 *       ]
+                 *     }
+                 */
                 "application/json": {
                     /** @description 1 to 100 items, each validated and applied on its own */
                     items: {
@@ -5282,6 +5826,34 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": [
+                     *         {
+                     *           "index": 1,
+                     *           "success": true,
+                     *           "data": {
+                     *             "id": "gst_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *             "name": "Ana Lopes",
+                     *             "email": "ana.lopes@example.com",
+                     *             "phone": "+351912345678",
+                     *             "tags": [
+                     *               "text"
+                     *             ],
+                     *             "notes": "Prefers a quiet room",
+                     *             "createdAt": "2026-11-22T06:33:12.000Z",
+                     *             "updatedAt": "2026-11-22T06:33:12.000Z"
+                     *           },
+                     *           "error": {
+                     *             "code": "VALIDATION_ERROR",
+                     *             "message": "email: must match format \"email\"",
+                     *             "details": null
+                     *           }
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
@@ -5492,6 +6064,36 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": [
+                     *         {
+                     *           "id": "tsk_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "title": "Extra towels for room 412",
+                     *           "description": "Two bath towels to room 412",
+                     *           "department": "housekeeping",
+                     *           "priority": "low",
+                     *           "status": "open",
+                     *           "guestId": "gst_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "assignee": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "notes": "Prefers a quiet room",
+                     *           "dueAt": "2026-11-22T06:33:12.000Z",
+                     *           "completedAt": "2026-11-22T06:33:12.000Z",
+                     *           "createdAt": "2026-11-22T06:33:12.000Z",
+                     *           "updatedAt": "2026-11-22T06:33:12.000Z"
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "page": 1,
+                     *         "limit": 1,
+                     *         "total": 1,
+                     *         "pages": 1,
+                     *         "nextCursor": "WyIyMDI2LTExLTIyVDA2OjMzOjEyLjAwMFoiLCJjbnZfMDFqZDh4M2s1cTd3OWUycjR0Nnk4dTBpMW8iXQ.bm8tc2ln"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
@@ -5646,6 +6248,18 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "title": "Extra towels for room 412",
+                 *       "department": "housekeeping",
+                 *       "priority": "low",
+                 *       "description": "Two bath towels to room 412",
+                 *       "guestId": "gst_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                 *       "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                 *       "assignee": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                 *       "dueAt": "2026-11-22T06:33:12.000Z"
+                 *     }
+                 */
                 "application/json": {
                     title: string;
                     /** @description One of the departments the `departments` setting lists */
@@ -5678,6 +6292,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "tsk_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "title": "Extra towels for room 412",
+                     *         "description": "Two bath towels to room 412",
+                     *         "department": "housekeeping",
+                     *         "priority": "low",
+                     *         "status": "open",
+                     *         "guestId": "gst_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "assignee": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "notes": "Prefers a quiet room",
+                     *         "dueAt": "2026-11-22T06:33:12.000Z",
+                     *         "completedAt": "2026-11-22T06:33:12.000Z",
+                     *         "createdAt": "2026-11-22T06:33:12.000Z",
+                     *         "updatedAt": "2026-11-22T06:33:12.000Z"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
@@ -5869,6 +6504,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "tsk_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "title": "Extra towels for room 412",
+                     *         "description": "Two bath towels to room 412",
+                     *         "department": "housekeeping",
+                     *         "priority": "low",
+                     *         "status": "open",
+                     *         "guestId": "gst_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "assignee": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "notes": "Prefers a quiet room",
+                     *         "dueAt": "2026-11-22T06:33:12.000Z",
+                     *         "completedAt": "2026-11-22T06:33:12.000Z",
+                     *         "createdAt": "2026-11-22T06:33:12.000Z",
+                     *         "updatedAt": "2026-11-22T06:33:12.000Z"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
@@ -6012,6 +6668,18 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "status": "open",
+                 *       "notes": "Prefers a quiet room",
+                 *       "title": "Extra towels for room 412",
+                 *       "description": "Two bath towels to room 412",
+                 *       "department": "housekeeping",
+                 *       "priority": "low",
+                 *       "assignee": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                 *       "dueAt": "2026-11-22T06:33:12.000Z"
+                 *     }
+                 */
                 "application/json": {
                     /** @enum {unknown} */
                     status?: "open" | "in_progress" | "completed" | "cancelled";
@@ -6042,6 +6710,27 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "tsk_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "title": "Extra towels for room 412",
+                     *         "description": "Two bath towels to room 412",
+                     *         "department": "housekeeping",
+                     *         "priority": "low",
+                     *         "status": "open",
+                     *         "guestId": "gst_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "assignee": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "notes": "Prefers a quiet room",
+                     *         "dueAt": "2026-11-22T06:33:12.000Z",
+                     *         "completedAt": "2026-11-22T06:33:12.000Z",
+                     *         "createdAt": "2026-11-22T06:33:12.000Z",
+                     *         "updatedAt": "2026-11-22T06:33:12.000Z"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
@@ -6217,6 +6906,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "items": [
+                 *         {}
+                 *       ]
+                 *     }
+                 */
                 "application/json": {
                     /** @description 1 to 100 items, each validated and applied on its own */
                     items: {
@@ -6240,6 +6936,38 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": [
+                     *         {
+                     *           "index": 1,
+                     *           "success": true,
+                     *           "data": {
+                     *             "id": "tsk_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *             "title": "Extra towels for room 412",
+                     *             "description": "Two bath towels to room 412",
+                     *             "department": "housekeeping",
+                     *             "priority": "low",
+                     *             "status": "open",
+                     *             "guestId": "gst_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *             "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *             "assignee": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *             "notes": "Prefers a quiet room",
+                     *             "dueAt": "2026-11-22T06:33:12.000Z",
+                     *             "completedAt": "2026-11-22T06:33:12.000Z",
+                     *             "createdAt": "2026-11-22T06:33:12.000Z",
+                     *             "updatedAt": "2026-11-22T06:33:12.000Z"
+                     *           },
+                     *           "error": {
+                     *             "code": "VALIDATION_ERROR",
+                     *             "message": "email: must match format \"email\"",
+                     *             "details": null
+                     *           }
+                     *         }
+                     *       ]
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
@@ -6448,6 +7176,28 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": [
+                     *         {
+                     *           "id": "kb_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "title": "Extra towels for room 412",
+                     *           "content": "Hello! Could we have two extra towels, please?",
+                     *           "category": "general",
+                     *           "createdAt": "2026-11-22T06:33:12.000Z",
+                     *           "updatedAt": "2026-11-22T06:33:12.000Z"
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "page": 1,
+                     *         "limit": 1,
+                     *         "total": 1,
+                     *         "pages": 1,
+                     *         "nextCursor": "WyIyMDI2LTExLTIyVDA2OjMzOjEyLjAwMFoiLCJjbnZfMDFqZDh4M2s1cTd3OWUycjR0Nnk4dTBpMW8iXQ.bm8tc2ln"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
@@ -6602,6 +7352,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "title": "Extra towels for room 412",
+                 *       "content": "Hello! Could we have two extra towels, please?",
+                 *       "category": "general"
+                 *     }
+                 */
                 "application/json": {
                     title: string;
                     content: string;
@@ -6625,6 +7382,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "kb_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "title": "Extra towels for room 412",
+                     *         "content": "Hello! Could we have two extra towels, please?",
+                     *         "category": "general",
+                     *         "createdAt": "2026-11-22T06:33:12.000Z",
+                     *         "updatedAt": "2026-11-22T06:33:12.000Z"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
@@ -6816,6 +7586,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "kb_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "title": "Extra towels for room 412",
+                     *         "content": "Hello! Could we have two extra towels, please?",
+                     *         "category": "general",
+                     *         "createdAt": "2026-11-22T06:33:12.000Z",
+                     *         "updatedAt": "2026-11-22T06:33:12.000Z"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
@@ -6959,6 +7742,13 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "title": "Extra towels for room 412",
+                 *       "content": "Hello! Could we have two extra towels, please?",
+                 *       "category": "general"
+                 *     }
+                 */
                 "application/json": {
                     title: string;
                     content: string;
@@ -6982,6 +7772,19 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "kb_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "title": "Extra towels for room 412",
+                     *         "content": "Hello! Could we have two extra towels, please?",
+                     *         "category": "general",
+                     *         "createdAt": "2026-11-22T06:33:12.000Z",
+                     *         "updatedAt": "2026-11-22T06:33:12.000Z"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
@@ -7173,6 +7976,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "deleted": true
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
@@ -7344,6 +8156,29 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": [
+                     *         {
+                     *           "id": "1042",
+                     *           "type": "conversation.created",
+                     *           "occurredAt": "2026-11-22T06:33:12.000Z",
+                     *           "actor": {
+                     *             "type": "staff",
+                     *             "id": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o"
+                     *           },
+                     *           "data": null,
+                     *           "changes": {}
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "nextCursor": "1042",
+                     *         "hasMore": true,
+                     *         "limit": 1
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
@@ -7684,6 +8519,32 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": [
+                     *         {
+                     *           "id": "whk_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "url": "https://hooks.example.com/guest-messaging",
+                     *           "events": [
+                     *             "text"
+                     *           ],
+                     *           "description": "Two bath towels to room 412",
+                     *           "active": true,
+                     *           "consecutiveFailures": 1,
+                     *           "createdAt": "2026-11-22T06:33:12.000Z",
+                     *           "updatedAt": "2026-11-22T06:33:12.000Z"
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "page": 1,
+                     *         "limit": 1,
+                     *         "total": 1,
+                     *         "pages": 1,
+                     *         "nextCursor": "WyIyMDI2LTExLTIyVDA2OjMzOjEyLjAwMFoiLCJjbnZfMDFqZDh4M2s1cTd3OWUycjR0Nnk4dTBpMW8iXQ.bm8tc2ln"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
@@ -7838,6 +8699,16 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "url": "https://hooks.example.com/guest-messaging",
+                 *       "events": [
+                 *         "*"
+                 *       ],
+                 *       "description": "Two bath towels to room 412",
+                 *       "active": true
+                 *     }
+                 */
                 "application/json": {
                     /** @description http(s) URL of the receiver. Hosts resolving to loopback, private, link-local, unspecified or multicast addresses are refused unless WEBHOOK_ALLOW_PRIVATE=true */
                     url: string;
@@ -7864,6 +8735,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "whk_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "url": "https://hooks.example.com/guest-messaging",
+                     *         "events": [
+                     *           "text"
+                     *         ],
+                     *         "description": "Two bath towels to room 412",
+                     *         "active": true,
+                     *         "consecutiveFailures": 1,
+                     *         "createdAt": "2026-11-22T06:33:12.000Z",
+                     *         "updatedAt": "2026-11-22T06:33:12.000Z",
+                     *         "secret": "whsec_3kq8…"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
@@ -8055,6 +8944,23 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "whk_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "url": "https://hooks.example.com/guest-messaging",
+                     *         "events": [
+                     *           "text"
+                     *         ],
+                     *         "description": "Two bath towels to room 412",
+                     *         "active": true,
+                     *         "consecutiveFailures": 1,
+                     *         "createdAt": "2026-11-22T06:33:12.000Z",
+                     *         "updatedAt": "2026-11-22T06:33:12.000Z"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
@@ -8212,6 +9118,15 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "deleted": true
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
@@ -8359,6 +9274,16 @@ export interface operations {
         };
         requestBody: {
             content: {
+                /**
+                 * @example {
+                 *       "url": "https://hooks.example.com/guest-messaging",
+                 *       "events": [
+                 *         "*"
+                 *       ],
+                 *       "description": "Two bath towels to room 412",
+                 *       "active": true
+                 *     }
+                 */
                 "application/json": {
                     /** @description http(s) URL of the receiver. Hosts resolving to loopback, private, link-local, unspecified or multicast addresses are refused unless WEBHOOK_ALLOW_PRIVATE=true */
                     url?: string;
@@ -8385,6 +9310,23 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "whk_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "url": "https://hooks.example.com/guest-messaging",
+                     *         "events": [
+                     *           "text"
+                     *         ],
+                     *         "description": "Two bath towels to room 412",
+                     *         "active": true,
+                     *         "consecutiveFailures": 1,
+                     *         "createdAt": "2026-11-22T06:33:12.000Z",
+                     *         "updatedAt": "2026-11-22T06:33:12.000Z"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
@@ -8576,6 +9518,24 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "whk_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "url": "https://hooks.example.com/guest-messaging",
+                     *         "events": [
+                     *           "text"
+                     *         ],
+                     *         "description": "Two bath towels to room 412",
+                     *         "active": true,
+                     *         "consecutiveFailures": 1,
+                     *         "createdAt": "2026-11-22T06:33:12.000Z",
+                     *         "updatedAt": "2026-11-22T06:33:12.000Z",
+                     *         "secret": "whsec_3kq8…"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
@@ -8733,6 +9693,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "webhookId": "whk_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "eventId": "1842",
+                     *         "eventType": "text",
+                     *         "status": "pending",
+                     *         "attempts": 1,
+                     *         "lastResponseCode": 100,
+                     *         "lastError": "text",
+                     *         "durationMs": 1,
+                     *         "nextAttemptAt": "2026-11-22T06:33:12.000Z",
+                     *         "lastAttemptAt": "2026-11-22T06:33:12.000Z",
+                     *         "createdAt": "2026-11-22T06:33:12.000Z",
+                     *         "updatedAt": "2026-11-22T06:33:12.000Z"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
@@ -8914,6 +9894,35 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": [
+                     *         {
+                     *           "id": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "webhookId": "whk_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "eventId": "1842",
+                     *           "eventType": "text",
+                     *           "status": "pending",
+                     *           "attempts": 1,
+                     *           "lastResponseCode": 100,
+                     *           "lastError": "text",
+                     *           "durationMs": 1,
+                     *           "nextAttemptAt": "2026-11-22T06:33:12.000Z",
+                     *           "lastAttemptAt": "2026-11-22T06:33:12.000Z",
+                     *           "createdAt": "2026-11-22T06:33:12.000Z",
+                     *           "updatedAt": "2026-11-22T06:33:12.000Z"
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "page": 1,
+                     *         "limit": 1,
+                     *         "total": 1,
+                     *         "pages": 1,
+                     *         "nextCursor": "WyIyMDI2LTExLTIyVDA2OjMzOjEyLjAwMFoiLCJjbnZfMDFqZDh4M2s1cTd3OWUycjR0Nnk4dTBpMW8iXQ.bm8tc2ln"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
@@ -9085,6 +10094,26 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "webhookId": "whk_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "eventId": "1842",
+                     *         "eventType": "text",
+                     *         "status": "pending",
+                     *         "attempts": 1,
+                     *         "lastResponseCode": 100,
+                     *         "lastError": "text",
+                     *         "durationMs": 1,
+                     *         "nextAttemptAt": "2026-11-22T06:33:12.000Z",
+                     *         "lastAttemptAt": "2026-11-22T06:33:12.000Z",
+                     *         "createdAt": "2026-11-22T06:33:12.000Z",
+                     *         "updatedAt": "2026-11-22T06:33:12.000Z"
+                     *       }
+                     *     }
+                     */
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
