@@ -5,7 +5,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { ownerFilter } from '../../lib/access.js';
 import { ANY_ROLE } from '../../lib/auth.js';
-import { fieldError } from '../../lib/errors.js';
+import { AppError, fieldError } from '../../lib/errors.js';
 import { STANDARD_ERRORS } from '../../lib/schemas.js';
 import { listEvents, toEvent } from './repository.js';
 import { Cursor, EVENT_TYPES, FeedQuery, FeedResponse, isEventType, TypesQuery } from './schemas.js';
@@ -34,6 +34,9 @@ const StreamHeaders = Type.Object({
     Type.String({ ...Cursor, description: 'Resume after this event id (sent by EventSource when it reconnects)' }),
   ),
 });
+
+/** When a caller at the stream cap may try again: a slot frees as soon as one of theirs ends. */
+const STREAM_RETRY_AFTER_S = 5;
 
 export const eventsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const db = () => app.ctx.store;
@@ -84,7 +87,9 @@ export const eventsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         description:
           'Each event is `id: <event id>` and `data: <event JSON>`; a `: heartbeat` comment comes every ' +
           `${app.ctx.config.eventStreamHeartbeatMs / 1000} s. Same filters as GET /events. The stream ends when the ` +
-          'token expires or the server shuts down; reconnect with Last-Event-ID to continue without gaps.',
+          'token expires or the server shuts down; reconnect with Last-Event-ID to continue without gaps. At most ' +
+          `${app.ctx.config.streamsPerCaller} streams per caller may be open at once (STREAMS_PER_CALLER); the next ` +
+          'is refused with 429 RATE_LIMITED.',
         querystring: StreamQuery,
         headers: StreamHeaders,
         response: {
@@ -99,13 +104,26 @@ export const eventsRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request, reply) => {
       const header = request.headers['last-event-id'];
       const from = typeof header === 'string' && header !== '' ? header : (request.query.after ?? '0');
+      const types = parseTypes(request.query.types);
+      const { slots } = app.eventsRuntime;
+      // Keyed by the caller's id (a staff member now, an API key's id when keys come).
+      const slot = await slots.acquire(request.user!.id);
+      if (slot === null) {
+        throw new AppError(
+          'RATE_LIMITED',
+          `At most ${slots.cap} event streams may be open at once per caller (STREAMS_PER_CALLER); close one first`,
+          undefined,
+          { 'retry-after': String(STREAM_RETRY_AFTER_S) },
+        );
+      }
       await serveStream(request, reply, {
         db: db(),
         hub: app.eventsRuntime.hub,
         heartbeatMs: app.ctx.config.eventStreamHeartbeatMs,
         after: Number(from),
-        types: parseTypes(request.query.types),
+        types,
         assignee: ownerFilter(request.user!),
+        onEnd: slot.release,
       });
     },
   );

@@ -16,6 +16,8 @@ export interface StreamOptions {
   types: readonly string[] | undefined;
   /** A staff-role caller's id: only events of conversations and tasks assigned to them. */
   assignee: string | undefined;
+  /** Called once when the stream ends, however it ends. */
+  onEnd?: () => void;
 }
 
 const CATCH_UP_BATCH = 100;
@@ -52,6 +54,7 @@ export async function serveStream(request: FastifyRequest, reply: FastifyReply, 
     clearInterval(heartbeat);
     clearTimeout(expiry);
     o.hub.remove(sub);
+    o.onEnd?.();
     res.end();
   };
   const send = (row: EventListRow) => {
@@ -74,6 +77,8 @@ export async function serveStream(request: FastifyRequest, reply: FastifyReply, 
   // The response's close, not the request's: that one fires as soon as the (empty) body is read.
   res.on('close', end);
   res.on('error', end);
+  // A client gone before the stream started fires no close on the response: end it now.
+  if (request.raw.socket.destroyed) end();
 
   try {
     await o.hub.add(sub);
