@@ -92,3 +92,41 @@ test('the stream cap is shared by instances sharing a store (through Redis on Po
   await b.close();
   await a.close();
 });
+
+test('a stream without a cursor replays nothing; after=0 replays what is kept', async (t) => {
+  const app = await buildTestApp(t);
+  const admin = await createStaff(app, 'admin');
+  const url = await listen(app);
+  for (let i = 1; i <= 20; i++) await guest(app, admin.token, `Old ${i}`);
+
+  const fresh = await openStream(url, admin.token);
+  const everything = await openStream(`${url}?after=0`, admin.token);
+  const kept = await everything.waitFor(20);
+  assert.deepEqual(
+    kept.map((e) => e.data.data.name),
+    Array.from({ length: 20 }, (_, i) => `Old ${i + 1}`),
+  );
+  const next = await guest(app, admin.token, 'Next');
+  const [first] = await fresh.waitFor(1);
+  assert.deepEqual(first!.data.data, next.data, 'the first event a fresh stream gets is the next one');
+  await everything.waitFor(21);
+  assert.equal(fresh.events.length, 1);
+
+  // The feed keeps its oldest-first default.
+  const feed = await call(app, 'GET', '/events?limit=1', { token: admin.token });
+  assert.equal(feed.data[0].data.name, 'Old 1');
+
+  // A reconnect with Last-Event-ID gets every event after it, none before, none twice.
+  fresh.close();
+  await fresh.ended;
+  const missed = [];
+  for (let i = 1; i <= 5; i++) missed.push((await guest(app, admin.token, `Missed ${i}`)).data.name);
+  const resumed = await openStream(url, admin.token, { 'last-event-id': first!.id });
+  const got = await resumed.waitFor(5);
+  assert.deepEqual(
+    got.map((e) => e.data.data.name),
+    missed,
+  );
+  resumed.close();
+  everything.close();
+});
