@@ -21,6 +21,22 @@ export interface StreamOptions {
 }
 
 const CATCH_UP_BATCH = 100;
+
+/**
+ * The SSE frame of each row, made once: the hub hands the same row object to every open stream, and
+ * the event's JSON is the same for every caller who may see it (filters decide only whether it is
+ * sent), so thousands of streams share one string and one Buffer instead of each building its own.
+ * Keyed weakly: a frame goes when its row does.
+ */
+const frames = new WeakMap<EventListRow, Buffer>();
+function frameOf(row: EventListRow): Buffer {
+  let f = frames.get(row);
+  if (f === undefined) {
+    f = Buffer.from(`id: ${row.id}\ndata: ${toEventJson(row)}\n\n`);
+    frames.set(row, f);
+  }
+  return f;
+}
 /** A client this far behind is cut off; it reconnects with Last-Event-ID and catches up from the table. */
 const MAX_BUFFERED_BYTES = 1024 * 1024;
 const MAX_TIMER_MS = 2_147_483_647;
@@ -62,7 +78,7 @@ export async function serveStream(request: FastifyRequest, reply: FastifyReply, 
     if (ended || id <= cursor) return;
     cursor = id;
     if (!visible(row)) return;
-    res.write(`id: ${row.id}\ndata: ${toEventJson(row)}\n\n`);
+    res.write(frameOf(row));
     if (res.writableLength > MAX_BUFFERED_BYTES) end();
   };
   const sub: Subscriber = {
