@@ -91,6 +91,17 @@ export function loggerOptions(config: Config): FastifyServerOptions['logger'] {
 
 export async function buildApp(config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
   const app = Fastify({
+    // Slow and idle clients (docs/decisions.md): headers and body must arrive within their
+    // timeouts or the request is dropped with a 408; these bound the request only, so a live event
+    // stream (a long response) is never cut. Node looks for late requests every
+    // connectionsCheckingInterval (30 s by default): check often enough for the timeouts to hold.
+    requestTimeout: config.requestTimeoutMs,
+    keepAliveTimeout: config.keepAliveTimeoutMs,
+    http: {
+      headersTimeout: config.requestHeadersTimeoutMs,
+      requestTimeout: config.requestTimeoutMs,
+      connectionsCheckingInterval: Math.max(5, Math.min(1000, Math.floor(config.requestHeadersTimeoutMs / 4))),
+    },
     logger: options.logger ?? loggerOptions(config),
     trustProxy: config.trustProxy,
     childLoggerFactory: requestLogger,
@@ -116,6 +127,10 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   }).withTypeProvider<TypeBoxTypeProvider>();
   // Bodies are JSON only: a text/plain body is 415, not a string handed to the route.
   app.removeContentTypeParser('text/plain');
+  // Above the cap Node closes a new connection at once, so the process never runs out of file
+  // descriptors (EMFILE) and the connections it already serves carry on.
+  app.server.maxConnections = config.maxConnections;
+  app.server.headersTimeout = config.requestHeadersTimeoutMs;
 
   const store = options.store ?? openStore(config.store, { sqliteSynchronous: config.sqliteSynchronous });
   const ownsStore = options.store === undefined;

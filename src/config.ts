@@ -1,5 +1,6 @@
 // Owns the process configuration: read from the environment once, validated, typed and frozen.
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 
 export type StoreConfig = { kind: 'sqlite'; path: string } | { kind: 'postgres'; url: string };
 
@@ -47,6 +48,16 @@ export interface Config {
   readonly webhookRetryBaseMs: number;
   /** Consecutive failed attempts after which a webhook is set inactive. */
   readonly webhookDisableAfter: number;
+  /** A request whose headers are not all in after this long is dropped (408). */
+  readonly requestHeadersTimeoutMs: number;
+  /** A request (headers and body) not all in after this long is dropped (408); never a response. */
+  readonly requestTimeoutMs: number;
+  /** An idle kept-alive connection is closed after this long. */
+  readonly keepAliveTimeoutMs: number;
+  /** Connections above this are refused at once (closed), instead of failing on EMFILE. */
+  readonly maxConnections: number;
+  /** Open event streams per caller (staff member or API key), across instances with Redis. */
+  readonly streamsPerCaller: number;
 }
 
 /** Thrown for a bad or missing variable; start-up prints its message on one line and exits 1. */
@@ -141,6 +152,31 @@ function operations(env: Env, nodeEnv: string) {
   return { metricsToken, corsOrigins: Object.freeze(corsOrigins), logFormat: format as 'json' | 'pretty' };
 }
 
+/**
+ * The soft limit on open files of this process, from /proc/self/limits on Linux; elsewhere (or if
+ * unreadable) 1024, the common default, so the derived connection cap errs low rather than high.
+ */
+export function openFilesLimit(read: () => string = () => readFileSync('/proc/self/limits', 'utf8')): number {
+  try {
+    const m = /^Max open files\s+(\S+)/m.exec(read());
+    if (m === null) return 1024;
+    if (m[1] === 'unlimited') return 1_048_576;
+    const n = Number(m[1]);
+    return Number.isSafeInteger(n) && n > 0 ? n : 1024;
+  } catch {
+    return 1024;
+  }
+}
+
+/**
+ * The default MAX_CONNECTIONS: the file limit less room for what else holds descriptors (the
+ * store's files or pool, Redis, outgoing webhook deliveries, logs): a tenth, at least 64.
+ * Event streams are connections, so they count inside the cap.
+ */
+export function defaultMaxConnections(openFiles: number): number {
+  return Math.max(16, openFiles - Math.max(64, Math.ceil(openFiles / 10)));
+}
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 export function loadConfig(env: Env = process.env): Config {
@@ -186,6 +222,16 @@ export function loadConfig(env: Env = process.env): Config {
   const sync = (str(env, 'SQLITE_SYNCHRONOUS') ?? 'FULL').toUpperCase();
   if (sync !== 'FULL' && sync !== 'NORMAL') throw new ConfigError('SQLITE_SYNCHRONOUS', 'must be FULL or NORMAL');
 
+  const requestHeadersTimeoutMs = int(env, 'REQUEST_HEADERS_TIMEOUT_MS', 10_000, 10, 3_600_000);
+  const requestTimeoutMs = int(env, 'REQUEST_TIMEOUT_MS', 30_000, 10, 3_600_000);
+  // Node refuses a headers timeout above the request timeout; say so by name instead.
+  if (requestHeadersTimeoutMs > requestTimeoutMs) {
+    throw new ConfigError(
+      'REQUEST_HEADERS_TIMEOUT_MS',
+      `must not exceed REQUEST_TIMEOUT_MS (${requestTimeoutMs}), got ${requestHeadersTimeoutMs}`,
+    );
+  }
+
   return Object.freeze({
     nodeEnv,
     host: str(env, 'HOST') ?? '127.0.0.1',
@@ -214,5 +260,10 @@ export function loadConfig(env: Env = process.env): Config {
     webhookAllowPrivate: bool(env, 'WEBHOOK_ALLOW_PRIVATE', false),
     webhookRetryBaseMs: int(env, 'WEBHOOK_RETRY_BASE_MS', 10_000, 1, 3_600_000),
     webhookDisableAfter: int(env, 'WEBHOOK_DISABLE_AFTER', 50, 1, 1_000_000),
+    requestHeadersTimeoutMs,
+    requestTimeoutMs,
+    keepAliveTimeoutMs: int(env, 'KEEP_ALIVE_TIMEOUT_MS', 72_000, 10, 3_600_000),
+    maxConnections: int(env, 'MAX_CONNECTIONS', defaultMaxConnections(openFilesLimit()), 1, 10_000_000),
+    streamsPerCaller: int(env, 'STREAMS_PER_CALLER', 10, 1, 10_000),
   });
 }

@@ -5,7 +5,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { ConfigError, loadConfig } from '../src/config.js';
+import { ConfigError, defaultMaxConnections, loadConfig, openFilesLimit } from '../src/config.js';
 import { JWT_SECRET, type Run, runNode } from './helpers.js';
 
 test('defaults follow the contract', () => {
@@ -24,6 +24,38 @@ test('defaults follow the contract', () => {
   assert.throws(() => {
     (c as { port: number }).port = 1;
   });
+});
+
+test('connection limits: timeouts by default, the connection cap from the file limit', () => {
+  const c = loadConfig({ JWT_SECRET });
+  assert.equal(c.requestHeadersTimeoutMs, 10_000);
+  assert.equal(c.requestTimeoutMs, 30_000);
+  assert.equal(c.keepAliveTimeoutMs, 72_000);
+  assert.equal(c.streamsPerCaller, 10);
+  assert.equal(c.maxConnections, defaultMaxConnections(openFilesLimit()));
+  assert.ok(c.maxConnections < openFilesLimit(), 'room is left for the store and the rest');
+  assert.equal(loadConfig({ JWT_SECRET, MAX_CONNECTIONS: '500' }).maxConnections, 500);
+  // The soft limit, read from /proc/self/limits; a sane fallback when it cannot be read.
+  const limits =
+    'Limit                     Soft Limit           Hard Limit           Units\n' +
+    'Max open files            20000                524288               files\n';
+  assert.equal(
+    openFilesLimit(() => limits),
+    20_000,
+  );
+  assert.equal(
+    openFilesLimit(() => limits.replace('20000 ', 'unlimited')),
+    1_048_576,
+  );
+  assert.equal(
+    openFilesLimit(() => {
+      throw new Error('ENOENT');
+    }),
+    1024,
+  );
+  assert.equal(defaultMaxConnections(20_000), 18_000);
+  assert.equal(defaultMaxConnections(1024), 921);
+  assert.equal(defaultMaxConnections(100), 36);
 });
 
 test('store, Redis and secrets are read from the environment', () => {
@@ -61,6 +93,12 @@ const BAD: [Record<string, string>, string][] = [
   [{ CORS_ORIGINS: 'https://ok.example.com,https://x.example.com/path' }, 'CORS_ORIGINS'],
   [{ CORS_ORIGINS: 'ftp://files.example.com' }, 'CORS_ORIGINS'],
   [{ LOG_FORMAT: 'xml' }, 'LOG_FORMAT'],
+  [{ REQUEST_HEADERS_TIMEOUT_MS: 'soon' }, 'REQUEST_HEADERS_TIMEOUT_MS'],
+  [{ REQUEST_TIMEOUT_MS: '0' }, 'REQUEST_TIMEOUT_MS'],
+  [{ REQUEST_HEADERS_TIMEOUT_MS: '40000' }, 'REQUEST_HEADERS_TIMEOUT_MS'],
+  [{ KEEP_ALIVE_TIMEOUT_MS: '-1' }, 'KEEP_ALIVE_TIMEOUT_MS'],
+  [{ MAX_CONNECTIONS: '0' }, 'MAX_CONNECTIONS'],
+  [{ STREAMS_PER_CALLER: '1.5' }, 'STREAMS_PER_CALLER'],
 ];
 
 test('loadConfig names the bad variable in a ConfigError', () => {

@@ -104,7 +104,9 @@ export function clientErrorHandler(this: FastifyInstance, err: Error & { code?: 
         ? [408, 'Request Timeout', 'REQUEST_TIMEOUT', 'The request was not received in time']
         : [400, 'Bad Request', 'VALIDATION_ERROR', 'The request is not valid HTTP'];
   this.log.debug({ err: err.message, code: err.code }, 'client error');
-  if (socket.writable) {
+  // A response already begun on this socket cannot be followed by another one: just close it.
+  const current = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+  if (socket.writable && current?.headersSent !== true) {
     const body = JSON.stringify({ success: false, error: { code, message } });
     socket.write(
       `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json; charset=utf-8\r\n` +

@@ -5,9 +5,9 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { ownerFilter } from '../../lib/access.js';
 import { ANY_ROLE } from '../../lib/auth.js';
-import { fieldError } from '../../lib/errors.js';
+import { AppError, fieldError } from '../../lib/errors.js';
 import { STANDARD_ERRORS } from '../../lib/schemas.js';
-import { listEvents, toEvent } from './repository.js';
+import { listEvents, maxEventId, toEvent } from './repository.js';
 import { Cursor, EVENT_TYPES, FeedQuery, FeedResponse, isEventType, TypesQuery } from './schemas.js';
 import { serveStream } from './stream.js';
 
@@ -24,7 +24,14 @@ export function parseTypes(raw: string | undefined): string[] | undefined {
 
 const StreamQuery = Type.Object(
   {
-    after: Type.Optional(Type.String({ ...Cursor, description: 'Start after this event id (Last-Event-ID wins)' })),
+    after: Type.Optional(
+      Type.String({
+        ...Cursor,
+        description:
+          'Start after this event id (Last-Event-ID wins); 0 replays every event kept. Without either, the ' +
+          'stream starts at the newest event and sends only what happens after it connects.',
+      }),
+    ),
     types: Type.Optional(TypesQuery),
   },
   { additionalProperties: false },
@@ -34,6 +41,9 @@ const StreamHeaders = Type.Object({
     Type.String({ ...Cursor, description: 'Resume after this event id (sent by EventSource when it reconnects)' }),
   ),
 });
+
+/** When a caller at the stream cap may try again: a slot frees as soon as one of theirs ends. */
+const STREAM_RETRY_AFTER_S = 5;
 
 export const eventsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const db = () => app.ctx.store;
@@ -85,8 +95,12 @@ export const eventsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'Live events as Server-Sent Events, resumable with Last-Event-ID',
         description:
           'Each event is `id: <event id>` and `data: <event JSON>`; a `: heartbeat` comment comes every ' +
-          `${app.ctx.config.eventStreamHeartbeatMs / 1000} s. Same filters as GET /events. The stream ends when the ` +
-          'token expires or the server shuts down; reconnect with Last-Event-ID to continue without gaps.',
+          `${app.ctx.config.eventStreamHeartbeatMs / 1000} s. Same filters as GET /events. Without \`after\` or ` +
+          'Last-Event-ID the stream starts at the newest event (no history is replayed); `after=0` replays every ' +
+          'event kept. The stream ends when the token expires or the server shuts down; reconnect with ' +
+          'Last-Event-ID to continue without gaps. At most ' +
+          `${app.ctx.config.streamsPerCaller} streams per caller may be open at once (STREAMS_PER_CALLER); the next ` +
+          'is refused with 429 RATE_LIMITED.',
         querystring: StreamQuery,
         headers: StreamHeaders,
         response: {
@@ -100,14 +114,30 @@ export const eventsRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       const header = request.headers['last-event-id'];
-      const from = typeof header === 'string' && header !== '' ? header : (request.query.after ?? '0');
+      const from = typeof header === 'string' && header !== '' ? header : request.query.after;
+      const types = parseTypes(request.query.types);
+      // Without a cursor the stream starts at the newest event: a dashboard that connects (or a
+      // browser that reopens in the morning) wants what happens next, not the days kept before.
+      const after = from === undefined ? await maxEventId(db()) : Number(from);
+      const { slots } = app.eventsRuntime;
+      // Keyed by the caller's id (a staff member now, an API key's id when keys come).
+      const slot = await slots.acquire(request.user!.id);
+      if (slot === null) {
+        throw new AppError(
+          'RATE_LIMITED',
+          `At most ${slots.cap} event streams may be open at once per caller (STREAMS_PER_CALLER); close one first`,
+          undefined,
+          { 'retry-after': String(STREAM_RETRY_AFTER_S) },
+        );
+      }
       await serveStream(request, reply, {
         db: db(),
         hub: app.eventsRuntime.hub,
         heartbeatMs: app.ctx.config.eventStreamHeartbeatMs,
-        after: Number(from),
-        types: parseTypes(request.query.types),
+        after,
+        types,
         assignee: ownerFilter(request.user!),
+        onEnd: slot.release,
       });
     },
   );

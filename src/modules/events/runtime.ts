@@ -8,9 +8,12 @@ import { loadRedis } from '../../lib/optional-deps.js';
 import { Dispatcher } from '../webhooks/dispatcher.js';
 import { EventHub } from './hub.js';
 import { purgeBefore } from './repository.js';
+import { StreamSlots } from './stream-slots.js';
 
 export interface EventsRuntime {
   hub: EventHub;
+  /** Open streams per caller, capped at STREAMS_PER_CALLER (across instances with Redis). */
+  slots: StreamSlots;
   dispatcher: Dispatcher;
   /** Deletes events (and finished deliveries) older than the retention; returns events deleted. */
   purge(): Promise<number>;
@@ -73,7 +76,8 @@ export default fp(
     }, PURGE_EVERY_MS);
     purgeTimer.unref();
 
-    app.decorate('eventsRuntime', { hub, dispatcher, purge } satisfies EventsRuntime);
+    const slots = new StreamSlots(config.streamsPerCaller, app.ctx.redis);
+    app.decorate('eventsRuntime', { hub, slots, dispatcher, purge } satisfies EventsRuntime);
     dispatcher.start();
 
     // Open streams would keep server.close() waiting for ever: end them before it is called.
@@ -83,6 +87,7 @@ export default fp(
     // Registered after the app's own onClose (which closes the store), so it runs before it.
     app.addHook('onClose', async () => {
       off();
+      slots.close();
       clearInterval(purgeTimer);
       await dispatcher.stop();
       publisher?.disconnect();

@@ -16,9 +16,27 @@ export interface StreamOptions {
   types: readonly string[] | undefined;
   /** A staff-role caller's id: only events of conversations and tasks assigned to them. */
   assignee: string | undefined;
+  /** Called once when the stream ends, however it ends. */
+  onEnd?: () => void;
 }
 
 const CATCH_UP_BATCH = 100;
+
+/**
+ * The SSE frame of each row, made once: the hub hands the same row object to every open stream, and
+ * the event's JSON is the same for every caller who may see it (filters decide only whether it is
+ * sent), so thousands of streams share one string and one Buffer instead of each building its own.
+ * Keyed weakly: a frame goes when its row does.
+ */
+const frames = new WeakMap<EventListRow, Buffer>();
+function frameOf(row: EventListRow): Buffer {
+  let f = frames.get(row);
+  if (f === undefined) {
+    f = Buffer.from(`id: ${row.id}\ndata: ${toEventJson(row)}\n\n`);
+    frames.set(row, f);
+  }
+  return f;
+}
 /** A client this far behind is cut off; it reconnects with Last-Event-ID and catches up from the table. */
 const MAX_BUFFERED_BYTES = 1024 * 1024;
 const MAX_TIMER_MS = 2_147_483_647;
@@ -52,6 +70,7 @@ export async function serveStream(request: FastifyRequest, reply: FastifyReply, 
     clearInterval(heartbeat);
     clearTimeout(expiry);
     o.hub.remove(sub);
+    o.onEnd?.();
     res.end();
   };
   const send = (row: EventListRow) => {
@@ -59,7 +78,7 @@ export async function serveStream(request: FastifyRequest, reply: FastifyReply, 
     if (ended || id <= cursor) return;
     cursor = id;
     if (!visible(row)) return;
-    res.write(`id: ${row.id}\ndata: ${toEventJson(row)}\n\n`);
+    res.write(frameOf(row));
     if (res.writableLength > MAX_BUFFERED_BYTES) end();
   };
   const sub: Subscriber = {
@@ -74,6 +93,8 @@ export async function serveStream(request: FastifyRequest, reply: FastifyReply, 
   // The response's close, not the request's: that one fires as soon as the (empty) body is read.
   res.on('close', end);
   res.on('error', end);
+  // A client gone before the stream started fires no close on the response: end it now.
+  if (request.raw.socket.destroyed) end();
 
   try {
     await o.hub.add(sub);
