@@ -456,7 +456,7 @@ export interface paths {
         };
         /**
          * Live events as Server-Sent Events, resumable with Last-Event-ID
-         * @description Each event is `id: <event id>` and `data: <event JSON>`; a `: heartbeat` comment comes every 15 s. Same filters as GET /events. The stream ends when the token expires or the server shuts down; reconnect with Last-Event-ID to continue without gaps.
+         * @description Each event is `id: <event id>` and `data: <event JSON>`; a `: heartbeat` comment comes every 15 s. Same filters as GET /events. Without `after` or Last-Event-ID the stream starts at the newest event (no history is replayed); `after=0` replays every event kept. The stream ends when the token expires or the server shuts down; reconnect with Last-Event-ID to continue without gaps. At most 10 streams per caller may be open at once (STREAMS_PER_CALLER); the next is refused with 429 RATE_LIMITED.
          */
         get: operations["streamEvents"];
         put?: never;
@@ -8326,7 +8326,7 @@ export interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description Start after this event id (Last-Event-ID wins)
+                 * @description Start after this event id (Last-Event-ID wins); 0 replays every event kept. Without either, the stream starts at the newest event and sends only what happens after it connects.
                  * @example 1042
                  */
                 after?: string;
