@@ -86,11 +86,13 @@ function statements<F, R>(spec: ListSpec<F, R>, f: F): Statements {
     ) as Statements['first'],
     // The ids of the page from the ordering index alone, up to the offset; then the rows of those
     // ids only (a deferred join). The total is a CTE read twice: carried in each row, and checked
-    // before the index is read, so an offset past it reads no entry at all.
+    // before the index is read, so an offset past it reads no entry at all. The check sits in the
+    // LIMIT, not the WHERE: SQLite evaluates a WHERE term per row scanned (a page past the end
+    // still stepped over every index entry to find none), whereas a LIMIT of 0 ends the scan
+    // before its first step on both dialects.
     deep: prepared((x, p) => {
       const keys = ordered(narrowed(x, p).select(id))
-        .where(sql<boolean>`(select n from page_total) > ${p('offset')}`)
-        .limit(p('limit'))
+        .limit(sql<number>`case when (select n from page_total) > ${p('offset')} then ${p('limit')} else 0 end`)
         .offset(p('offset'));
       const withTotal = x.with(
         (cte) => cte('page_total').materialized(),

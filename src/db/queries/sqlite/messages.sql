@@ -4,7 +4,7 @@
 select "id", "conversation_id", "direction", "type", "content", "sender_type", "sender_id", "delivery_status", "created_at", (select count(*) as "n" from "messages" where "conversation_id" = ?) as "list_total" from "messages" where "conversation_id" = ? order by "created_at" asc, "id" asc limit ? offset ?;
 
 -- {"conversationId":"cnv"}: deep
-with "page_total" as materialized (select count(*) as "n" from "messages" where "conversation_id" = ?) select "id", "conversation_id", "direction", "type", "content", "sender_type", "sender_id", "delivery_status", "created_at", (select n from page_total) as "list_total" from "messages" where "id" in (select "id" from "messages" where "conversation_id" = ? and (select n from page_total) > ? order by "created_at" asc, "id" asc limit ? offset ?) order by "created_at" asc, "id" asc;
+with "page_total" as materialized (select count(*) as "n" from "messages" where "conversation_id" = ?) select "id", "conversation_id", "direction", "type", "content", "sender_type", "sender_id", "delivery_status", "created_at", (select n from page_total) as "list_total" from "messages" where "id" in (select "id" from "messages" where "conversation_id" = ? order by "created_at" asc, "id" asc limit case when (select n from page_total) > ? then ? else 0 end offset ?) order by "created_at" asc, "id" asc;
 
 -- {"conversationId":"cnv"}: after
 select "id", "conversation_id", "direction", "type", "content", "sender_type", "sender_id", "delivery_status", "created_at" from "messages" where "conversation_id" = ? and ("created_at", "id") > (?, ?) order by "created_at" asc, "id" asc limit ?;
