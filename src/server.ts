@@ -1,7 +1,35 @@
 // Owns the process: load config, build the app, listen, and shut down gracefully on signals.
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { ConfigError, loadConfig } from './config.js';
 
+/**
+ * Opt-in (BENCH_EVENT_LOOP=1, set by `npm run bench` only): samples how late the event loop runs
+ * its timers, the time every request waits behind whatever holds the loop. SIGUSR2 writes the
+ * percentiles since the previous SIGUSR2 as one JSON line on stdout and starts afresh, so the
+ * bench can read them for its measured window alone. Off, nothing is sampled.
+ */
+function watchEventLoop(): void {
+  const h = monitorEventLoopDelay({ resolution: 1 });
+  h.enable();
+  const ms = (ns: number) => Math.round(ns / 1e3) / 1e3;
+  process.on('SIGUSR2', () => {
+    const line = {
+      eventLoopDelayMs: {
+        p50: ms(h.percentile(50)),
+        p99: ms(h.percentile(99)),
+        p999: ms(h.percentile(99.9)),
+        max: ms(h.max),
+        mean: ms(h.mean),
+        samples: h.count,
+      },
+    };
+    h.reset();
+    process.stdout.write(`${JSON.stringify(line)}\n`);
+  });
+}
+
 async function main() {
+  if (process.env.BENCH_EVENT_LOOP === '1') watchEventLoop();
   let config: ReturnType<typeof loadConfig>;
   try {
     config = loadConfig();
