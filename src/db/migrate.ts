@@ -4,10 +4,11 @@ import { initial } from './migrations/001-initial.js';
 import { listCounts } from './migrations/002-list-counts.js';
 import { events } from './migrations/003-events.js';
 import { guestSearch } from './migrations/004-guest-search.js';
+import { assigneeGuestIndexes } from './migrations/005-assignee-guest-indexes.js';
 import { columnTypes, type MigrationDef } from './migrations/helpers.js';
 import type { Store } from './store.js';
 
-const MIGRATIONS: MigrationDef[] = [initial, listCounts, events, guestSearch];
+const MIGRATIONS: MigrationDef[] = [initial, listCounts, events, guestSearch, assigneeGuestIndexes];
 
 export async function migrate(store: Store): Promise<string[]> {
   const t = columnTypes(store.dialect);
