@@ -26,7 +26,20 @@ export interface BenchOptions {
   profile: boolean;
   pgBaseUrl: string;
   redisUrl: string;
+  /** The parts of a run: the autocannon scenarios, the depth figures, the open loops, the mix. */
+  sections: Section[];
+  /** A seeded SQLite file to copy instead of seeding (its own size). */
+  sqliteFile: string | null;
+  /** A seeded PostgreSQL database to use in place (kept) instead of a fresh one. */
+  pgDatabase: string | null;
+  /** Messages of the one long conversation the depth figures page through. */
+  hotMessages: number;
+  /** The mix, with the server under --cpu-prof; prints the profile's top costs. */
+  profileMix: boolean;
 }
+
+export const SECTIONS = ['scenarios', 'depth', 'loops', 'mix'] as const;
+export type Section = (typeof SECTIONS)[number];
 
 export const USAGE = `Usage: npm run bench -- [options]
 
@@ -40,6 +53,11 @@ export const USAGE = `Usage: npm run bench -- [options]
   --connections N    concurrent connections (default 50)
   --wait-quiet S     before each scenario, wait up to S s for the CPUs to be idle (a shared machine)
   --profile          profile the conversation list: server under --cpu-prof, top costs printed
+  --profile-mix      profile the realistic mix the same way
+  --only LIST        run only these sections: scenarios,depth,loops,mix (default all)
+  --sqlite-file F    copy this seeded SQLite file instead of seeding (the run's size is the file's)
+  --pg-database DB   use this seeded PostgreSQL database in place (kept) instead of a fresh one
+  --hot-messages N   messages of the long conversation the depth figures page (default 100000)
   --pg-url URL       PostgreSQL server to create the database on (default postgres://postgres@127.0.0.1:5432)
   --redis-url URL    Redis for the PostgreSQL runs (default redis://127.0.0.1:6379)
 `;
@@ -67,6 +85,16 @@ function parseSizes(raw: string): DataSize[] {
   });
 }
 
+function parseSections(raw: string | undefined): Section[] {
+  if (raw === undefined) return [...SECTIONS];
+  const parts = raw.split(',').map((p) => p.trim());
+  for (const p of parts) {
+    if (!(SECTIONS as readonly string[]).includes(p))
+      throw new Error(`--only: "${p}" is not one of ${SECTIONS.join(', ')}`);
+  }
+  return parts as Section[];
+}
+
 function positive(name: string, raw: string | undefined, def: number): number {
   if (raw === undefined) return def;
   const n = Number(raw);
@@ -87,6 +115,11 @@ export function parseOptions(argv: string[]): BenchOptions | 'help' {
       connections: { type: 'string' },
       'wait-quiet': { type: 'string' },
       profile: { type: 'boolean', default: false },
+      'profile-mix': { type: 'boolean', default: false },
+      only: { type: 'string' },
+      'sqlite-file': { type: 'string' },
+      'pg-database': { type: 'string' },
+      'hot-messages': { type: 'string' },
       'pg-url': { type: 'string' },
       'redis-url': { type: 'string' },
       help: { type: 'boolean', default: false },
@@ -112,5 +145,10 @@ export function parseOptions(argv: string[]): BenchOptions | 'help' {
     profile: values.profile ?? false,
     pgBaseUrl: (values['pg-url'] ?? 'postgres://postgres@127.0.0.1:5432').replace(/\/+$/, ''),
     redisUrl: values['redis-url'] ?? 'redis://127.0.0.1:6379',
+    sections: parseSections(values.only),
+    sqliteFile: values['sqlite-file'] ?? null,
+    pgDatabase: values['pg-database'] ?? null,
+    hotMessages: positive('hot-messages', values['hot-messages'], 100_000),
+    profileMix: values['profile-mix'] ?? false,
   };
 }

@@ -91,10 +91,10 @@ function contention(rows: ScenarioResult[]): string {
 
 export function formatVerdicts(verdicts: Verdict[]): string {
   if (verdicts.length === 0) return '';
-  const lines = ['\nTargets (issue 4):'];
+  const lines = ['\nTargets (issues 4, 16, 20):'];
   for (const v of verdicts) {
     const verdict = v.pass === null ? 'NOTE' : v.pass ? 'PASS' : 'FAIL';
-    lines.push(`  ${verdict}  ${v.target.padEnd(58)} ${v.scope.padEnd(13)} ${v.measured}`);
+    lines.push(`  ${verdict}  ${v.target.padEnd(58)} ${v.scope.padEnd(26)} ${v.measured}`);
   }
   return lines.join('\n');
 }

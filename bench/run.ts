@@ -5,18 +5,23 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import { DEMO_PASSWORD } from '../src/cli/seed-data.js';
 import { discover, login, probe } from './client.js';
+import { ensureHotConversation } from './hot.js';
+import type { LoopFigures } from './loops.js';
 import { machine } from './machine.js';
 import { type BenchOptions, type DataSize, parseOptions, type StoreKind, USAGE } from './options.js';
 import { cleanupAll, installSignalHandlers, isInterrupted, onCleanup } from './proc.js';
-import { formatProfile, summariseProfile } from './profile.js';
+import { formatProfile, monotonicUs, summariseProfile } from './profile.js';
 import { formatMachine, formatRun, formatTable, formatVerdicts, type RunReport, writeResults } from './report.js';
 import { highWaterMiB, rssNowMiB } from './sampler.js';
 import { apiScenarios, ceilingScenario, ms, runScenario, type ScenarioResult } from './scenarios.js';
+import { ceilingLoops, runSections } from './sections.js';
 import { startApiServer, startCeilingServer } from './servers.js';
 import { formatSqlCosts, sqlCosts } from './sql-costs.js';
-import { type BenchStore, createStore, seedStore } from './stores.js';
+import { adoptStore, type BenchStore, createStore, seedStore, storeSize } from './stores.js';
 import { judge, type StoreRun } from './targets.js';
+import { judgeLists } from './targets-lists.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const RESULTS = join(ROOT, 'bench', 'results');
@@ -57,16 +62,28 @@ function watchSeed(logPath: string): () => void {
 
 async function benchStore(
   kind: StoreKind,
-  size: DataSize,
+  seededSize: DataSize,
   o: BenchOptions,
   tmp: string,
   ceiling: ScenarioResult,
+  ceilingLoop: LoopFigures[],
 ): Promise<{ run: StoreRun; profileDir: string | null; window: ScenarioResult['window'] | null }> {
-  const store = await createStore(kind, o, tmp);
-  const seedLog = join(tmp, `seed-${kind}-${size.label}.log`);
-  say(`\n[${kind} ${size.label}] seeding ${size.conversations.toLocaleString('en-US')} conversations…`);
-  const unwatch = watchSeed(seedLog);
-  const seed = await seedStore(store, size, ROOT, seedLog).finally(unwatch);
+  let size = seededSize;
+  const adopt = (kind === 'sqlite' && o.sqliteFile !== null) || (kind === 'postgres' && o.pgDatabase !== null);
+  const store = adopt ? await adoptStore(kind, o, tmp) : await createStore(kind, o, tmp);
+  let seed: { seconds: number; adminEmail: string; adminPassword: string };
+  if (store.seeded) {
+    size = await storeSize(store);
+    say(`\n[${kind} ${size.label}] using the seeded store ${o.sqliteFile ?? o.pgDatabase}`);
+    seed = { seconds: 0, adminEmail: 'admin@demo.hotel', adminPassword: DEMO_PASSWORD };
+  } else {
+    const seedLog = join(tmp, `seed-${kind}-${size.label}.log`);
+    say(`\n[${kind} ${size.label}] seeding ${size.conversations.toLocaleString('en-US')} conversations…`);
+    const unwatch = watchSeed(seedLog);
+    seed = await seedStore(store, size, ROOT, seedLog).finally(unwatch);
+  }
+  const hot = o.sections.includes('depth') && !o.profile && !o.profileMix;
+  const hotConversationId = hot ? await ensureHotConversation(store.databaseUrl, o.hotMessages) : null;
   const settleStart = performance.now();
   await store.settle();
   const settleS = (performance.now() - settleStart) / 1000;
@@ -74,13 +91,13 @@ async function benchStore(
   say(`[${kind} ${size.label}] seeded in ${seed.seconds.toFixed(1)} s${settled}; starting the API server`);
   const durable = await durability(store);
 
-  const profileDir = o.profile ? join(tmp, `profile-${kind}-${size.label}`) : null;
+  const profileDir = o.profile || o.profileMix ? join(tmp, `profile-${kind}-${size.label}`) : null;
   const nodeFlags = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
   const server = await startApiServer(store, { cwd: ROOT, logDir: tmp, nodeFlags });
   const token = await login(server.baseUrl, seed.adminEmail, seed.adminPassword);
   const targets = await discover(server.baseUrl, token);
   const idleRss = await rssNowMiB(server.proc.pid);
-  let scenarios = apiScenarios(token, targets);
+  let scenarios = o.sections.includes('scenarios') && !o.profileMix ? apiScenarios(token, targets) : [];
   if (o.profile) scenarios = scenarios.filter((s) => s.id === 'conversations.list');
 
   const results: ScenarioResult[] = [];
@@ -93,6 +110,17 @@ async function benchStore(
     const backlog = r.settledS >= 1 ? ` (waited ${r.settledS.toFixed(0)} s for the previous backlog first)` : '';
     say(`${Math.round(r.reqPerSec)} req/s, p50 ${ms(r.p50)} ms, p99 ${ms(r.p99)} ms, errors ${r.errors}${backlog}`);
   }
+  const fromUs = monotonicUs();
+  const sections = await runSections(o, {
+    baseUrl: server.baseUrl,
+    server: server.proc,
+    token,
+    password: seed.adminPassword,
+    databaseUrl: store.databaseUrl,
+    hotConversationId,
+    ceilingClosed: ceilingLoop[0]?.closed.reqPerSec ?? null,
+  });
+  const sectionsWindow = { fromUs, toUs: monotonicUs() };
   const hwm = await highWaterMiB(server.proc.pid);
   const exit = await server.stop();
   if (exit !== 0) say(`  (the API server exited with ${exit}; last log lines:\n${server.proc.logTail(10)})`);
@@ -120,25 +148,31 @@ async function benchStore(
     idleRssMiB: idleRss,
     rssHighWaterMiB: hwm,
     sqlCosts: costs,
+    depth: sections.depth,
+    loops: sections.loops,
+    ceilingLoops: ceilingLoop,
   };
   say(formatRun(run, ceiling));
   if (costs) say(formatSqlCosts(costs));
-  return { run, profileDir, window: results[0]?.window ?? null };
+  return { run, profileDir, window: o.profileMix ? sectionsWindow : (results[0]?.window ?? null) };
 }
 
-async function measureCeiling(o: BenchOptions, tmp: string): Promise<ScenarioResult> {
+async function measureCeiling(o: BenchOptions, tmp: string): Promise<{ r: ScenarioResult; loops: LoopFigures[] }> {
   say('Ceiling: bare Fastify GET / …');
   const server = await startCeilingServer({ cwd: ROOT, logDir: tmp });
   const r = await runScenario(server.baseUrl, ceilingScenario(), o, server.proc.pid);
-  await server.stop();
   say(formatTable([r], r.reqPerSec));
-  return r;
+  const open = o.sections.includes('loops') || o.sections.includes('mix');
+  const loops = open && !o.profile ? await ceilingLoops(server.baseUrl, o) : [];
+  await server.stop();
+  return { r, loops };
 }
 
 async function reportProfile(
   profileDir: string,
   stamp: string,
   window: ScenarioResult['window'] | null,
+  name: string,
 ): Promise<void> {
   const files = (await readdir(profileDir)).filter((f) => f.endsWith('.cpuprofile'));
   if (files.length === 0) {
@@ -146,7 +180,7 @@ async function reportProfile(
     return;
   }
   await mkdir(RESULTS, { recursive: true });
-  const kept = join(RESULTS, `${stamp}-conversations-list.cpuprofile`);
+  const kept = join(RESULTS, `${stamp}-${name}.cpuprofile`);
   await copyFile(join(profileDir, files[0]!), kept);
   // Only the measured load: start-up (module loading, tsx) and the warm-up would blur the request path.
   say(formatProfile(await summariseProfile(kept, window ?? undefined)));
@@ -175,20 +209,25 @@ async function main(): Promise<void> {
   }
   say(formatMachine(m, o));
 
-  const ceiling = await measureCeiling(o, tmp);
+  const { r: ceiling, loops: ceilingLoop } = await measureCeiling(o, tmp);
   const runs: StoreRun[] = [];
-  const stores = o.profile ? o.stores.slice(0, 1) : o.stores;
-  const sizes = o.profile ? o.sizes.slice(0, 1) : o.sizes;
+  const profiling = o.profile || o.profileMix;
+  const stores = profiling ? o.stores.slice(0, 1) : o.stores;
+  // A seeded file or database is one size, its own.
+  const sizes = profiling || o.sqliteFile !== null || o.pgDatabase !== null ? o.sizes.slice(0, 1) : o.sizes;
   for (const size of sizes) {
     for (const kind of stores) {
       if (isInterrupted()) return;
-      const { run, profileDir, window } = await benchStore(kind, size, o, tmp, ceiling);
+      const { run, profileDir, window } = await benchStore(kind, size, o, tmp, ceiling, ceilingLoop);
       runs.push(run);
-      if (profileDir) await reportProfile(profileDir, startedAt.replace(/[:.]/g, '-'), window);
+      if (profileDir) {
+        const name = o.profileMix ? 'mix' : 'conversations-list';
+        await reportProfile(profileDir, startedAt.replace(/[:.]/g, '-'), window, name);
+      }
     }
   }
 
-  const verdicts = o.profile ? [] : judge(runs, ceiling, o.connections);
+  const verdicts = profiling ? [] : [...judge(runs, ceiling, o.connections), ...judgeLists(runs, ceiling)];
   say(formatVerdicts(verdicts));
   const { pgBaseUrl: _pg, redisUrl: _redis, ...options } = o;
   const report: RunReport = {

@@ -56,6 +56,8 @@ export async function startApiServer(store: BenchStore, o: ApiServerOptions): Pr
     RATE_LIMIT_STANDARD: RAISED_LIMIT,
     RATE_LIMIT_BULK: RAISED_LIMIT,
     LOGIN_RATE_LIMIT: RAISED_LIMIT,
+    // The server reports its event-loop delay on SIGUSR2 (src/server.ts); off in normal runs.
+    BENCH_EVENT_LOOP: '1',
   });
   if (store.redisUrl !== null) {
     env.REDIS_URL = store.redisUrl;

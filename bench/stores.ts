@@ -2,8 +2,9 @@
 // PostgreSQL database (plus a Redis key prefix), seeded with the demo-data command, and removed after.
 import { randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
-import { rm } from 'node:fs/promises';
+import { copyFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
+import SQLite from 'better-sqlite3';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import type { BenchOptions, DataSize, StoreKind } from './options.js';
@@ -22,6 +23,8 @@ export interface BenchStore {
   settle(): Promise<void>;
   /** Undoes the store now (the same step also runs at exit if the run is interrupted first). */
   drop(): Promise<void>;
+  /** Already seeded (--sqlite-file, --pg-database): no seed command runs. */
+  seeded: boolean;
 }
 
 export interface SeedResult {
@@ -88,6 +91,7 @@ export async function createStore(kind: StoreKind, opts: BenchOptions, tmpDir: s
       pgDatabase: null,
       settle: async () => {},
       drop,
+      seeded: false,
     };
   }
 
@@ -113,7 +117,58 @@ export async function createStore(kind: StoreKind, opts: BenchOptions, tmpDir: s
     redisKeyPrefix: prefix,
     pgDatabase: tag,
     drop,
+    seeded: false,
   };
+}
+
+/**
+ * A store seeded before the run: a copy of a SQLite file (removed after), or a PostgreSQL database
+ * used in place and kept (the hot conversation and the mix's writes stay in it).
+ */
+export async function adoptStore(kind: StoreKind, opts: BenchOptions, tmpDir: string): Promise<BenchStore> {
+  if (kind === 'sqlite') {
+    const store = await createStore(kind, opts, tmpDir);
+    await copyFile(opts.sqliteFile!, store.databaseUrl.slice('sqlite:'.length));
+    return { ...store, seeded: true };
+  }
+  const db = opts.pgDatabase!;
+  return {
+    kind,
+    databaseUrl: withDatabase(opts.pgBaseUrl, db),
+    redisUrl: opts.redisUrl,
+    redisKeyPrefix: `${db}_${randomBytes(4).toString('hex')}:`,
+    pgDatabase: db,
+    settle: () => adminQuery(opts.pgBaseUrl, 'vacuum analyze', db),
+    drop: () => dropRedisKeys(opts.redisUrl, `${db}_`).catch(() => {}),
+    seeded: true,
+  };
+}
+
+/** The size of a seeded store, counted. */
+export async function storeSize(store: BenchStore): Promise<DataSize> {
+  const tables = ['guests', 'conversations', 'messages', 'tasks', 'knowledge_entries'] as const;
+  const counts: number[] = [];
+  if (store.kind === 'sqlite') {
+    const db = new SQLite(store.databaseUrl.slice('sqlite:'.length), { readonly: true });
+    try {
+      for (const t of tables)
+        counts.push(Number((db.prepare(`select count(*) as n from ${t}`).get() as { n: number }).n));
+    } finally {
+      db.close();
+    }
+  } else {
+    const client = new pg.Client({ connectionString: store.databaseUrl });
+    await client.connect();
+    try {
+      for (const t of tables) counts.push(Number((await client.query(`select count(*) as n from ${t}`)).rows[0].n));
+    } finally {
+      await client.end();
+    }
+  }
+  const [guests, conversations, messages, tasks, knowledge] = counts as [number, number, number, number, number];
+  const label =
+    conversations >= 1_000_000 ? `${+(conversations / 1_000_000).toFixed(1)}M` : `${Math.round(conversations / 1000)}k`;
+  return { label, guests, conversations, messages, tasks, knowledge };
 }
 
 /** Fills the store with the demo-data command, exactly as a user would, and reads the admin login it prints. */

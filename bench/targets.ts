@@ -1,5 +1,8 @@
 // Owns the issue's performance targets and judging a run against each one it can judge
 // (the 1M-versus-10k latency target needs --full; the others are judged per store and size).
+
+import type { DepthFigures } from './depth.js';
+import type { LoopFigures } from './loops.js';
 import type { DataSize, StoreKind } from './options.js';
 import { ms, type ScenarioResult } from './scenarios.js';
 import type { StatementCost } from './sql-costs.js';
@@ -20,6 +23,12 @@ export interface StoreRun {
   rssHighWaterMiB: number | null;
   /** SQLite runs: each statement of the read paths timed alone on the seeded file. */
   sqlCosts?: StatementCost[];
+  /** The depth figures of each list (issue 20). */
+  depth?: DepthFigures[];
+  /** The fresh list and the mix: closed-loop maximum, then an open loop at a share of it. */
+  loops?: LoopFigures[];
+  /** Bare Fastify's own open loops in the same run, for scale. */
+  ceilingLoops?: LoopFigures[];
 }
 
 export interface Verdict {

@@ -1,0 +1,150 @@
+// Owns the realistic mix (issues 16 and 20): 20 staff and managers (the seeded demo accounts, each
+// logged in, users sharing an account in turn), 80 % reads of conversations, messages, tasks and
+// guests with random filters and shallow pages (some walking on by cursor), 20 % writes (messages,
+// conversation status, task status), each staff member on the conversations and tasks assigned to
+// them as the API allows. Random but repeatable: the same seed gives the same requests.
+import { login } from './client.js';
+import { HOT_SUBJECT } from './hot.js';
+import type { Answer, LoadRequest, Workload } from './http-load.js';
+
+const API = '/api/v1';
+export const MIX_USERS = 20;
+const MANAGER = 'manager@demo.hotel';
+const STAFF = ['housekeeping', 'frontdesk', 'maintenance', 'concierge', 'fnb'].flatMap((s) => [
+  `${s}1@demo.hotel`,
+  `${s}2@demo.hotel`,
+]);
+/** A cursor walk stops after this many pages (an integration's batch), then starts again. */
+const WALK_PAGES = 50;
+
+interface Account {
+  token: string;
+  conversationIds: string[];
+  taskIds: string[];
+}
+
+interface UserState {
+  account: Account;
+  /** The next cursor of the list this user walks, by list path. */
+  walks: Map<string, { filter: string; cursor: string; pages: number }>;
+}
+
+/** A small fast PRNG (mulberry32): repeatable runs without the cost of crypto randomness. */
+function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+async function ids(baseUrl: string, token: string, path: string): Promise<string[]> {
+  const res = await fetch(`${baseUrl}${API}${path}`, { headers: { authorization: `Bearer ${token}` } });
+  const body = (await res.json()) as { data?: { id: string; subject?: string | null }[] };
+  // The depth figures' long conversation (bench/hot.ts) is left out: the mix is of typical ones.
+  return (body.data ?? []).filter((r) => r.subject !== HOT_SUBJECT).map((r) => r.id);
+}
+
+/** Logs in the manager and the ten staff members, with the conversations and tasks each may write. */
+export async function mixAccounts(baseUrl: string, password: string): Promise<Account[]> {
+  const out: Account[] = [];
+  for (const email of [MANAGER, ...STAFF]) {
+    const token = await login(baseUrl, email, password);
+    const conversationIds = await ids(baseUrl, token, '/conversations?status=open&limit=100');
+    const taskIds = await ids(baseUrl, token, '/tasks?limit=100');
+    if (conversationIds.length > 0) out.push({ token, conversationIds, taskIds });
+  }
+  if (out.length === 0) throw new Error('the mix found no account with an open conversation');
+  return out;
+}
+
+export function mixWorkload(accounts: Account[], o: { noCache: boolean; seed?: number }): Workload {
+  const rand = prng(o.seed ?? 20);
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)]!;
+  const users: UserState[] = Array.from({ length: MIX_USERS }, (_, u) => ({
+    account: accounts[u % accounts.length]!,
+    walks: new Map(),
+  }));
+  const headersOf = (u: UserState, body: boolean): Record<string, string> => ({
+    authorization: `Bearer ${u.account.token}`,
+    ...(o.noCache && !body ? { 'cache-control': 'no-cache' } : {}),
+  });
+  /** A list read: on a walk, its next page by cursor; else a random filter and a shallow page. */
+  const list = (u: UserState, path: string, filters: readonly string[]): LoadRequest => {
+    const walk = u.walks.get(path);
+    if (walk !== undefined && rand() < 0.7) {
+      const q = `${walk.filter}${walk.filter === '' ? '' : '&'}limit=50&cursor=${encodeURIComponent(walk.cursor)}`;
+      return { method: 'GET', path: `${path}?${q}`, headers: headersOf(u, false) };
+    }
+    const filter = pick(filters);
+    const page = 1 + Math.floor(rand() * 5);
+    const limit = rand() < 0.2 ? 50 : 20;
+    const q = `${filter}${filter === '' ? '' : '&'}limit=${limit}${page > 1 ? `&page=${page}` : ''}`;
+    return { method: 'GET', path: `${path}?${q}`, headers: headersOf(u, false) };
+  };
+  const next = (n: number): LoadRequest => {
+    const u = users[n]!;
+    const { conversationIds, taskIds } = u.account;
+    const r = rand();
+    if (r < 0.3) {
+      return list(u, `${API}/conversations`, [
+        '',
+        'status=open',
+        'status=pending',
+        'channel=whatsapp',
+        'status=open&channel=email',
+      ]);
+    }
+    if (r < 0.48) {
+      return {
+        method: 'GET',
+        path: `${API}/conversations/${pick(conversationIds)}/messages`,
+        headers: headersOf(u, false),
+      };
+    }
+    if (r < 0.64) {
+      return list(u, `${API}/tasks`, [
+        '',
+        'status=open',
+        'priority=high',
+        'department=housekeeping',
+        'status=in_progress',
+      ]);
+    }
+    if (r < 0.8) return list(u, `${API}/guests`, ['', '', 'tag=vip', 'search=smith']);
+    const json = { ...headersOf(u, true), 'content-type': 'application/json' };
+    if (r < 0.9 || taskIds.length === 0) {
+      const body = JSON.stringify({ content: 'Mix: your late checkout is confirmed.' });
+      return { method: 'POST', path: `${API}/conversations/${pick(conversationIds)}/messages`, headers: json, body };
+    }
+    if (r < 0.95) {
+      const body = JSON.stringify({ status: rand() < 0.5 ? 'open' : 'pending' });
+      return { method: 'PATCH', path: `${API}/conversations/${pick(conversationIds)}`, headers: json, body };
+    }
+    const body = JSON.stringify({ status: pick(['open', 'in_progress', 'completed'] as const) });
+    return { method: 'PATCH', path: `${API}/tasks/${pick(taskIds)}`, headers: json, body };
+  };
+  const seen = (n: number, req: LoadRequest, a: Answer): void => {
+    if (req.method !== 'GET' || a.status !== 200) return;
+    const path = req.path.slice(0, req.path.indexOf('?'));
+    if (!path.endsWith('/conversations') && !path.endsWith('/tasks') && !path.endsWith('/guests')) return;
+    const u = users[n]!;
+    const query = new URLSearchParams(req.path.slice(path.length + 1));
+    const onWalk = query.has('cursor');
+    // Only a nextCursor is read from the answer: cheap next to parsing the whole page.
+    const m = /"nextCursor":"([^"]+)"/.exec(a.body);
+    const pages = onWalk ? (u.walks.get(path)?.pages ?? 0) + 1 : 1;
+    if (m === null || pages > WALK_PAGES) {
+      if (onWalk) u.walks.delete(path);
+      return;
+    }
+    // A walk goes on; a fresh page starts one now and then (a sync job, an export).
+    if (!onWalk && (u.walks.has(path) || rand() >= 0.1)) return;
+    for (const k of ['page', 'limit', 'cursor']) query.delete(k);
+    u.walks.set(path, { filter: query.toString(), cursor: m[1]!, pages });
+  };
+  return { users: MIX_USERS, next, seen };
+}

@@ -1,0 +1,116 @@
+// Owns the sections of a store's run beyond the autocannon scenarios: the depth figures of each
+// list (with the long conversation they need), the fresh list in an open loop, and the realistic
+// mix with and without the read cache; and the ceiling's own open loops, the scale they are read on.
+import { type DepthFigures, depthLists, formatDepth, measureDepth } from './depth.js';
+import type { Workload } from './http-load.js';
+import { formatLoops, type LoopFigures, type LoopSettings, measureLoops } from './loops.js';
+import { mixAccounts, mixWorkload } from './mix.js';
+import type { BenchOptions } from './options.js';
+import type { NodeChild } from './proc.js';
+
+const say = (text: string) => process.stdout.write(`${text}\n`);
+
+/** The share of the maximum each open loop offers (issue 16: half; issue 20's mix: 0.8). */
+export const LIST_FRACTION = 0.5;
+export const MIX_FRACTION = 0.8;
+/** Connections of the closed loops that find a single request's maximum, as the scenarios use. */
+const CLOSED_USERS = 50;
+
+const single =
+  (path: string, headers: Record<string, string> = {}) =>
+  (): Workload => ({
+    users: CLOSED_USERS,
+    next: () => ({ method: 'GET', path, headers }),
+  });
+
+const settings = (o: BenchOptions): LoopSettings => ({ durationS: o.durationS, warmupS: o.warmupS });
+
+/** Bare Fastify at half and at 0.8 of its own closed-loop maximum. */
+export async function ceilingLoops(baseUrl: string, o: BenchOptions): Promise<LoopFigures[]> {
+  const half = await measureLoops(
+    baseUrl,
+    'ceiling',
+    'bare Fastify GET /',
+    single('/'),
+    LIST_FRACTION,
+    settings(o),
+    null,
+  );
+  const more = await measureLoops(
+    baseUrl,
+    'ceiling',
+    'bare Fastify GET /',
+    single('/'),
+    MIX_FRACTION,
+    settings(o),
+    null,
+  );
+  const rows = [half, more];
+  say(formatLoops(rows, half.closed.reqPerSec));
+  return rows;
+}
+
+export interface SectionInput {
+  baseUrl: string;
+  server: NodeChild;
+  token: string;
+  password: string;
+  databaseUrl: string;
+  hotConversationId: string | null;
+  ceilingClosed: number | null;
+}
+
+export interface SectionResults {
+  depth: DepthFigures[];
+  loops: LoopFigures[];
+}
+
+export async function runSections(o: BenchOptions, input: SectionInput): Promise<SectionResults> {
+  const out: SectionResults = { depth: [], loops: [] };
+  const { baseUrl, server, token } = input;
+  if (o.sections.includes('depth') && !o.profileMix && input.hotConversationId !== null) {
+    say('  depth figures (the walk of each list takes a while at 1M) …');
+    for (const list of depthLists(input.hotConversationId)) {
+      const f = await measureDepth(baseUrl, token, list);
+      out.depth.push(f);
+      say(`    ${f.label}: walked ${f.walkRows.toLocaleString('en-US')} rows in ${f.walkS.toFixed(1)} s`);
+    }
+    say(formatDepth(out.depth));
+  }
+  if (o.sections.includes('loops') && !o.profileMix) {
+    const auth = { authorization: `Bearer ${token}`, 'cache-control': 'no-cache' };
+    say('  open loop: the fresh conversation list …');
+    out.loops.push(
+      await measureLoops(
+        baseUrl,
+        'list.fresh',
+        'GET /conversations?status=open, no-cache',
+        single('/api/v1/conversations?status=open&limit=20', auth),
+        LIST_FRACTION,
+        settings(o),
+        server,
+      ),
+    );
+  }
+  if (o.sections.includes('mix') || o.profileMix) {
+    say('  the realistic mix: logging in the staff and managers …');
+    const accounts = await mixAccounts(baseUrl, input.password);
+    // Each workload gets its own random sequence from the same seed: the same requests each time.
+    for (const noCache of o.profileMix ? [false] : [false, true]) {
+      say(`  the mix ${noCache ? 'without' : 'with'} the read cache …`);
+      out.loops.push(
+        await measureLoops(
+          baseUrl,
+          noCache ? 'mix.no-cache' : 'mix',
+          `mix 80/20, 20 users${noCache ? ', no-cache' : ''}`,
+          () => mixWorkload(accounts, { noCache }),
+          MIX_FRACTION,
+          settings(o),
+          server,
+        ),
+      );
+    }
+  }
+  if (out.loops.length > 0) say(formatLoops(out.loops, input.ceilingClosed));
+  return out;
+}

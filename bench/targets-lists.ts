@@ -1,0 +1,128 @@
+// Owns the targets of issues 20 (pages at any depth, a mix without stalls) and 16 (the fresh list
+// against bare Fastify, open-loop latency), judged per store and size; SQLite's are the bar,
+// PostgreSQL's are judged alike and reported beside them.
+import type { LoopFigures } from './loops.js';
+import { ms, type ScenarioResult } from './scenarios.js';
+import { LIST_FRACTION, MIX_FRACTION } from './sections.js';
+import type { StoreRun, Verdict } from './targets.js';
+
+export const LIST_TARGETS = {
+  firstMs: 10,
+  pastEndMs: 5,
+  deepMs: 100,
+  cursorMs: 10,
+  walkRowsPerSec: 20_000,
+  freshListRatio: 0.2,
+  openP99Ms: 10,
+} as const;
+
+const scopeOf = (run: StoreRun, what: string) => `${run.store} ${run.size.label} ${what}`;
+
+function depthVerdicts(run: StoreRun): Verdict[] {
+  const out: Verdict[] = [];
+  const t = LIST_TARGETS;
+  for (const d of run.depth ?? []) {
+    const scope = scopeOf(run, d.id);
+    const broken = d.errors.length > 0 ? `; errors: ${d.errors.length}` : '';
+    const ok = d.errors.length === 0;
+    out.push(
+      {
+        target: `first page ≤ ${t.firstMs} ms`,
+        scope,
+        measured: `${ms(d.firstMs)} ms${broken}`,
+        pass: ok && d.firstMs <= t.firstMs,
+      },
+      {
+        target: `a page past the end ≤ ${t.pastEndMs} ms`,
+        scope,
+        measured: `${ms(d.pastEndMs)} ms`,
+        pass: ok && d.pastEndMs <= t.pastEndMs,
+      },
+      {
+        target: `the page at 80 % depth ≤ ${t.deepMs} ms`,
+        scope,
+        measured: `${ms(d.deepMs)} ms (page ${d.deepPage.toLocaleString('en-US')} of ${d.rows.toLocaleString('en-US')} rows)`,
+        pass: ok && d.deepMs <= t.deepMs,
+      },
+      {
+        target: `a cursor page at 80 % depth ≤ ${t.cursorMs} ms`,
+        scope,
+        measured: `${ms(d.cursorMs)} ms`,
+        pass: ok && d.cursorMs <= t.cursorMs,
+      },
+      {
+        target: `a cursor walk of the whole list ≥ ${t.walkRowsPerSec.toLocaleString('en-US')} rows/s`,
+        scope,
+        measured: `${Math.round(d.walkRowsPerSec).toLocaleString('en-US')} rows/s (${d.walkRows.toLocaleString('en-US')} rows in ${d.walkS.toFixed(1)} s)`,
+        pass: ok && d.walkRowsPerSec >= t.walkRowsPerSec,
+      },
+    );
+  }
+  return out;
+}
+
+const ceilingAt = (run: StoreRun, fraction: number) => run.ceilingLoops?.find((c) => c.fraction === fraction);
+
+function openVerdict(run: StoreRun, l: LoopFigures, what: string): Verdict {
+  const bare = ceilingAt(run, l.fraction);
+  const pct = `${Math.round(l.fraction * 100)} %`;
+  const delay = l.loopDelay
+    ? `; server event-loop delay p99 ${ms(l.loopDelay.p99)} ms, max ${ms(l.loopDelay.max)} ms`
+    : '';
+  return {
+    target: `${what}: open-loop p99 ≤ ${LIST_TARGETS.openP99Ms} ms at ${pct} of its max`,
+    scope: scopeOf(run, ''),
+    measured:
+      `p99 ${ms(l.open.p99)} ms at ${Math.round(l.open.offeredPerSec ?? 0)} req/s (max ${Math.round(l.closed.reqPerSec)}), errors ${l.open.errors}` +
+      (bare
+        ? `; bare Fastify at ${pct} of its max (${Math.round(bare.open.offeredPerSec ?? 0)} req/s): p99 ${ms(bare.open.p99)} ms`
+        : '') +
+      delay,
+    pass: l.open.p99 <= LIST_TARGETS.openP99Ms && l.open.errors === 0,
+  };
+}
+
+export function judgeLists(runs: StoreRun[], ceiling: ScenarioResult): Verdict[] {
+  const out: Verdict[] = [];
+  for (const run of runs) {
+    out.push(...depthVerdicts(run));
+    const fresh = run.scenarios.find((s) => s.id === 'conversations.list.uncached');
+    if (fresh && ceiling.reqPerSec > 0) {
+      const ratio = fresh.reqPerSec / ceiling.reqPerSec;
+      out.push({
+        target: `fresh list (no-cache) ≥ ${LIST_TARGETS.freshListRatio} × bare Fastify req/s (autocannon)`,
+        scope: scopeOf(run, ''),
+        measured: `${ratio.toFixed(3)} × (${Math.round(fresh.reqPerSec)} / ${Math.round(ceiling.reqPerSec)} req/s)`,
+        pass: ratio >= LIST_TARGETS.freshListRatio,
+      });
+    }
+    const loops = run.loops ?? [];
+    const list = loops.find((l) => l.id === 'list.fresh');
+    if (list) out.push(openVerdict(run, list, 'fresh list'));
+    const mix = loops.find((l) => l.id === 'mix');
+    const bare = ceilingAt(run, LIST_FRACTION)?.closed.reqPerSec;
+    for (const m of loops.filter((l) => l.id.startsWith('mix'))) {
+      const ratio = bare ? `, ${(m.closed.reqPerSec / bare).toFixed(3)} × bare Fastify` : '';
+      out.push({
+        target: `${m.label}: closed-loop max (bench client)`,
+        scope: scopeOf(run, ''),
+        measured: `${Math.round(m.closed.reqPerSec)} req/s${ratio}, p99 ${ms(m.closed.p99)} ms, errors ${m.closed.errors}`,
+        pass: null,
+      });
+      out.push(openVerdict(run, m, m.label));
+    }
+    const bypass = loops.find((l) => l.id === 'mix.no-cache');
+    if (mix && bypass) {
+      const gain = mix.closed.reqPerSec / bypass.closed.reqPerSec;
+      out.push({
+        target: 'the read cache pays under the mix (max with ÷ without)',
+        scope: scopeOf(run, ''),
+        measured:
+          `${gain.toFixed(2)} × (${Math.round(mix.closed.reqPerSec)} vs ${Math.round(bypass.closed.reqPerSec)} req/s); ` +
+          `open-loop p99 at ${Math.round(MIX_FRACTION * 100)} % ${ms(mix.open.p99)} vs ${ms(bypass.open.p99)} ms`,
+        pass: null,
+      });
+    }
+  }
+  return out;
+}
