@@ -1,5 +1,5 @@
 // Owns group commit on SQLite. With synchronous=FULL every commit waits for the disk (one fsync of
-// the WAL, ~0.3–1 ms here), and SQLite commits one transaction at a time, so durable writes were
+// the WAL), and SQLite commits one transaction at a time, so durable writes were
 // capped by the disk at a few thousand a second whatever the CPU. Write transactions that arrive
 // while one is committing are run together in the next transaction instead, each in its own
 // savepoint, and made durable by one commit. Each caller is answered only after that commit:

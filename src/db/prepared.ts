@@ -82,7 +82,7 @@ const FIRST_PAGE_LIMITS = 4;
  * first page of a limit in use is a statement of its own with the limit written in and no offset.
  * PostgreSQL costs a generic plan whose LIMIT and OFFSET are parameters as if it returned 10 % of
  * the rows, finds it dearer than a custom plan, and so plans the statement again on every request:
- * 0.41 of the conversation list's 0.55 ms there (docs/performance.md). With the numbers written in,
+ * most of the conversation list's time there (docs/performance.md). With the numbers written in,
  * the generic plan costs what the custom one does and it is kept. The first few limits seen get
  * their statements (clients keep to one or two); later pages and other limits take the
  * parameterised one.

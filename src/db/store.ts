@@ -68,7 +68,7 @@ const PG_UTC = /^(\d{4}-\d{2}-\d{2}) (\d{2}:\d{2}:\d{2})(?:\.(\d{1,6}))?\+00$/;
 /**
  * A timestamptz as the API's ISO string, what `new Date(v).toISOString()` gives (milliseconds, the
  * rest cut off). Rewritten as text when it is in UTC: V8 parses this form on its slow legacy path,
- * ~1.3 µs a value, 14 % of a conversation list request on PostgreSQL (docs/performance.md). Any
+ * a visible share of a conversation list request on PostgreSQL (docs/performance.md). Any
  * other offset, year or value still goes through Date.
  */
 export function pgTimestamptz(v: string): string {
@@ -124,8 +124,8 @@ const columnNames = new WeakMap<SQLite.Statement, string[]>();
 
 /**
  * A reader's rows as objects. better-sqlite3 builds each row object in C++, one property at a time
- * through V8's API: for the conversation list's 20 rows of 11 columns that was ~25 µs of its
- * ~70 µs (docs/performance.md). Read as arrays and built here, the objects come from one hidden
+ * through V8's API: for the conversation list's 20 rows of 11 columns that was about a third of
+ * its time (docs/performance.md). Read as arrays and built here, the objects come from one hidden
  * class that V8's inline caches make cheap. Same objects, same values; a later column of the same
  * name wins, as it does in better-sqlite3.
  */
@@ -207,9 +207,9 @@ export function openStore(config: StoreConfig, options: StoreOptions = {}): Stor
     // Inside a group commit's batch the connection is the batch's alone: its statements run at once.
     const committer = new GroupCommitter(db, (statement) => prepare(statement).run(), direct);
     // total_changes(): rows written by this connection, triggers included, committed or not (it
-    // reads no page, ~0.1 µs); data_version: moves when another connection commits. Together they
+    // reads no page); data_version: moves when another connection commits. Together they
     // move on every change. Two statements, not `from pragma_data_version()`: that table-valued
-    // form parses and prepares a PRAGMA on every call (~14 µs in the server, docs/performance.md).
+    // form parses and prepares a PRAGMA on every call (docs/performance.md).
     const changes = conn.prepare('select total_changes()').pluck();
     const dataVersion = conn.prepare('pragma data_version').pluck();
     return {

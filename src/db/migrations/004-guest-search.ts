@@ -1,5 +1,5 @@
 // Owns the index behind the guest search (`GET /guests?search=`): a substring match over name,
-// e-mail and phone, which without an index reads every guest (79 ms for the count alone at 400k
+// e-mail and phone, which without an index reads every guest (the count alone grows with the
 // guests, docs/performance.md). A trigram index answers a term of three or more characters from
 // the guests that contain its trigrams.
 // - SQLite: an FTS5 table with the trigram tokenizer, holding each guest's search_text under a
