@@ -10,6 +10,8 @@ export interface LoadRequest {
   path: string;
   headers?: Record<string, string>;
   body?: string;
+  /** What sort of request it is, for the latency by kind (the mix's). */
+  kind?: string;
 }
 
 /** What the sender learns from an answer (a list's nextCursor, for a walk). */
@@ -40,6 +42,8 @@ export interface LoadResult {
   /** Open loop: the rate asked for, and how late (ms) the sender itself was at p99 (its own limit). */
   offeredPerSec?: number;
   sendLagP99?: number;
+  /** Open loop: latency by the requests' kind, slowest p99 first. */
+  byKind?: { kind: string; n: number; p50: number; p99: number; max: number }[];
 }
 
 class Recorder {
@@ -152,6 +156,7 @@ export async function openLoop(
   const agent = new Agent({ keepAlive: true, maxSockets: maxConnections });
   const latency = new Recorder();
   const lag = new Recorder();
+  const kinds = new Map<string, Recorder>();
   const codes: Record<string, number> = {};
   let errors = 0;
   let sent = 0;
@@ -172,7 +177,13 @@ export async function openLoop(
         const p = send(base, agent, r).then((a) => {
           codes[a.status] = (codes[a.status] ?? 0) + 1;
           if (a.status < 200 || a.status > 299) errors++;
-          latency.add(nowMs() - due);
+          const took = nowMs() - due;
+          latency.add(took);
+          if (r.kind !== undefined) {
+            let k = kinds.get(r.kind);
+            if (k === undefined) kinds.set(r.kind, (k = new Recorder()));
+            k.add(took);
+          }
           w.seen?.(u, r, a);
           pending.delete(p);
         });
@@ -187,5 +198,8 @@ export async function openLoop(
   const ended = nowMs();
   agent.destroy();
   const out = finish(started, Math.max(ended, started + durationS * 1000), sent, latency, codes, errors);
-  return { ...out, offeredPerSec: ratePerSec, sendLagP99: lag.percentiles().p99 };
+  const byKind = [...kinds]
+    .map(([kind, rec]) => ({ kind, n: rec.n, ...rec.percentiles() }))
+    .sort((a, b) => b.p99 - a.p99);
+  return { ...out, offeredPerSec: ratePerSec, sendLagP99: lag.percentiles().p99, byKind };
 }

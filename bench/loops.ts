@@ -88,5 +88,13 @@ export function formatLoops(rows: LoopFigures[], ceilingClosed: number | null): 
         `${(r.loopDelay ? f2(r.loopDelay.p99) : '-').padStart(10)}${f2(r.open.sendLagP99 ?? 0).padStart(10)}`,
     );
   }
+  for (const r of rows.filter((x) => (x.open.byKind ?? []).length > 0)) {
+    lines.push(`  ${r.label}, open loop by kind (slowest p99 first; n, p50, p99, max ms):`);
+    for (const k of r.open.byKind!.slice(0, 8)) {
+      lines.push(
+        `    ${k.kind.padEnd(36)}${String(k.n).padStart(7)}${f2(k.p50).padStart(9)}${f2(k.p99).padStart(9)}${f1(k.max).padStart(9)}`,
+      );
+    }
+  }
   return lines.join('\n');
 }

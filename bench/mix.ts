@@ -18,6 +18,7 @@ const STAFF = ['housekeeping', 'frontdesk', 'maintenance', 'concierge', 'fnb'].f
 const WALK_PAGES = 50;
 
 interface Account {
+  manager: boolean;
   token: string;
   conversationIds: string[];
   taskIds: string[];
@@ -55,7 +56,7 @@ export async function mixAccounts(baseUrl: string, password: string): Promise<Ac
     const token = await login(baseUrl, email, password);
     const conversationIds = await ids(baseUrl, token, '/conversations?status=open&limit=100');
     const taskIds = await ids(baseUrl, token, '/tasks?limit=100');
-    if (conversationIds.length > 0) out.push({ token, conversationIds, taskIds });
+    if (conversationIds.length > 0) out.push({ manager: email === MANAGER, token, conversationIds, taskIds });
   }
   if (out.length === 0) throw new Error('the mix found no account with an open conversation');
   return out;
@@ -68,6 +69,8 @@ export function mixWorkload(accounts: Account[], o: { noCache: boolean; seed?: n
     account: accounts[u % accounts.length]!,
     walks: new Map(),
   }));
+  const kindOf = (u: UserState, path: string) =>
+    `${u.account.manager ? 'manager' : 'staff'} GET ${path.slice(path.lastIndexOf('/'))}`;
   const headersOf = (u: UserState, body: boolean): Record<string, string> => ({
     authorization: `Bearer ${u.account.token}`,
     ...(o.noCache && !body ? { 'cache-control': 'no-cache' } : {}),
@@ -77,13 +80,14 @@ export function mixWorkload(accounts: Account[], o: { noCache: boolean; seed?: n
     const walk = u.walks.get(path);
     if (walk !== undefined && rand() < 0.7) {
       const q = `${walk.filter}${walk.filter === '' ? '' : '&'}limit=50&cursor=${encodeURIComponent(walk.cursor)}`;
-      return { method: 'GET', path: `${path}?${q}`, headers: headersOf(u, false) };
+      return { method: 'GET', path: `${path}?${q}`, headers: headersOf(u, false), kind: `${kindOf(u, path)} cursor` };
     }
     const filter = pick(filters);
     const page = 1 + Math.floor(rand() * 5);
     const limit = rand() < 0.2 ? 50 : 20;
     const q = `${filter}${filter === '' ? '' : '&'}limit=${limit}${page > 1 ? `&page=${page}` : ''}`;
-    return { method: 'GET', path: `${path}?${q}`, headers: headersOf(u, false) };
+    const shown = filter.replace(/=.*$/, '') || 'all';
+    return { method: 'GET', path: `${path}?${q}`, headers: headersOf(u, false), kind: `${kindOf(u, path)} ${shown}` };
   };
   const next = (n: number): LoadRequest => {
     const u = users[n]!;
@@ -103,6 +107,7 @@ export function mixWorkload(accounts: Account[], o: { noCache: boolean; seed?: n
         method: 'GET',
         path: `${API}/conversations/${pick(conversationIds)}/messages`,
         headers: headersOf(u, false),
+        kind: 'GET messages',
       };
     }
     if (r < 0.64) {
@@ -114,18 +119,20 @@ export function mixWorkload(accounts: Account[], o: { noCache: boolean; seed?: n
         'status=in_progress',
       ]);
     }
-    if (r < 0.8) return list(u, `${API}/guests`, ['', '', 'tag=vip', 'search=smith']);
+    if (r < 0.8) return list(u, `${API}/guests`, ['', '', 'tag=vip', 'search=baker']);
     const json = { ...headersOf(u, true), 'content-type': 'application/json' };
     if (r < 0.9 || taskIds.length === 0) {
       const body = JSON.stringify({ content: 'Mix: your late checkout is confirmed.' });
-      return { method: 'POST', path: `${API}/conversations/${pick(conversationIds)}/messages`, headers: json, body };
+      const path = `${API}/conversations/${pick(conversationIds)}/messages`;
+      return { method: 'POST', path, headers: json, body, kind: 'POST message' };
     }
     if (r < 0.95) {
       const body = JSON.stringify({ status: rand() < 0.5 ? 'open' : 'pending' });
-      return { method: 'PATCH', path: `${API}/conversations/${pick(conversationIds)}`, headers: json, body };
+      const path = `${API}/conversations/${pick(conversationIds)}`;
+      return { method: 'PATCH', path, headers: json, body, kind: 'PATCH conversation' };
     }
     const body = JSON.stringify({ status: pick(['open', 'in_progress', 'completed'] as const) });
-    return { method: 'PATCH', path: `${API}/tasks/${pick(taskIds)}`, headers: json, body };
+    return { method: 'PATCH', path: `${API}/tasks/${pick(taskIds)}`, headers: json, body, kind: 'PATCH task' };
   };
   const seen = (n: number, req: LoadRequest, a: Answer): void => {
     if (req.method !== 'GET' || a.status !== 200) return;
