@@ -9,6 +9,7 @@ import { CompiledQuery, Kysely, PostgresDialect, type SqliteDatabase, SqliteDial
 import type pg from 'pg';
 import type { StoreConfig } from '../config.js';
 import { loadPg } from '../lib/optional-deps.js';
+import { checkpointOffLoop } from './checkpointer.js';
 import { type Executor, executor, type RunSql, type Tx, transaction } from './executor.js';
 import { GroupCommitter } from './group-commit.js';
 import type { Database, Db } from './types.js';
@@ -165,11 +166,10 @@ export function openStore(config: StoreConfig, options: StoreOptions = {}): Stor
     conn.pragma('journal_mode = WAL');
     conn.pragma('foreign_keys = ON');
     conn.pragma('busy_timeout = 5000');
-    // Checkpoint the WAL every ~40 MB instead of ~4 MB: hot pages (the conversations' indexes, the
-    // count rows) are rewritten many times between checkpoints, and each is copied back once per
-    // checkpoint, so durable writes cost fewer page writes and fsyncs (docs/performance.md).
-    conn.pragma('wal_autocheckpoint = 10000');
-    conn.pragma(`synchronous = ${options.sqliteSynchronous ?? 'FULL'}`);
+    const synchronous = options.sqliteSynchronous ?? 'FULL';
+    conn.pragma(`synchronous = ${synchronous}`);
+    // The WAL is checkpointed by a worker thread, never inside a commit on the event loop.
+    const checkpointer = config.path === ':memory:' ? null : checkpointOffLoop(conn, config.path, synchronous);
     // Temporary tables and statement journals in memory. Group commit runs each request in a
     // savepoint, and every page a savepoint first touches is copied to the statement journal:
     // past 64 KiB that journal spilled to a temporary file, and its writes were ~19 % of a
@@ -226,6 +226,7 @@ export function openStore(config: StoreConfig, options: StoreOptions = {}): Stor
         conn.prepare('select 1').get();
       },
       async close() {
+        await checkpointer?.stop();
         await db.destroy();
       },
     };
