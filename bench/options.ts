@@ -34,6 +34,8 @@ export interface BenchOptions {
   pgDatabase: string | null;
   /** Messages of the one long conversation the depth figures page through. */
   hotMessages: number;
+  /** Stop each depth walk after this many rows (default: the whole list). */
+  walkRows: number;
   /** The mix, with the server under --cpu-prof; prints the profile's top costs. */
   profileMix: boolean;
 }
@@ -57,6 +59,7 @@ export const USAGE = `Usage: npm run bench -- [options]
   --only LIST        run only these sections: scenarios,depth,loops,mix (default all)
   --sqlite-file F    copy this seeded SQLite file instead of seeding (the run's size is the file's)
   --pg-database DB   use this seeded PostgreSQL database in place (kept) instead of a fresh one
+  --walk-rows N      stop each cursor walk after N rows (default: the whole list)
   --hot-messages N   messages of the long conversation the depth figures page (default 100000)
   --pg-url URL       PostgreSQL server to create the database on (default postgres://postgres@127.0.0.1:5432)
   --redis-url URL    Redis for the PostgreSQL runs (default redis://127.0.0.1:6379)
@@ -120,6 +123,7 @@ export function parseOptions(argv: string[]): BenchOptions | 'help' {
       'sqlite-file': { type: 'string' },
       'pg-database': { type: 'string' },
       'hot-messages': { type: 'string' },
+      'walk-rows': { type: 'string' },
       'pg-url': { type: 'string' },
       'redis-url': { type: 'string' },
       help: { type: 'boolean', default: false },
@@ -150,5 +154,7 @@ export function parseOptions(argv: string[]): BenchOptions | 'help' {
     pgDatabase: values['pg-database'] ?? null,
     hotMessages: positive('hot-messages', values['hot-messages'], 100_000),
     profileMix: values['profile-mix'] ?? false,
+    walkRows:
+      values['walk-rows'] === undefined ? Number.POSITIVE_INFINITY : positive('walk-rows', values['walk-rows'], 0),
   };
 }

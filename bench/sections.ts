@@ -71,7 +71,7 @@ export async function runSections(o: BenchOptions, input: SectionInput): Promise
   if (o.sections.includes('depth') && !o.profileMix && input.hotConversationId !== null) {
     say('  depth figures (the walk of each list takes a while at 1M) …');
     for (const list of depthLists(input.hotConversationId)) {
-      const f = await measureDepth(baseUrl, token, list);
+      const f = await measureDepth(baseUrl, token, list, o.walkRows);
       out.depth.push(f);
       say(`    ${f.label}: walked ${f.walkRows.toLocaleString('en-US')} rows in ${f.walkS.toFixed(1)} s`);
     }
