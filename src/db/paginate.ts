@@ -86,14 +86,18 @@ function statements<F, R>(spec: ListSpec<F, R>, f: F): Statements {
     ) as Statements['first'],
     // The ids of the page from the ordering index alone, up to the offset; then the rows of those
     // ids only (a deferred join). The total is a CTE read twice: carried in each row, and checked
-    // before the index is read, so an offset past it reads no entry at all. The check sits in the
-    // LIMIT, not the WHERE: SQLite evaluates a WHERE term per row scanned (a page past the end
-    // still stepped over every index entry to find none), whereas a LIMIT of 0 ends the scan
-    // before its first step on both dialects.
+    // before the index is read, so an offset past it reads no entry at all. Where the check sits
+    // is the dialect's: SQLite evaluates a WHERE term once per row it scans (a page past the end
+    // still stepped over every index entry to find none), while a LIMIT of 0 ends its scan before
+    // the first step; PostgreSQL runs the WHERE term once (a one-time filter), but cannot estimate
+    // a LIMIT that is an expression and then plans the join as if the page were a tenth of the table.
     deep: prepared((x, p) => {
-      const keys = ordered(narrowed(x, p).select(id))
-        .limit(sql<number>`case when (select n from page_total) > ${p('offset')} then ${p('limit')} else 0 end`)
-        .offset(p('offset'));
+      const ids = ordered(narrowed(x, p).select(id));
+      const keys = (
+        x.dialect === 'sqlite'
+          ? ids.limit(sql<number>`case when (select n from page_total) > ${p('offset')} then ${p('limit')} else 0 end`)
+          : ids.where(sql<boolean>`(select n from page_total) > ${p('offset')}`).limit(p('limit'))
+      ).offset(p('offset'));
       const withTotal = x.with(
         (cte) => cte('page_total').materialized(),
         () => spec.count(x, f, p as ListParam),

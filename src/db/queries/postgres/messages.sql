@@ -4,7 +4,7 @@
 select "id", "conversation_id", "direction", "type", "content", "sender_type", "sender_id", "delivery_status", "created_at", (select "message_count" as "n" from "conversations" where "id" = $1) as "list_total" from "messages" where "conversation_id" = $2 order by "created_at" asc, "id" asc limit $3 offset $4;
 
 -- {"conversationId":"cnv"}: deep
-with "page_total" as materialized (select "message_count" as "n" from "conversations" where "id" = $1) select "id", "conversation_id", "direction", "type", "content", "sender_type", "sender_id", "delivery_status", "created_at", (select n from page_total) as "list_total" from "messages" where "id" in (select "id" from "messages" where "conversation_id" = $2 order by "created_at" asc, "id" asc limit case when (select n from page_total) > $3 then $4 else 0 end offset $5) order by "created_at" asc, "id" asc;
+with "page_total" as materialized (select "message_count" as "n" from "conversations" where "id" = $1) select "id", "conversation_id", "direction", "type", "content", "sender_type", "sender_id", "delivery_status", "created_at", (select n from page_total) as "list_total" from "messages" where "id" in (select "id" from "messages" where "conversation_id" = $2 and (select n from page_total) > $3 order by "created_at" asc, "id" asc limit $4 offset $5) order by "created_at" asc, "id" asc;
 
 -- {"conversationId":"cnv"}: after
 select "id", "conversation_id", "direction", "type", "content", "sender_type", "sender_id", "delivery_status", "created_at" from "messages" where "conversation_id" = $1 and ("created_at", "id") > ($2, $3) order by "created_at" asc, "id" asc limit $4;
