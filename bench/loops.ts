@@ -71,7 +71,7 @@ const int = (n: number) => Math.round(n).toLocaleString('en-US');
 export function formatLoops(rows: LoopFigures[], ceilingClosed: number | null): string {
   const head =
     `${'workload'.padEnd(40)}${'closed req/s'.padStart(13)}${'× bare'.padStart(8)}${'p99'.padStart(8)}` +
-    `${'offered'.padStart(9)}${'got/s'.padStart(8)}${'p50'.padStart(7)}${'p99'.padStart(8)}${'max'.padStart(8)}` +
+    `${'offered'.padStart(9)}${'got/s'.padStart(8)}${'p50'.padStart(9)}${'p99'.padStart(9)}${'max'.padStart(9)}` +
     `${'err'.padStart(5)}${'loop p99'.padStart(10)}${'send lag'.padStart(10)}`;
   const lines = [
     'Open loop (bench client: closed loop = max, then requests on a schedule at a share of it, latency from the',
@@ -83,8 +83,8 @@ export function formatLoops(rows: LoopFigures[], ceilingClosed: number | null): 
     const ratio = ceilingClosed ? f2(r.closed.reqPerSec / ceilingClosed) : '-';
     lines.push(
       `${r.label.padEnd(40)}${int(r.closed.reqPerSec).padStart(13)}${ratio.padStart(8)}${f1(r.closed.p99).padStart(8)}` +
-        `${`${Math.round(r.fraction * 100)}%`.padStart(9)}${int(r.open.reqPerSec).padStart(8)}${f2(r.open.p50).padStart(7)}` +
-        `${f2(r.open.p99).padStart(8)}${f1(r.open.max).padStart(8)}${String(r.open.errors + r.closed.errors).padStart(5)}` +
+        `${`${Math.round(r.fraction * 100)}%`.padStart(9)}${int(r.open.reqPerSec).padStart(8)} ${f2(r.open.p50).padStart(8)}` +
+        ` ${f2(r.open.p99).padStart(8)} ${f1(r.open.max).padStart(8)}${String(r.open.errors + r.closed.errors).padStart(5)}` +
         `${(r.loopDelay ? f2(r.loopDelay.p99) : '-').padStart(10)}${f2(r.open.sendLagP99 ?? 0).padStart(10)}`,
     );
   }
