@@ -2,29 +2,21 @@
 // the commit that crosses its threshold, on the connection that committed: better-sqlite3 is
 // synchronous, so that commit (thousands of pages copied into the database file at random places,
 // then an fsync) held the event loop, and every request in flight waited behind it; at 1M rows
-// these were the mixed load's worst stalls (docs/performance.md). Here the server's connection
-// never checkpoints; once its WAL has grown past a few MiB, a worker thread with a connection of
-// its own checkpoints it every second: PASSIVE passes (never waiting for a lock, so readers and
-// the writer carry on while it copies), then, once the WAL is large, a short RESTART. Should the
-// worker die, the server's connection checkpoints automatically again, as before.
+// these were the mixed load's worst stalls (docs/performance.md). Here, once the WAL has grown past
+// a few MiB, a worker thread with a connection of its own checkpoints it PASSIVE every second:
+// it never takes a lock a reader or the writer waits for, and copies what was committed since its
+// last pass. The server's connection keeps its automatic checkpoint, which then finds little left
+// to copy (and still resets a WAL that steady writes never let a background pass finish). Never
+// RESTART or FULL here: they hold the write lock, and a transaction of the server's that read
+// before writing then fails at once with SQLITE_BUSY instead of waiting.
 import { statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
-import type SQLite from 'better-sqlite3';
 
 /** WAL size past which the worker starts: a store that writes little never needs one. */
 const START_BYTES = 4 * 1024 * 1024;
 const WATCH_MS = 1000;
 const CHECKPOINT_MS = 1000;
-/**
- * WAL frames past which a checkpoint ends in RESTART. Writes arrive while a PASSIVE checkpoint
- * copies, so under steady writes it never finds the WAL fully copied and the WAL only grows; a
- * RESTART holds new writes back until it has copied the last frames and reset the WAL. Run after
- * PASSIVE passes have copied nearly everything, it holds them back only briefly.
- */
-const RESTART_FRAMES = 4000;
-/** The automatic checkpoint the server's connection falls back to, in pages. */
-const FALLBACK_PAGES = 10_000;
 
 // CommonJS, evaluated in the worker: the driver is required by the path the main thread resolved.
 const WORKER_CODE = `
@@ -33,12 +25,9 @@ const SQLite = require(workerData.driver);
 const db = new SQLite(workerData.path);
 db.pragma('busy_timeout = 5000');
 db.pragma('synchronous = ' + workerData.synchronous);
-const pass = (mode) => db.pragma('wal_checkpoint(' + mode + ')')[0];
 const checkpoint = () => {
   try {
-    let r = pass('PASSIVE');
-    for (let i = 0; i < 4 && r.log - r.checkpointed > workerData.catchUpFrames; i++) r = pass('PASSIVE');
-    if (r.log > workerData.restartFrames) pass('RESTART');
+    db.pragma('wal_checkpoint(PASSIVE)');
   } catch {}
 };
 const timer = setInterval(checkpoint, workerData.everyMs);
@@ -55,13 +44,8 @@ export interface Checkpointer {
   stop(): Promise<void>;
 }
 
-export function checkpointOffLoop(conn: SQLite.Database, path: string, synchronous: string): Checkpointer {
-  conn.pragma('wal_autocheckpoint = 0');
+export function checkpointOffLoop(path: string, synchronous: string): Checkpointer {
   let worker: Worker | null = null;
-  let stopping = false;
-  const fallBack = () => {
-    if (!stopping && conn.open) conn.pragma(`wal_autocheckpoint = ${FALLBACK_PAGES}`);
-  };
   const start = () => {
     const driver = createRequire(import.meta.url).resolve('better-sqlite3');
     const w = new Worker(WORKER_CODE, {
@@ -73,13 +57,11 @@ export function checkpointOffLoop(conn: SQLite.Database, path: string, synchrono
         path,
         synchronous,
         everyMs: CHECKPOINT_MS,
-        catchUpFrames: 100,
-        restartFrames: RESTART_FRAMES,
       },
     });
     w.unref();
-    w.on('error', fallBack);
-    w.on('exit', fallBack);
+    // A worker that dies leaves the connection's own automatic checkpoint, as before it existed.
+    w.on('error', () => {});
     worker = w;
   };
   const watch = setInterval(() => {
@@ -92,13 +74,12 @@ export function checkpointOffLoop(conn: SQLite.Database, path: string, synchrono
     try {
       start();
     } catch {
-      fallBack();
+      // As above: the connection checkpoints by itself.
     }
   }, WATCH_MS);
   watch.unref();
   return {
     async stop() {
-      stopping = true;
       clearInterval(watch);
       const w = worker;
       if (w === null) return;

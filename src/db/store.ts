@@ -166,10 +166,15 @@ export function openStore(config: StoreConfig, options: StoreOptions = {}): Stor
     conn.pragma('journal_mode = WAL');
     conn.pragma('foreign_keys = ON');
     conn.pragma('busy_timeout = 5000');
+    // Checkpoint the WAL every ~40 MB instead of ~4 MB: hot pages (the conversations' indexes, the
+    // count rows) are rewritten many times between checkpoints, and each is copied back once per
+    // checkpoint, so durable writes cost fewer page writes and fsyncs (docs/performance.md). A
+    // worker copies most of it in the background (src/db/checkpointer.ts), so the checkpoint that
+    // runs in a commit, on the event loop, finds little left to do.
+    conn.pragma('wal_autocheckpoint = 10000');
     const synchronous = options.sqliteSynchronous ?? 'FULL';
     conn.pragma(`synchronous = ${synchronous}`);
-    // The WAL is checkpointed by a worker thread, never inside a commit on the event loop.
-    const checkpointer = config.path === ':memory:' ? null : checkpointOffLoop(conn, config.path, synchronous);
+    const checkpointer = config.path === ':memory:' ? null : checkpointOffLoop(config.path, synchronous);
     // Temporary tables and statement journals in memory. Group commit runs each request in a
     // savepoint, and every page a savepoint first touches is copied to the statement journal:
     // past 64 KiB that journal spilled to a temporary file, and its writes were ~19 % of a
