@@ -180,8 +180,8 @@ export async function openLoop(
           const took = nowMs() - due;
           latency.add(took);
           if (r.kind !== undefined) {
-            let k = kinds.get(r.kind);
-            if (k === undefined) kinds.set(r.kind, (k = new Recorder()));
+            const k = kinds.get(r.kind) ?? new Recorder();
+            kinds.set(r.kind, k);
             k.add(took);
           }
           w.seen?.(u, r, a);
