@@ -14,6 +14,7 @@ import { requestId } from './lib/request-id.js';
 import { requestLogger } from './lib/request-logger.js';
 import { ERROR_BODIES, ErrorBody } from './lib/schemas.js';
 import { authRoutes } from './modules/auth/routes.js';
+import channelsRuntime from './modules/channels/runtime.js';
 import { conversationsRoutes } from './modules/conversations/routes.js';
 import { eventsRoutes } from './modules/events/routes.js';
 import eventsRuntime from './modules/events/runtime.js';
@@ -176,6 +177,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(docs);
   await app.register(eventsRuntime);
   await app.register(metrics);
+  await app.register(channelsRuntime);
   await app.register(
     async (api) => {
       await api.register(authRoutes, { prefix: '/auth' });

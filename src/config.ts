@@ -1,6 +1,7 @@
 // Owns the process configuration: read from the environment once, validated, typed and frozen.
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { type ChannelsConfig, parseChannels } from './config-channels.js';
 
 export type StoreConfig = { kind: 'sqlite'; path: string } | { kind: 'postgres'; url: string };
 
@@ -58,6 +59,8 @@ export interface Config {
   readonly maxConnections: number;
   /** Open event streams per caller (staff member or API key), across instances with Redis. */
   readonly streamsPerCaller: number;
+  /** Channel providers and the channel dispatcher (src/config-channels.ts). */
+  readonly channels: ChannelsConfig;
 }
 
 /** Thrown for a bad or missing variable; start-up prints its message on one line and exits 1. */
@@ -265,5 +268,6 @@ export function loadConfig(env: Env = process.env): Config {
     keepAliveTimeoutMs: int(env, 'KEEP_ALIVE_TIMEOUT_MS', 72_000, 10, 3_600_000),
     maxConnections: int(env, 'MAX_CONNECTIONS', defaultMaxConnections(openFilesLimit()), 1, 10_000_000),
     streamsPerCaller: int(env, 'STREAMS_PER_CALLER', 10, 1, 10_000),
+    channels: parseChannels(env),
   });
 }

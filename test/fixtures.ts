@@ -8,18 +8,23 @@ import type { ConversationTable } from '../src/db/types.js';
 import { newId } from '../src/lib/ids.js';
 import { call, type Res } from './helpers.js';
 
-/** Inserts a guest row (no e-mail, phone or tags); returns its id. */
+/**
+ * Inserts a guest row with the addresses every channel needs (a unique e-mail and phone; no tags);
+ * returns its id.
+ */
+let guestNo = 0;
 export async function insertGuest(app: FastifyInstance, name = 'Ana Guest'): Promise<string> {
   const id = newId('gst');
+  guestNo += 1;
   const now = nowIso();
   await app.ctx.store.db
     .insertInto('guests')
     .values({
       id,
       name,
-      email: null,
-      email_lower: null,
-      phone: null,
+      email: `${id}@example.test`,
+      email_lower: `${id}@example.test`,
+      phone: `+1555${String(1_000_000 + guestNo)}`,
       tags: toJson([]),
       notes: null,
       search_text: name.toLowerCase(),

@@ -292,3 +292,27 @@ export async function assertPagesAgree(
     }
   }
 }
+
+/**
+ * A message once `done` holds for it, read through GET /conversations/:id/messages/:messageId.
+ * Channel delivery settles a text after commit, in the background: this waits for that outcome
+ * (by default: no longer queued) and fails the test if it never comes.
+ */
+export async function settledMessage(
+  app: FastifyInstance,
+  token: string,
+  conversationId: string,
+  messageId: string,
+  done: (m: { deliveryStatus: string }) => boolean = (m) => m.deliveryStatus !== 'queued',
+  // biome-ignore lint/suspicious/noExplicitAny: the API's JSON, asserted on by the caller.
+): Promise<any> {
+  let last: unknown;
+  for (let i = 0; i < 1000; i++) {
+    const res = await call(app, 'GET', `/conversations/${conversationId}/messages/${messageId}`, { token });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    last = res.data;
+    if (done(res.data)) return res.data;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  assert.fail(`message ${messageId} never settled; last seen ${JSON.stringify(last)}`);
+}

@@ -5,10 +5,11 @@ import { listCounts } from './migrations/002-list-counts.js';
 import { events } from './migrations/003-events.js';
 import { guestSearch } from './migrations/004-guest-search.js';
 import { assigneeGuestIndexes } from './migrations/005-assignee-guest-indexes.js';
+import { channels } from './migrations/006-channels.js';
 import { columnTypes, type MigrationDef } from './migrations/helpers.js';
 import type { Store } from './store.js';
 
-const MIGRATIONS: MigrationDef[] = [initial, listCounts, events, guestSearch, assigneeGuestIndexes];
+const MIGRATIONS: MigrationDef[] = [initial, listCounts, events, guestSearch, assigneeGuestIndexes, channels];
 
 export async function migrate(store: Store): Promise<string[]> {
   const t = columnTypes(store.dialect);

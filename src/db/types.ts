@@ -61,7 +61,26 @@ export interface MessageTable {
   content: string;
   sender_type: 'guest' | 'staff' | 'system';
   sender_id: string | null;
-  delivery_status: 'received' | 'queued' | 'sent' | 'delivered' | 'failed';
+  delivery_status: 'received' | 'queued' | 'sent' | 'delivered' | 'read' | 'failed';
+  created_at: Timestamp;
+  external_id: string | null;
+  error_code: string | null;
+  error_message: string | null;
+  sent_at: Timestamp | null;
+  delivered_at: Timestamp | null;
+  read_at: Timestamp | null;
+  provider_key: string | null;
+  updated_at: Timestamp | null;
+}
+
+export interface ChannelSendTable {
+  message_id: string;
+  conversation_id: string;
+  status: 'pending' | 'done';
+  attempts: Generated<number>;
+  next_attempt_at: Timestamp | null;
+  locked_until: Timestamp | null;
+  locked_by: string | null;
   created_at: Timestamp;
 }
 
@@ -189,6 +208,7 @@ export interface Database {
   guest_tags: GuestTagTable;
   conversations: ConversationTable;
   messages: MessageTable;
+  channel_sends: ChannelSendTable;
   tasks: TaskTable;
   knowledge_entries: KnowledgeTable;
   settings: SettingTable;

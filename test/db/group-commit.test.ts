@@ -10,7 +10,10 @@ import { buildTestApp, call, createStaff } from '../helpers.js';
 test('concurrent message posts, some refused: each acknowledged one is stored once, with its event', async (t) => {
   const app = await buildTestApp(t, { RATE_LIMIT_STANDARD: '1000' });
   const admin = await createStaff(app, 'admin');
-  const guest = await call(app, 'POST', '/guests', { token: admin.token, body: { name: 'Concurrent' } });
+  const guest = await call(app, 'POST', '/guests', {
+    token: admin.token,
+    body: { name: 'Concurrent', phone: '+15550100003' },
+  });
   const cnv = await call(app, 'POST', '/conversations', {
     token: admin.token,
     body: { guestId: guest.data.id, channel: 'sms' },

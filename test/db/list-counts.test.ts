@@ -117,7 +117,10 @@ async function setup(t: TestContext) {
   const staff = [await createStaff(app, 'staff'), await createStaff(app, 'staff')];
   const guests: string[] = [];
   for (let i = 0; i < 3; i++) {
-    const res = await call(app, 'POST', '/guests', { token: admin.token, body: { name: `Guest ${i}` } });
+    const res = await call(app, 'POST', '/guests', {
+      token: admin.token,
+      body: { name: `Guest ${i}`, phone: `+1555010010${i}`, email: `guest${i}@example.test` },
+    });
     assert.equal(res.status, 201, JSON.stringify(res.body));
     guests.push(res.data.id);
   }

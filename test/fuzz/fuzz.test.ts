@@ -59,7 +59,8 @@ test(`fuzz: ${RUNS} requests built from each route's own schema (seed ${SEED})`,
     LOGIN_RATE_LIMIT: '10000000',
   });
   const state = await seed(app);
-  const ops = await operations(app);
+  // One message's routes need a message id the pools do not track; test/channels covers them.
+  const ops = (await operations(app)).filter((o) => !o.path.includes('{messageId}'));
   const arbs = ops.map((op) => caseArb(op, ops, state));
   const stats = new Map<string, Record<string, number>>();
   const count = (c: Case, res: Res) => {

@@ -3,7 +3,7 @@ import { type TestContext, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { newId } from '../../src/lib/ids.js';
 import { insertGuest, openConversation } from '../fixtures.js';
-import { assertPagesAgree, buildTestApp, call, createStaff } from '../helpers.js';
+import { assertPagesAgree, buildTestApp, call, createStaff, settledMessage } from '../helpers.js';
 
 async function setup(t: TestContext) {
   const app = await buildTestApp(t);
@@ -56,10 +56,23 @@ test('creating a conversation with a first message stores it as an outbound text
       type: 'text',
       content: 'Hello from the front desk',
       sender: { type: 'staff', id: admin.id },
-      deliveryStatus: 'queued',
+      deliveryStatus: messages.data[0].deliveryStatus,
+      externalId: null,
+      error: messages.data[0].error,
+      sentAt: null,
+      deliveredAt: null,
+      readAt: null,
       createdAt: c.createdAt,
     },
   );
+  // Queued at commit; no WhatsApp provider is configured here, so delivery then fails it, saying why.
+  assert.ok(['queued', 'failed'].includes(messages.data[0].deliveryStatus));
+  const settled = await settledMessage(app, admin.token, c.id, messages.data[0].id);
+  assert.equal(settled.deliveryStatus, 'failed');
+  assert.deepEqual(settled.error, {
+    code: 'CHANNEL_NOT_CONFIGURED',
+    message: 'no provider is configured for the whatsapp channel',
+  });
 });
 
 test('a conversation created without content has no messages and its creation time as last activity', async (t) => {

@@ -76,7 +76,7 @@ test('the stream applies the staff filter and the types filter', async (t) => {
   });
   const cnv = await call(app, 'POST', '/conversations', {
     token: admin.token,
-    body: { guestId: g.data.id, channel: 'sms', assignee: staff.id },
+    body: { guestId: g.data.id, channel: 'web', assignee: staff.id },
   });
   await call(app, 'POST', '/tasks', {
     token: admin.token,

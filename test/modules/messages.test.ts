@@ -5,7 +5,7 @@ import { AppError } from '../../src/lib/errors.js';
 import { newId } from '../../src/lib/ids.js';
 import { recordInboundMessage } from '../../src/modules/conversations/service.js';
 import { insertGuest, openConversation } from '../fixtures.js';
-import { assertPagesAgree, buildTestApp, call, createStaff } from '../helpers.js';
+import { assertPagesAgree, buildTestApp, call, createStaff, settledMessage } from '../helpers.js';
 
 async function setup(t: TestContext) {
   const app = await buildTestApp(t);
@@ -73,7 +73,7 @@ test('messages of another conversation are not listed', async (t) => {
 });
 
 test('sending a text queues it for the guest and updates the conversation counters', async (t) => {
-  const { admin, open, send, get } = await setup(t);
+  const { app, admin, open, send, get } = await setup(t);
   const c = await open();
   await sleep(3);
   const res = await send(c.id, { content: 'Breakfast is served until 10:30' });
@@ -90,9 +90,19 @@ test('sending a text queues it for the guest and updates the conversation counte
       content: 'Breakfast is served until 10:30',
       sender: { type: 'staff', id: admin.id },
       deliveryStatus: 'queued',
+      externalId: null,
+      error: null,
+      sentAt: null,
+      deliveredAt: null,
+      readAt: null,
       createdAt: undefined,
     },
   );
+  // No e-mail provider is configured in this app: delivery settles the text as failed, and says why.
+  const settled = await settledMessage(app, admin.token, c.id, m.id);
+  assert.equal(settled.deliveryStatus, 'failed');
+  assert.equal(settled.error.code, 'CHANNEL_NOT_CONFIGURED');
+  assert.equal(settled.sentAt, null);
   const after = (await get(c.id)).data;
   assert.equal(after.messageCount, 1);
   assert.equal(after.lastMessageAt, m.createdAt);
@@ -191,6 +201,11 @@ test('an inbound message from the guest reopens a closed conversation and is cou
     content: 'Yes, more towels please',
     sender: { type: 'guest', id: guestId },
     deliveryStatus: 'received',
+    externalId: null,
+    error: null,
+    sentAt: null,
+    deliveredAt: null,
+    readAt: null,
     createdAt: m.createdAt,
   });
 });

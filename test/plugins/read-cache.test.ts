@@ -91,7 +91,10 @@ test('each caller gets their own page: staff see their own conversations, also a
   const admin = await createStaff(app, 'admin');
   const ann = await createStaff(app, 'staff');
   const bob = await createStaff(app, 'staff');
-  const guest = await call(app, 'POST', '/guests', { token: admin.token, body: { name: 'Shared Guest' } });
+  const guest = await call(app, 'POST', '/guests', {
+    token: admin.token,
+    body: { name: 'Shared Guest', phone: '+15550100006' },
+  });
   const cnv = await call(app, 'POST', '/conversations', {
     token: admin.token,
     body: { guestId: guest.data.id, channel: 'sms', assignee: ann.id },

@@ -17,9 +17,18 @@ const COLUMNS = [
   'sender_id',
   'delivery_status',
   'created_at',
+  'external_id',
+  'error_code',
+  'error_message',
+  'sent_at',
+  'delivered_at',
+  'read_at',
 ] as const;
 
-export function toMessage(row: MessageRow): MessageView {
+type ListedRow = Pick<MessageRow, (typeof COLUMNS)[number]>;
+const isoOrNull = (v: string | Date | null) => (v === null ? null : toIso(v));
+
+export function toMessage(row: ListedRow): MessageView {
   return {
     id: row.id,
     conversationId: row.conversation_id,
@@ -28,6 +37,11 @@ export function toMessage(row: MessageRow): MessageView {
     content: row.content,
     sender: { type: row.sender_type, id: row.sender_id },
     deliveryStatus: row.delivery_status,
+    externalId: row.external_id,
+    error: row.error_code === null ? null : { code: row.error_code, message: row.error_message ?? '' },
+    sentAt: isoOrNull(row.sent_at),
+    deliveredAt: isoOrNull(row.delivered_at),
+    readAt: isoOrNull(row.read_at),
     createdAt: toIso(row.created_at),
   };
 }
@@ -51,9 +65,15 @@ export const listMessages = paginate<{ conversationId: string }, MessageRow>({
   values: (f) => ({ conversationId: f.conversationId }),
 });
 
-export type NewMessage = Omit<MessageRow, 'id'>;
+type BaseRow = Omit<ListedRow, (typeof DELIVERY)[number]>;
+const DELIVERY = ['external_id', 'error_code', 'error_message', 'sent_at', 'delivered_at', 'read_at'] as const;
+/** A new message: delivery state is optional (a web text is sent at once, an inbound has its provider id). */
+export type NewMessage = Omit<BaseRow, 'id'> &
+  Partial<Pick<MessageRow, 'external_id' | 'sent_at' | 'provider_key' | 'error_code' | 'error_message'>>;
+type InsertRow = BaseRow &
+  Pick<MessageRow, 'external_id' | 'sent_at' | 'provider_key' | 'error_code' | 'error_message'>;
 
-const insert = prepared((db, p: Param<MessageRow>) =>
+const insert = prepared((db, p: Param<InsertRow>) =>
   db.insertInto('messages').values({
     id: p('id'),
     conversation_id: p('conversation_id'),
@@ -64,11 +84,37 @@ const insert = prepared((db, p: Param<MessageRow>) =>
     sender_id: p('sender_id'),
     delivery_status: p('delivery_status'),
     created_at: p('created_at'),
+    external_id: p('external_id'),
+    sent_at: p('sent_at'),
+    provider_key: p('provider_key'),
+    error_code: p('error_code'),
+    error_message: p('error_message'),
   }),
 );
 
 export async function insertMessage(db: Executor, m: NewMessage): Promise<MessageView> {
-  const row: MessageRow = { id: newId('msg'), ...m };
+  const row: InsertRow = {
+    id: newId('msg'),
+    external_id: null,
+    sent_at: null,
+    provider_key: null,
+    error_code: null,
+    error_message: null,
+    ...m,
+  };
   await db.run(insert, row);
-  return toMessage(row);
+  return toMessage({ ...row, delivered_at: null, read_at: null });
+}
+
+const one = prepared((db, p: Param<{ conversationId: string; id: string }>) =>
+  db
+    .selectFrom('messages')
+    .where('conversation_id', '=', p('conversationId'))
+    .where('id', '=', p('id'))
+    .select(COLUMNS),
+);
+
+export async function findMessage(db: Executor, conversationId: string, id: string): Promise<MessageView | undefined> {
+  const row = await db.first(one, { conversationId, id });
+  return row && toMessage(row);
 }

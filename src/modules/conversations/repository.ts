@@ -49,7 +49,7 @@ export async function findConversation(db: Executor, id: string): Promise<Conver
 }
 
 const conversationRef = prepared((db, p: Param<{ id: string }>) =>
-  db.selectFrom('conversations').select(['id', 'guest_id', 'status', 'assignee']).where('id', '=', p('id')),
+  db.selectFrom('conversations').select(['id', 'guest_id', 'status', 'assignee', 'channel']).where('id', '=', p('id')),
 );
 
 /** The columns access checks and message writes need, without the join. */
@@ -193,7 +193,7 @@ export async function touchConversation(db: Executor, id: string, at: string, re
 }
 
 export function findGuestName(db: Executor, id: string) {
-  return db.selectFrom('guests').select(['id', 'name']).where('id', '=', id).executeTakeFirst();
+  return db.selectFrom('guests').select(['id', 'name', 'email', 'phone']).where('id', '=', id).executeTakeFirst();
 }
 
 export async function isActiveStaff(db: Executor, id: string): Promise<boolean> {

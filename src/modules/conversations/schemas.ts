@@ -46,11 +46,23 @@ export const Message = Type.Object(
       type: Type.Enum(['guest', 'staff', 'system']),
       id: Nullable(Type.String({ maxLength: 64, description: 'Guest id or staff id; null for the system' })),
     }),
-    deliveryStatus: Type.Enum(['received', 'queued', 'sent', 'delivered', 'failed'], {
+    deliveryStatus: Type.Enum(['received', 'queued', 'sent', 'delivered', 'read', 'failed'], {
       description:
-        'received: inbound from the guest; queued → sent → delivered (or failed): an outbound text on its way ' +
-        'to the guest; a note is delivered at once because it stays inside the team',
+        'received: inbound from the guest; queued → sent → delivered → read (or failed): an outbound text on ' +
+        'its way to the guest, only ever moving forward; a note is delivered at once because it stays inside the team',
     }),
+    externalId: Nullable(
+      Type.String({ maxLength: 500, description: "The provider's id (Twilio sid, WhatsApp id, e-mail Message-ID)" }),
+    ),
+    error: Nullable(
+      Type.Object({
+        code: Type.String({ maxLength: 100, examples: ['CHANNEL_NOT_CONFIGURED', 'PROVIDER_REJECTED'] }),
+        message: Type.String({ maxLength: 2000, description: "The provider's reason, as it gave it" }),
+      }),
+    ),
+    sentAt: Nullable(Timestamp),
+    deliveredAt: Nullable(Timestamp),
+    readAt: Nullable(Timestamp),
     createdAt: Timestamp,
   },
   { $id: 'Message' },

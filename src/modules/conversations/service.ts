@@ -9,6 +9,7 @@ import { isElevated, visibleTo } from '../../lib/access.js';
 import type { AuthUser } from '../../lib/auth.js';
 import { type FieldError, forbidden, notFound, validation } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
+import { insertSend } from '../channels/sends-repository.js';
 import { conversationEvents, conversationStatusChanged, messageCreated, staffActor } from '../events/emit.js';
 import { withEvents } from '../events/outbox.js';
 import { insertMessage } from './messages-repository.js';
@@ -30,6 +31,15 @@ import type {
 } from './schemas.js';
 
 const WHAT = 'Conversation';
+
+/** What a guest lacks to be reached on a channel: e-mail needs an address, SMS and WhatsApp a phone. */
+function missingAddress(channel: string, guest: { email: string | null; phone: string | null }): string | null {
+  if (channel === 'email' && guest.email === null) return 'the guest has no email address for the email channel';
+  if ((channel === 'sms' || channel === 'whatsapp') && guest.phone === null) {
+    return `the guest has no phone number for the ${channel} channel`;
+  }
+  return null;
+}
 
 /** The conversation's reference row if the caller may see it (404 missing, 403 someone else's). */
 export async function visibleConversationRef(db: Executor, user: AuthUser, id: string) {
@@ -60,6 +70,10 @@ export async function createConversation(store: Store, user: AuthUser, body: Cre
     const guest = await findGuestName(tx, body.guestId);
     const problems: FieldError[] = [];
     if (guest === undefined) problems.push({ field: 'guestId', message: 'must be the id of an existing guest' });
+    else {
+      const missing = missingAddress(body.channel, guest);
+      if (missing) problems.push({ field: 'channel', message: missing });
+    }
     const bad = await assigneeProblem(tx, assignee);
     if (bad) problems.push(bad);
     if (problems.length > 0) throw validation(problems);
@@ -76,7 +90,9 @@ export async function createConversation(store: Store, user: AuthUser, body: Cre
       messageCount: hasFirst ? 1 : 0,
       at,
     });
-    const first = hasFirst ? await insertMessage(tx, outbound(id, 'text', body.content!, user.id, at)) : null;
+    const first = hasFirst
+      ? await storeOutbound(tx, body.channel, outbound(id, 'text', body.content!, user.id, at))
+      : null;
     const created: ConversationView = {
       id,
       guestId: body.guestId,
@@ -110,11 +126,27 @@ function outbound(conversationId: string, type: 'text' | 'note', content: string
   };
 }
 
+/**
+ * Stores an outbound message and, for a text, its delivery: a `web` text is sent at commit (the
+ * widget's backend reads it from the feed), any other gets a send job in this same transaction.
+ */
+async function storeOutbound(tx: Executor, channel: string, m: ReturnType<typeof outbound>): Promise<MessageView> {
+  if (m.type !== 'text') return insertMessage(tx, m);
+  if (channel === 'web') return insertMessage(tx, { ...m, delivery_status: 'sent', sent_at: m.created_at });
+  const message = await insertMessage(tx, m);
+  await insertSend(tx, message.id, m.conversation_id, m.created_at);
+  return message;
+}
+
 export async function sendMessage(store: Store, user: AuthUser, conversationId: string, body: SendMessageInput) {
   return withEvents(store, async (tx, outbox): Promise<MessageView> => {
     const ref = await visibleConversationRef(tx, user, conversationId);
     const at = nowIso();
-    const message = await insertMessage(tx, outbound(conversationId, body.type ?? 'text', body.content, user.id, at));
+    const message = await storeOutbound(
+      tx,
+      ref.channel,
+      outbound(conversationId, body.type ?? 'text', body.content, user.id, at),
+    );
     await touchConversation(tx, conversationId, at, false);
     messageCreated(outbox, staffActor(user), message, ref.assignee);
     return message;

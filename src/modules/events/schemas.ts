@@ -10,6 +10,7 @@ export const EVENT_TYPES = [
   'conversation.assigned',
   'conversation.status_changed',
   'message.created',
+  'message.updated',
   'guest.created',
   'guest.updated',
   'task.created',

@@ -1,0 +1,121 @@
+// Owns the channel part of the configuration: which providers are set up (SMTP, Twilio, Meta
+// WhatsApp Cloud), their base URLs, the public URL callbacks are signed against, and the
+// dispatcher's timing. Credentials come from the environment only and are never logged.
+import { ConfigError } from './config.js';
+
+type Env = Record<string, string | undefined>;
+
+export interface ChannelsConfig {
+  readonly dryRun: boolean;
+  readonly publicUrl: string | null;
+  readonly email: { readonly smtpUrl: string; readonly from: string } | null;
+  readonly emailInboundSecret: string | null;
+  readonly twilio: {
+    readonly accountSid: string;
+    readonly authToken: string;
+    readonly smsFrom: string | null;
+    readonly whatsappFrom: string | null;
+    readonly apiUrl: string;
+  } | null;
+  readonly whatsapp: {
+    readonly accessToken: string;
+    readonly phoneNumberId: string;
+    readonly apiUrl: string;
+  } | null;
+  readonly whatsappAppSecret: string | null;
+  readonly whatsappVerifyToken: string | null;
+  readonly pollMs: number;
+  readonly retryBaseMs: number;
+  readonly maxAttempts: number;
+  readonly sendTimeoutMs: number;
+}
+
+const E164 = /^\+[1-9]\d{6,14}$/;
+
+function str(env: Env, name: string): string | undefined {
+  const v = env[name];
+  return v === undefined || v === '' ? undefined : v;
+}
+
+function url(env: Env, name: string, def: string | undefined, schemes: string[]): string | undefined {
+  const raw = str(env, name) ?? def;
+  if (raw === undefined) return undefined;
+  let u: URL;
+  try {
+    u = new URL(raw);
+  } catch {
+    throw new ConfigError(name, `is not a valid URL, got "${raw}"`);
+  }
+  if (!schemes.includes(u.protocol))
+    throw new ConfigError(name, `must start with ${schemes.map((s) => `${s}//`).join(' or ')}`);
+  return raw.replace(/\/+$/, '');
+}
+
+function int(env: Env, name: string, def: number, min: number, max: number): number {
+  const raw = str(env, name);
+  if (raw === undefined) return def;
+  const n = Number(raw);
+  if (!/^\d+$/.test(raw) || n < min || n > max)
+    throw new ConfigError(name, `must be a whole number from ${min} to ${max}`);
+  return n;
+}
+
+/** Variables that go together: all set, or none. */
+function group(env: Env, names: string[]): Record<string, string> | null {
+  const set = names.filter((n) => str(env, n) !== undefined);
+  if (set.length === 0) return null;
+  const missing = names.find((n) => str(env, n) === undefined);
+  if (missing !== undefined) throw new ConfigError(missing, `is required with ${set.join(', ')}`);
+  return Object.fromEntries(names.map((n) => [n, str(env, n)!]));
+}
+
+export function parseChannels(env: Env): ChannelsConfig {
+  const dryRaw = str(env, 'CHANNELS_DRY_RUN');
+  if (dryRaw !== undefined && !['true', 'false', '1', '0'].includes(dryRaw)) {
+    throw new ConfigError('CHANNELS_DRY_RUN', `must be true or false, got "${dryRaw}"`);
+  }
+  const email = group(env, ['SMTP_URL', 'EMAIL_FROM']);
+  if (email !== null) url(env, 'SMTP_URL', undefined, ['smtp:', 'smtps:']);
+  if (email !== null && !/^(.*<)?[^\s@<>]+@[^\s@<>]+>?$/.test(email.EMAIL_FROM!)) {
+    throw new ConfigError('EMAIL_FROM', 'must be an e-mail address (optionally "Name <address>")');
+  }
+  const twilio = group(env, ['TWILIO_ACCOUNT_SID', 'TWILIO_AUTH_TOKEN']);
+  const smsFrom = str(env, 'TWILIO_SMS_FROM') ?? null;
+  const waFrom = str(env, 'TWILIO_WHATSAPP_FROM') ?? null;
+  for (const [name, v] of [
+    ['TWILIO_SMS_FROM', smsFrom],
+    ['TWILIO_WHATSAPP_FROM', waFrom],
+  ] as const) {
+    if (v !== null && !E164.test(v)) throw new ConfigError(name, 'must be an E.164 number like +14155550100');
+    if (v !== null && twilio === null) throw new ConfigError('TWILIO_ACCOUNT_SID', `is required with ${name}`);
+  }
+  const publicUrl = url(env, 'PUBLIC_URL', undefined, ['http:', 'https:']) ?? null;
+  if (twilio !== null && publicUrl === null) {
+    throw new ConfigError('PUBLIC_URL', 'is required when Twilio is configured (status callbacks and signatures)');
+  }
+  const wa = group(env, ['WHATSAPP_ACCESS_TOKEN', 'WHATSAPP_PHONE_NUMBER_ID']);
+  return Object.freeze({
+    dryRun: dryRaw === 'true' || dryRaw === '1',
+    publicUrl,
+    email: email && { smtpUrl: email.SMTP_URL!, from: email.EMAIL_FROM! },
+    emailInboundSecret: str(env, 'EMAIL_INBOUND_SECRET') ?? null,
+    twilio: twilio && {
+      accountSid: twilio.TWILIO_ACCOUNT_SID!,
+      authToken: twilio.TWILIO_AUTH_TOKEN!,
+      smsFrom,
+      whatsappFrom: waFrom,
+      apiUrl: url(env, 'TWILIO_API_URL', 'https://api.twilio.com', ['http:', 'https:'])!,
+    },
+    whatsapp: wa && {
+      accessToken: wa.WHATSAPP_ACCESS_TOKEN!,
+      phoneNumberId: wa.WHATSAPP_PHONE_NUMBER_ID!,
+      apiUrl: url(env, 'WHATSAPP_API_URL', 'https://graph.facebook.com/v21.0', ['http:', 'https:'])!,
+    },
+    whatsappAppSecret: str(env, 'WHATSAPP_APP_SECRET') ?? null,
+    whatsappVerifyToken: str(env, 'WHATSAPP_VERIFY_TOKEN') ?? null,
+    pollMs: int(env, 'CHANNEL_POLL_INTERVAL_MS', 1000, 10, 60_000),
+    retryBaseMs: int(env, 'CHANNEL_RETRY_BASE_MS', 5000, 1, 3_600_000),
+    maxAttempts: int(env, 'CHANNEL_MAX_ATTEMPTS', 8, 1, 100),
+    sendTimeoutMs: int(env, 'CHANNEL_SEND_TIMEOUT_MS', 15_000, 100, 120_000),
+  });
+}

@@ -1,0 +1,164 @@
+// Owns a message's delivery state: reading what a send needs (guest address, subject, the e-mail
+// thread), and moving the status forward only (queued → sent → delivered → read, or failed),
+// each change written with its `message.updated` event in the caller's transaction.
+import { nowIso } from '../../db/store.js';
+import type { Executor } from '../../db/types.js';
+import { findMessage } from '../conversations/messages-repository.js';
+import type { MessageView } from '../conversations/schemas.js';
+import { changesOf } from '../events/emit.js';
+import type { Outbox } from '../events/outbox.js';
+import type { Actor } from '../events/schemas.js';
+import type { Channel, Outgoing } from './providers.js';
+
+type Status = MessageView['deliveryStatus'];
+const RANK: Record<Status, number> = { received: -1, queued: 0, sent: 1, delivered: 2, read: 3, failed: 4 };
+
+/** Whether `to` is a step forward from `from`; failed is reachable from queued and sent only. */
+export function movesForward(from: Status, to: Status): boolean {
+  if (to === 'failed') return from === 'queued' || from === 'sent';
+  if (from === 'failed' || from === 'received') return false;
+  return RANK[to] > RANK[from];
+}
+
+export interface SendContext {
+  message: { id: string; conversationId: string; type: string; status: Status; content: string };
+  outgoing: Outgoing;
+  assignee: string | null;
+  hotelName: string;
+}
+
+export async function loadForSend(db: Executor, messageId: string): Promise<SendContext | undefined> {
+  const row = await db
+    .selectFrom('messages as m')
+    .innerJoin('conversations as c', 'c.id', 'm.conversation_id')
+    .innerJoin('guests as g', 'g.id', 'c.guest_id')
+    .where('m.id', '=', messageId)
+    .select([
+      'm.id',
+      'm.conversation_id',
+      'm.type',
+      'm.delivery_status',
+      'm.content',
+      'm.created_at',
+      'c.channel',
+      'c.subject',
+      'c.assignee',
+      'g.email',
+      'g.phone',
+    ])
+    .executeTakeFirst();
+  if (row === undefined) return undefined;
+  const references =
+    row.channel === 'email'
+      ? (
+          await db
+            .selectFrom('messages')
+            .where('conversation_id', '=', row.conversation_id)
+            .where('external_id', 'is not', null)
+            .where('created_at', '<=', row.created_at)
+            .where('id', '!=', row.id)
+            .select('external_id')
+            .orderBy('created_at')
+            .orderBy('id')
+            .execute()
+        )
+          .map((r) => r.external_id!)
+          .filter((id) => id.startsWith('<'))
+      : [];
+  const hotel = await db.selectFrom('settings').where('key', '=', 'hotel').select('value').executeTakeFirst();
+  const hotelName = hotelNameOf(hotel?.value);
+  return {
+    message: {
+      id: row.id,
+      conversationId: row.conversation_id,
+      type: row.type,
+      status: row.delivery_status,
+      content: row.content,
+    },
+    outgoing: {
+      channel: row.channel as Channel,
+      messageId: row.id,
+      content: row.content,
+      email: row.email,
+      phone: row.phone,
+      subject: row.subject ?? hotelName,
+      references,
+    },
+    assignee: row.assignee,
+    hotelName,
+  };
+}
+
+function hotelNameOf(value: unknown): string {
+  try {
+    const v = typeof value === 'string' ? JSON.parse(value) : value;
+    const name = (v as { name?: unknown } | null)?.name;
+    return typeof name === 'string' && name !== '' ? name : 'Your hotel';
+  } catch {
+    return 'Your hotel';
+  }
+}
+
+export interface StatusChange {
+  status: Status;
+  externalId?: string;
+  error?: { code: string; message: string } | null;
+  /** When the provider says it happened; now when unknown. */
+  at?: string;
+}
+
+/**
+ * Applies a status change if it moves forward (a late `delivered` after `read` changes nothing),
+ * writing `message.updated`. Returns the message after, or undefined when nothing changed.
+ */
+export async function applyStatus(
+  tx: Executor,
+  outbox: Outbox,
+  actor: Actor,
+  ref: { conversationId: string; messageId: string; assignee: string | null },
+  change: StatusChange,
+): Promise<MessageView | undefined> {
+  const before = await findMessage(tx, ref.conversationId, ref.messageId);
+  if (before === undefined || !movesForward(before.deliveryStatus, change.status)) return undefined;
+  const at = change.at ?? nowIso();
+  const s = change.status;
+  // A status reached implies the earlier ones happened: a `read` first stamps delivered and sent.
+  const reached = (x: Status) => s !== 'failed' && RANK[s] >= RANK[x];
+  const r = await tx
+    .updateTable('messages')
+    .set({
+      delivery_status: s,
+      updated_at: nowIso(),
+      ...(change.externalId !== undefined ? { external_id: change.externalId } : {}),
+      ...(change.error !== undefined
+        ? { error_code: change.error?.code ?? null, error_message: change.error?.message ?? null }
+        : {}),
+      ...(reached('sent') && before.sentAt === null ? { sent_at: at } : {}),
+      ...(reached('delivered') && before.deliveredAt === null ? { delivered_at: at } : {}),
+      ...(reached('read') && before.readAt === null ? { read_at: at } : {}),
+    })
+    .where('id', '=', ref.messageId)
+    .where('delivery_status', '=', before.deliveryStatus)
+    .executeTakeFirst();
+  if (Number(r.numUpdatedRows) === 0) return undefined;
+  const after = (await findMessage(tx, ref.conversationId, ref.messageId))!;
+  messageUpdated(outbox, actor, before, after, ref.assignee);
+  return after;
+}
+
+export function messageUpdated(
+  outbox: Outbox,
+  actor: Actor,
+  before: MessageView,
+  after: MessageView,
+  assignee: string | null,
+): void {
+  outbox.add({
+    type: 'message.updated',
+    actor,
+    data: after,
+    changes: changesOf(before, after),
+    conversationId: after.conversationId,
+    assignee,
+  });
+}

@@ -1,0 +1,170 @@
+// Owns talking to the providers that carry an outbound text: SMTP (nodemailer), Twilio's Messages
+// API (SMS, or WhatsApp with whatsapp: addresses) and Meta's WhatsApp Cloud API. Each answers with
+// the provider's id, or a failure that says whether trying again can help and the provider's reason.
+import { createTransport, type Transporter } from 'nodemailer';
+import type { ChannelsConfig } from '../../config-channels.js';
+
+export type Channel = 'email' | 'sms' | 'whatsapp' | 'web';
+
+export interface Outgoing {
+  channel: Channel;
+  messageId: string;
+  content: string;
+  email: string | null;
+  phone: string | null;
+  subject: string;
+  /** Message-IDs of the conversation's earlier e-mails, oldest first (threading). */
+  references: string[];
+}
+
+export type SendResult =
+  | { ok: true; externalId: string }
+  | { ok: false; retryable: boolean; code: string; message: string };
+
+const fail = (retryable: boolean, code: string, message: string): SendResult => ({
+  ok: false,
+  retryable,
+  code,
+  message: message.slice(0, 2000),
+});
+
+/** Which provider carries a channel, or null when none is configured. */
+export function providerFor(c: ChannelsConfig, channel: Channel): 'smtp' | 'twilio' | 'meta' | null {
+  if (channel === 'email') return c.email ? 'smtp' : null;
+  if (channel === 'sms') return c.twilio?.smsFrom ? 'twilio' : null;
+  if (channel === 'whatsapp') return c.whatsapp ? 'meta' : c.twilio?.whatsappFrom ? 'twilio' : null;
+  return null;
+}
+
+/** The e-mail Message-ID of a message: fixed before sending, so a resend after a crash keeps it. */
+export function emailMessageId(c: ChannelsConfig, messageId: string): string {
+  const domain = /@([^>\s]+)>?$/.exec(c.email?.from ?? '')?.[1] ?? 'localhost';
+  return `<${messageId}@${domain}>`;
+}
+
+export class Providers {
+  private smtp: Transporter | null = null;
+
+  constructor(private readonly c: ChannelsConfig) {}
+
+  close(): void {
+    this.smtp?.close();
+  }
+
+  async send(o: Outgoing, signal: AbortSignal): Promise<SendResult> {
+    const provider = providerFor(this.c, o.channel);
+    if (provider === 'smtp') return this.email(o);
+    if (o.phone === null) return fail(false, 'NO_ADDRESS', 'the guest has no phone number');
+    if (provider === 'twilio') return this.twilio(o, o.phone, signal);
+    if (provider === 'meta') return this.meta(o, o.phone, signal);
+    return fail(false, 'CHANNEL_NOT_CONFIGURED', `no provider is configured for the ${o.channel} channel`);
+  }
+
+  private async email(o: Outgoing): Promise<SendResult> {
+    if (o.email === null) return fail(false, 'NO_ADDRESS', 'the guest has no e-mail address');
+    const cfg = this.c.email!;
+    this.smtp ??= createTransport({
+      url: cfg.smtpUrl,
+      connectionTimeout: this.c.sendTimeoutMs,
+      greetingTimeout: this.c.sendTimeoutMs,
+      socketTimeout: this.c.sendTimeoutMs,
+    });
+    const id = emailMessageId(this.c, o.messageId);
+    const last = o.references.at(-1);
+    try {
+      await this.smtp.sendMail({
+        from: cfg.from,
+        to: o.email,
+        subject: o.subject,
+        text: o.content,
+        messageId: id,
+        ...(last ? { inReplyTo: last, references: o.references } : {}),
+      });
+      return { ok: true, externalId: id };
+    } catch (err) {
+      const e = err as { responseCode?: number; response?: string; message?: string; code?: string };
+      if (typeof e.responseCode === 'number') {
+        // SMTP 4xx is a temporary refusal (greylisting, full mailbox); 5xx is final.
+        return fail(e.responseCode < 500, `SMTP_${e.responseCode}`, e.response ?? e.message ?? 'refused');
+      }
+      return fail(true, 'SMTP_UNREACHABLE', e.message ?? String(err));
+    }
+  }
+
+  private async twilio(o: Outgoing, phone: string, signal: AbortSignal): Promise<SendResult> {
+    const t = this.c.twilio!;
+    const wa = o.channel === 'whatsapp';
+    const form = new URLSearchParams({
+      To: wa ? `whatsapp:${phone}` : phone,
+      From: wa ? `whatsapp:${t.whatsappFrom}` : t.smsFrom!,
+      Body: o.content,
+      StatusCallback: `${this.c.publicUrl}/api/v1/channels/twilio/status`,
+    });
+    const auth = Buffer.from(`${t.accountSid}:${t.authToken}`).toString('base64');
+    return this.post(`${t.apiUrl}/2010-04-01/Accounts/${encodeURIComponent(t.accountSid)}/Messages.json`, signal, {
+      headers: { authorization: `Basic ${auth}`, 'content-type': 'application/x-www-form-urlencoded' },
+      body: form.toString(),
+      idOf: (j) => (typeof j.sid === 'string' ? j.sid : null),
+      reasonOf: (j) => (typeof j.message === 'string' ? `${j.code ?? ''} ${j.message}`.trim() : null),
+    });
+  }
+
+  private async meta(o: Outgoing, phone: string, signal: AbortSignal): Promise<SendResult> {
+    const w = this.c.whatsapp!;
+    return this.post(`${w.apiUrl}/${encodeURIComponent(w.phoneNumberId)}/messages`, signal, {
+      headers: { authorization: `Bearer ${w.accessToken}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        messaging_product: 'whatsapp',
+        recipient_type: 'individual',
+        to: phone.slice(1),
+        type: 'text',
+        text: { body: o.content, preview_url: false },
+      }),
+      idOf: (j) => {
+        const m = (j.messages as { id?: unknown }[] | undefined)?.[0];
+        return typeof m?.id === 'string' ? m.id : null;
+      },
+      reasonOf: (j) => {
+        const e = j.error as { message?: unknown; code?: unknown } | undefined;
+        return typeof e?.message === 'string' ? `${e.code ?? ''} ${e.message}`.trim() : null;
+      },
+    });
+  }
+
+  private async post(
+    url: string,
+    shutdown: AbortSignal,
+    r: {
+      headers: Record<string, string>;
+      body: string;
+      idOf: (j: Record<string, unknown>) => string | null;
+      reasonOf: (j: Record<string, unknown>) => string | null;
+    },
+  ): Promise<SendResult> {
+    let res: Response;
+    let text: string;
+    try {
+      const signal = AbortSignal.any([shutdown, AbortSignal.timeout(this.c.sendTimeoutMs)]);
+      res = await fetch(url, { method: 'POST', headers: r.headers, body: r.body, signal, redirect: 'error' });
+      text = await res.text();
+    } catch (err) {
+      const timeout = (err as Error).name === 'TimeoutError';
+      return fail(true, timeout ? 'PROVIDER_TIMEOUT' : 'PROVIDER_UNREACHABLE', (err as Error).message);
+    }
+    let json: Record<string, unknown> = {};
+    try {
+      json = JSON.parse(text) as Record<string, unknown>;
+    } catch {
+      // A non-JSON answer (a proxy's error page): its status decides.
+    }
+    if (res.ok) {
+      const id = r.idOf(json);
+      return id === null
+        ? fail(true, 'PROVIDER_BAD_ANSWER', 'the provider accepted but sent no id')
+        : { ok: true, externalId: id };
+    }
+    const reason = r.reasonOf(json) ?? `HTTP ${res.status}`;
+    const retryable = res.status === 429 || res.status >= 500 || res.status === 408;
+    return fail(retryable, retryable ? `PROVIDER_${res.status}` : 'PROVIDER_REJECTED', reason);
+  }
+}

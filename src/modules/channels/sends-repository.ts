@@ -1,0 +1,136 @@
+// Owns send jobs: one row per outbound text, written in the message's own transaction, claimed by
+// exactly one dispatcher at a time (a lease that a crashed instance loses), in order per
+// conversation, and finished or rescheduled under that lease.
+import { nowIso, toIso } from '../../db/store.js';
+import type { Executor } from '../../db/types.js';
+
+export async function insertSend(db: Executor, messageId: string, conversationId: string, at: string): Promise<void> {
+  await db
+    .insertInto('channel_sends')
+    .values({
+      message_id: messageId,
+      conversation_id: conversationId,
+      status: 'pending',
+      attempts: 0,
+      next_attempt_at: at,
+      created_at: at,
+    })
+    .execute();
+}
+
+/**
+ * Makes a finished send pending again (a retry of a failed text). False when none exists or an
+ * attempt holds it.
+ */
+export async function rescheduleSend(db: Executor, messageId: string): Promise<boolean> {
+  const now = nowIso();
+  const r = await db
+    .updateTable('channel_sends')
+    .set({ status: 'pending', attempts: 0, next_attempt_at: now, locked_until: null, locked_by: null })
+    .where('message_id', '=', messageId)
+    .where('status', '=', 'done')
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows) > 0;
+}
+
+/** Pending, unclaimed (or lease expired), and the oldest pending send of its conversation. */
+function claimable(db: Executor, at: string) {
+  return db
+    .selectFrom('channel_sends as s')
+    .where('s.status', '=', 'pending')
+    .where((eb) => eb.or([eb('s.locked_until', 'is', null), eb('s.locked_until', '<', at)]))
+    .where((eb) =>
+      eb.not(
+        eb.exists(
+          eb
+            .selectFrom('channel_sends as o')
+            .select('o.message_id')
+            .whereRef('o.conversation_id', '=', 's.conversation_id')
+            .where('o.status', '=', 'pending')
+            .where((o) =>
+              o.or([
+                o('o.created_at', '<', o.ref('s.created_at')),
+                o.and([o('o.created_at', '=', o.ref('s.created_at')), o('o.message_id', '<', o.ref('s.message_id'))]),
+              ]),
+            ),
+        ),
+      ),
+    );
+}
+
+export interface ClaimedSend {
+  messageId: string;
+  conversationId: string;
+  attempts: number;
+}
+
+/**
+ * Leases up to `limit` due sends to this instance until `lockMs` from now. PostgreSQL selects the
+ * candidates FOR UPDATE SKIP LOCKED so concurrent instances claim disjoint rows; on SQLite the
+ * single statement runs alone.
+ */
+export async function claimSends(
+  db: Executor,
+  instance: string,
+  limit: number,
+  lockMs: number,
+): Promise<ClaimedSend[]> {
+  const now = new Date();
+  const at = now.toISOString();
+  let candidates = claimable(db, at)
+    .select('s.message_id')
+    .where('s.next_attempt_at', '<=', at)
+    .orderBy('s.next_attempt_at')
+    .limit(limit);
+  if (db.dialect === 'postgres') candidates = candidates.forUpdate('s').skipLocked();
+  const rows = await db
+    .updateTable('channel_sends')
+    .set({ locked_until: new Date(now.getTime() + lockMs).toISOString(), locked_by: instance })
+    .where('message_id', 'in', candidates)
+    .returning(['message_id', 'conversation_id', 'attempts'])
+    .execute();
+  return rows.map((r) => ({
+    messageId: r.message_id,
+    conversationId: r.conversation_id,
+    attempts: Number(r.attempts),
+  }));
+}
+
+export async function nextSendDueAt(db: Executor): Promise<number | null> {
+  const row = await claimable(db, new Date().toISOString())
+    .select((eb) => eb.fn.min('s.next_attempt_at').as('at'))
+    .executeTakeFirst();
+  return row?.at == null ? null : new Date(toIso(row.at)).getTime();
+}
+
+/** Records an attempt made under this instance's lease; false when the lease was lost meanwhile. */
+export async function recordSend(
+  db: Executor,
+  messageId: string,
+  instance: string,
+  nextAttemptAt: string | null,
+): Promise<boolean> {
+  const r = await db
+    .updateTable('channel_sends')
+    .set((eb) => ({
+      status: nextAttemptAt === null ? 'done' : 'pending',
+      attempts: eb('attempts', '+', 1),
+      next_attempt_at: nextAttemptAt,
+      locked_until: null,
+      locked_by: null,
+    }))
+    .where('message_id', '=', messageId)
+    .where('locked_by', '=', instance)
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows) > 0;
+}
+
+export async function releaseSends(db: Executor, instance: string, ids: string[]): Promise<void> {
+  if (ids.length === 0) return;
+  await db
+    .updateTable('channel_sends')
+    .set({ locked_until: null, locked_by: null })
+    .where('locked_by', '=', instance)
+    .where('message_id', 'in', ids)
+    .execute();
+}
