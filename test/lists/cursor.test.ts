@@ -37,7 +37,10 @@ async function seed(app: FastifyInstance, token: string, n: number) {
   const guests: string[] = [];
   const conversations: string[] = [];
   for (let i = 0; i < n; i++) {
-    const g = await call(app, 'POST', '/guests', { token, body: { name: `Walker ${i}`, tags: i % 2 ? ['odd'] : [] } });
+    const g = await call(app, 'POST', '/guests', {
+      token,
+      body: { name: `Walker ${i}`, phone: `+1555020${String(1000 + i)}`, tags: i % 2 ? ['odd'] : [] },
+    });
     guests.push(g.data.id);
     const c = await call(app, 'POST', '/conversations', {
       token,
