@@ -272,9 +272,46 @@ export interface paths {
         put?: never;
         /**
          * Send a message to the guest, or add an internal note
-         * @description A `text` is stored outbound with deliveryStatus `queued` until channel delivery sends it. A `note` is internal to the team, never sent to the guest, and stored as `delivered`. Either updates the conversation's lastMessageAt and messageCount.
+         * @description A `text` is stored outbound with deliveryStatus `queued` and sent over the conversation channel after commit (`web`: `sent` at once); its progress arrives as `message.updated` events. A `note` is internal to the team, never sent to the guest, and stored as `delivered`. Either updates the conversation's lastMessageAt and messageCount.
          */
         post: operations["sendMessage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/conversations/{id}/messages/{messageId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Get one message with its delivery state */
+        get: operations["getMessage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/conversations/{id}/messages/{messageId}/retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a failed text again
+         * @description The same message goes back to `queued` (its error cleared) and is sent again; no second message is created. 409 CONFLICT for anything but a failed outbound text.
+         */
+        post: operations["retryMessage"];
         delete?: never;
         options?: never;
         head?: never;
@@ -853,10 +890,23 @@ export interface components {
                 id: string | null;
             };
             /**
-             * @description received: inbound from the guest; queued → sent → delivered (or failed): an outbound text on its way to the guest; a note is delivered at once because it stays inside the team
+             * @description received: inbound from the guest; queued → sent → delivered → read (or failed): an outbound text on its way to the guest, only ever moving forward; a note is delivered at once because it stays inside the team
              * @enum {unknown}
              */
-            deliveryStatus: "received" | "queued" | "sent" | "delivered" | "failed";
+            deliveryStatus: "received" | "queued" | "sent" | "delivered" | "read" | "failed";
+            externalId: string | null;
+            error: {
+                /**
+                 * @example CHANNEL_NOT_CONFIGURED
+                 * @example PROVIDER_REJECTED
+                 */
+                code: string;
+                /** @description The provider's reason, as it gave it */
+                message: string;
+            } | null;
+            sentAt: string | null;
+            deliveredAt: string | null;
+            readAt: string | null;
             /** Format: date-time */
             createdAt: string;
         };
@@ -912,7 +962,7 @@ export interface components {
              */
             id: string;
             /** @enum {unknown} */
-            type: "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.status_changed" | "message.created" | "guest.created" | "guest.updated" | "task.created" | "task.updated" | "task.completed" | "knowledge.created" | "knowledge.updated" | "knowledge.deleted" | "staff.created" | "staff.updated" | "setting.updated" | "webhook.disabled" | "webhook.test";
+            type: "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.status_changed" | "message.created" | "message.updated" | "guest.created" | "guest.updated" | "task.created" | "task.updated" | "task.completed" | "knowledge.created" | "knowledge.updated" | "knowledge.deleted" | "staff.created" | "staff.updated" | "setting.updated" | "webhook.disabled" | "webhook.test";
             /** Format: date-time */
             occurredAt: string;
             actor: {
@@ -4532,6 +4582,14 @@ export interface operations {
                      *             "id": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o"
                      *           },
                      *           "deliveryStatus": "received",
+                     *           "externalId": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "error": {
+                     *             "code": "CHANNEL_NOT_CONFIGURED",
+                     *             "message": "email: must match format \"email\""
+                     *           },
+                     *           "sentAt": "2026-11-22T06:33:12.000Z",
+                     *           "deliveredAt": "2026-11-22T06:33:12.000Z",
+                     *           "readAt": "2026-11-22T06:33:12.000Z",
                      *           "createdAt": "2026-11-22T06:33:12.000Z"
                      *         }
                      *       ],
@@ -4747,6 +4805,14 @@ export interface operations {
                      *           "id": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o"
                      *         },
                      *         "deliveryStatus": "received",
+                     *         "externalId": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "error": {
+                     *           "code": "CHANNEL_NOT_CONFIGURED",
+                     *           "message": "email: must match format \"email\""
+                     *         },
+                     *         "sentAt": "2026-11-22T06:33:12.000Z",
+                     *         "deliveredAt": "2026-11-22T06:33:12.000Z",
+                     *         "readAt": "2026-11-22T06:33:12.000Z",
                      *         "createdAt": "2026-11-22T06:33:12.000Z"
                      *       }
                      *     }
@@ -4858,6 +4924,391 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error415"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error429"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error500"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: the store cannot be reached; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error503"];
+                };
+            };
+        };
+    };
+    getMessage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                messageId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The record */
+            200: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "msg_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "direction": "inbound",
+                     *         "type": "text",
+                     *         "content": "Hello! Could we have two extra towels, please?",
+                     *         "sender": {
+                     *           "type": "guest",
+                     *           "id": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o"
+                     *         },
+                     *         "deliveryStatus": "received",
+                     *         "externalId": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "error": {
+                     *           "code": "CHANNEL_NOT_CONFIGURED",
+                     *           "message": "email: must match format \"email\""
+                     *         },
+                     *         "sentAt": "2026-11-22T06:33:12.000Z",
+                     *         "deliveredAt": "2026-11-22T06:33:12.000Z",
+                     *         "readAt": "2026-11-22T06:33:12.000Z",
+                     *         "createdAt": "2026-11-22T06:33:12.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["Message"];
+                    };
+                };
+            };
+            /** @description VALIDATION_ERROR: the request is malformed or a field is invalid */
+            400: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error400"];
+                };
+            };
+            /** @description TOKEN_MISSING, TOKEN_INVALID, TOKEN_EXPIRED or UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error401"];
+                };
+            };
+            /** @description FORBIDDEN: the role may not do this */
+            403: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error403"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error404"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error429"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error500"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: the store cannot be reached; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error503"];
+                };
+            };
+        };
+    };
+    retryMessage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                messageId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "msg_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "direction": "inbound",
+                     *         "type": "text",
+                     *         "content": "Hello! Could we have two extra towels, please?",
+                     *         "sender": {
+                     *           "type": "guest",
+                     *           "id": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o"
+                     *         },
+                     *         "deliveryStatus": "received",
+                     *         "externalId": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "error": {
+                     *           "code": "CHANNEL_NOT_CONFIGURED",
+                     *           "message": "email: must match format \"email\""
+                     *         },
+                     *         "sentAt": "2026-11-22T06:33:12.000Z",
+                     *         "deliveredAt": "2026-11-22T06:33:12.000Z",
+                     *         "readAt": "2026-11-22T06:33:12.000Z",
+                     *         "createdAt": "2026-11-22T06:33:12.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["Message"];
+                    };
+                };
+            };
+            /** @description VALIDATION_ERROR: the request is malformed or a field is invalid */
+            400: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error400"];
+                };
+            };
+            /** @description TOKEN_MISSING, TOKEN_INVALID, TOKEN_EXPIRED or UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error401"];
+                };
+            };
+            /** @description FORBIDDEN: the role may not do this */
+            403: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error403"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error404"];
+                };
+            };
+            /** @description CONFLICT: not a failed text */
+            409: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error409"];
                 };
             };
             /** @description RATE_LIMITED */
@@ -8713,7 +9164,7 @@ export interface operations {
                     /** @description http(s) URL of the receiver. Hosts resolving to loopback, private, link-local, unspecified or multicast addresses are refused unless WEBHOOK_ALLOW_PRIVATE=true */
                     url: string;
                     /** @description Event types to receive, or ["*"] for all */
-                    events: ("*" | "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.status_changed" | "message.created" | "guest.created" | "guest.updated" | "task.created" | "task.updated" | "task.completed" | "knowledge.created" | "knowledge.updated" | "knowledge.deleted" | "staff.created" | "staff.updated" | "setting.updated" | "webhook.disabled")[];
+                    events: ("*" | "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.status_changed" | "message.created" | "message.updated" | "guest.created" | "guest.updated" | "task.created" | "task.updated" | "task.completed" | "knowledge.created" | "knowledge.updated" | "knowledge.deleted" | "staff.created" | "staff.updated" | "setting.updated" | "webhook.disabled")[];
                     description?: string | null;
                     /** @default true */
                     active?: boolean;
@@ -9288,7 +9739,7 @@ export interface operations {
                     /** @description http(s) URL of the receiver. Hosts resolving to loopback, private, link-local, unspecified or multicast addresses are refused unless WEBHOOK_ALLOW_PRIVATE=true */
                     url?: string;
                     /** @description Event types to receive, or ["*"] for all */
-                    events?: ("*" | "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.status_changed" | "message.created" | "guest.created" | "guest.updated" | "task.created" | "task.updated" | "task.completed" | "knowledge.created" | "knowledge.updated" | "knowledge.deleted" | "staff.created" | "staff.updated" | "setting.updated" | "webhook.disabled")[];
+                    events?: ("*" | "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.status_changed" | "message.created" | "message.updated" | "guest.created" | "guest.updated" | "task.created" | "task.updated" | "task.completed" | "knowledge.created" | "knowledge.updated" | "knowledge.deleted" | "staff.created" | "staff.updated" | "setting.updated" | "webhook.disabled")[];
                     description?: string | null;
                     /** @description true re-activates a disabled endpoint and resets its failure count */
                     active?: boolean;

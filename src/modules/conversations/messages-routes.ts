@@ -70,6 +70,7 @@ export const messagesRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { access: ANY_ROLE },
       schema: {
         tags: ['conversations'],
+        operationId: 'getMessage',
         summary: 'Get one message with its delivery state',
         params: MessageParams,
         response: { 200: Ok(Message), ...STANDARD_ERRORS },
@@ -90,12 +91,13 @@ export const messagesRoutes: FastifyPluginAsyncTypebox = async (app) => {
       config: { access: ANY_ROLE },
       schema: {
         tags: ['conversations'],
+        operationId: 'retryMessage',
         summary: 'Send a failed text again',
         description:
           'The same message goes back to `queued` (its error cleared) and is sent again; no second message is ' +
           'created. 409 CONFLICT for anything but a failed outbound text.',
         params: MessageParams,
-        response: { 200: Ok(Message), 409: errorResponse('CONFLICT: not a failed text'), ...STANDARD_ERRORS },
+        response: { 200: Ok(Message), 409: errorResponse('CONFLICT: not a failed text', 409), ...STANDARD_ERRORS },
       },
     },
     async (request) => {
