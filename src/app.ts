@@ -14,6 +14,7 @@ import { requestId } from './lib/request-id.js';
 import { requestLogger } from './lib/request-logger.js';
 import { ERROR_BODIES, ErrorBody } from './lib/schemas.js';
 import { authRoutes } from './modules/auth/routes.js';
+import { channelsRoutes } from './modules/channels/routes.js';
 import channelsRuntime from './modules/channels/runtime.js';
 import { conversationsRoutes } from './modules/conversations/routes.js';
 import { eventsRoutes } from './modules/events/routes.js';
@@ -189,6 +190,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       await api.register(knowledgeRoutes, { prefix: '/knowledge' });
       await api.register(eventsRoutes, { prefix: '/events' });
       await api.register(webhooksRoutes, { prefix: '/webhooks' });
+      await api.register(channelsRoutes, { prefix: '/channels' });
     },
     { prefix: '/api/v1' },
   );

@@ -21,6 +21,8 @@ export interface Config {
   readonly tokenTtlSeconds: number;
   readonly rateLimitStandard: number;
   readonly rateLimitBulk: number;
+  /** Provider callbacks and inbound messages (/channels/*), per calling IP or staff member. */
+  readonly rateLimitChannels: number;
   readonly rateLimitWindowSeconds: number;
   readonly loginLimit: number;
   readonly adminEmail: string | null;
@@ -250,6 +252,7 @@ export function loadConfig(env: Env = process.env): Config {
     tokenTtlSeconds: int(env, 'TOKEN_TTL_SECONDS', 86400, 60, 30 * 86400),
     rateLimitStandard: int(env, 'RATE_LIMIT_STANDARD', 100, 1, 10_000_000),
     rateLimitBulk: int(env, 'RATE_LIMIT_BULK', 10, 1, 10_000_000),
+    rateLimitChannels: int(env, 'RATE_LIMIT_CHANNELS', 1000, 1, 10_000_000),
     rateLimitWindowSeconds: int(env, 'RATE_LIMIT_WINDOW_SECONDS', 60, 1, 3600),
     loginLimit: int(env, 'LOGIN_RATE_LIMIT', 10, 1, 10_000_000),
     adminEmail,

@@ -81,6 +81,7 @@ export interface ChannelSendTable {
   next_attempt_at: Timestamp | null;
   locked_until: Timestamp | null;
   locked_by: string | null;
+  template: string | null;
   created_at: Timestamp;
 }
 

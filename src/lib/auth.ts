@@ -7,7 +7,7 @@ export type Role = 'admin' | 'manager' | 'staff';
 /** Who may call a route: anyone, or callers holding one of these roles. */
 export type Access = 'public' | readonly Role[];
 /** The rate-limit bucket a route counts in. */
-export type Bucket = 'standard' | 'bulk';
+export type Bucket = 'standard' | 'bulk' | 'channels';
 
 export const ANY_ROLE: readonly Role[] = ['admin', 'manager', 'staff'];
 export const ADMIN: readonly Role[] = ['admin'];

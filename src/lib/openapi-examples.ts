@@ -92,6 +92,17 @@ export function exampleOf(schema: unknown, name = '', depth = 0): unknown {
 export function withExample(schema: unknown): unknown {
   if (typeof schema !== 'object' || schema === null) return schema;
   const s = schema as Schema;
+  // A body or answer declared per media type (a form, a raw e-mail, text): each type's schema.
+  if (typeof s.content === 'object' && s.content !== null) {
+    const content = Object.fromEntries(
+      Object.entries(s.content as Record<string, Schema>).map(([type, media]) => [
+        type,
+        // A request's media gets its example from the schema's; an answer's is used as written.
+        { ...media, schema: withExample(media.schema), example: media.example ?? exampleOf(media.schema) },
+      ]),
+    );
+    return { ...s, content };
+  }
   if (Array.isArray(s.examples) || s.type === 'null' || s.$ref !== undefined) return schema;
   return { ...s, examples: [exampleOf(s)] };
 }

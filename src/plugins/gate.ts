@@ -157,7 +157,12 @@ function count(
 function bucketOf(app: FastifyInstance, bucket: Bucket, caller: string) {
   const { config } = app.ctx;
   return {
-    limit: bucket === 'bulk' ? config.rateLimitBulk : config.rateLimitStandard,
+    limit:
+      bucket === 'bulk'
+        ? config.rateLimitBulk
+        : bucket === 'channels'
+          ? config.rateLimitChannels
+          : config.rateLimitStandard,
     windowMs: config.rateLimitWindowSeconds * 1000,
     key: `${bucket}:${caller}`,
   };

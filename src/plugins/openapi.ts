@@ -31,6 +31,27 @@ export default fp(
                 'A JWT from POST /auth/login, following RFC8725 (JWT best current practices): HS256 only, ' +
                 'verified against an explicit algorithm list, with exp, iat, jti, iss and aud required.',
             },
+            twilioSignature: {
+              type: 'apiKey',
+              in: 'header',
+              name: 'X-Twilio-Signature',
+              description:
+                "Twilio's request signature: base64 HMAC-SHA1, keyed with TWILIO_AUTH_TOKEN, of PUBLIC_URL + the path " +
+                'and each form parameter name and value, sorted by name.',
+            },
+            whatsappSignature: {
+              type: 'apiKey',
+              in: 'header',
+              name: 'X-Hub-Signature-256',
+              description:
+                "Meta's webhook signature: sha256= and the hex HMAC-SHA256 of the raw body, keyed with WHATSAPP_APP_SECRET.",
+            },
+            emailInboundBasic: {
+              type: 'http',
+              scheme: 'basic',
+              description:
+                'HTTP Basic auth for the inbound e-mail relay: any user name, the password EMAIL_INBOUND_SECRET.',
+            },
           },
         },
       },

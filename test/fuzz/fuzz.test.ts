@@ -59,8 +59,12 @@ test(`fuzz: ${RUNS} requests built from each route's own schema (seed ${SEED})`,
     LOGIN_RATE_LIMIT: '10000000',
   });
   const state = await seed(app);
-  // One message's routes need a message id the pools do not track; test/channels covers them.
-  const ops = (await operations(app)).filter((o) => !o.path.includes('{messageId}'));
+  // One message's routes need a message id the pools do not track; provider callbacks are signed
+  // over their exact bytes (a generated body is refused before it is read). test/channels covers
+  // both, the callbacks with their own signed fuzz.
+  const ops = (await operations(app)).filter(
+    (o) => !o.path.includes('{messageId}') && !/^\/api\/v1\/channels\/(twilio|whatsapp|email)\//.test(o.path),
+  );
   const arbs = ops.map((op) => caseArb(op, ops, state));
   const stats = new Map<string, Record<string, number>>();
   const count = (c: Case, res: Res) => {

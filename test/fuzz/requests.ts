@@ -20,7 +20,7 @@ export interface State {
   /** Tokens minted for it are spent by refresh and logout. */
   sessionUser: TestUser;
   guests: string[];
-  conversations: { id: string; guestId: string }[];
+  conversations: { id: string; guestId: string; channel: string }[];
   tasks: string[];
   knowledge: string[];
   /** Staff that fuzzed writes may assign work to: never deactivated. */
@@ -100,7 +100,7 @@ function settingValue(key: string, value: unknown): unknown {
 }
 
 const resourceOf = (path: string) => path.split('/')[3] ?? '';
-const KNOWN = new Set(['auth', 'staff', 'settings', 'conversations', 'guests', 'tasks', 'knowledge']);
+const KNOWN = new Set(['auth', 'staff', 'settings', 'conversations', 'guests', 'tasks', 'knowledge', 'channels']);
 
 function queryOf(op: Operation): Schema | null {
   const params = ((op.op.parameters ?? []) as { in: string; name: string; required?: boolean; schema: Schema }[])
@@ -178,12 +178,37 @@ function shape(op: Operation, ops: Operation[], s: State): Shape | null {
         };
         return { ...base, bulkItem: item };
       }
+      if (name === 'POST /api/v1/conversations/{id}/messages') {
+        // WhatsApp's 24-hour window refuses free text to guests who never wrote (the seeded ones),
+        // and a template needs the whatsapp_templates setting: test/channels/rules.test.ts has both.
+        return {
+          ...base,
+          path: id(() => s.conversations.filter((c) => c.channel !== 'whatsapp').map((c) => c.id)),
+          fix: (b) => {
+            const {
+              template: _t,
+              type,
+              content,
+              ...rest
+            } = b as { template?: unknown; type?: string; content?: string };
+            return { ...rest, type: type === 'template' ? 'text' : type, content: content ?? 'Fuzzed message' };
+          },
+        };
+      }
       if (op.path.includes('{id}')) return { ...base, path: id(() => s.conversations.map((c) => c.id)) };
       return {
         ...base,
         // Generated guests may lack the channel's address (a VALIDATION_ERROR by rule): use a seeded one.
-        fix: (b) => (b && typeof b === 'object' ? { ...b, guestId: s.conversations[0]!.guestId } : b),
-        after: (res) => op.method === 'POST' && s.conversations.push({ id: res.data.id, guestId: res.data.guestId }),
+        // A first text on WhatsApp meets the 24-hour window (test/channels/rules.test.ts): left out there.
+        fix: (b) => {
+          if (!b || typeof b !== 'object') return b;
+          const out: Record<string, unknown> = { ...(b as object), guestId: s.conversations[0]!.guestId };
+          if (out.channel === 'whatsapp') delete out.content;
+          return out;
+        },
+        after: (res) =>
+          op.method === 'POST' &&
+          s.conversations.push({ id: res.data.id, guestId: res.data.guestId, channel: res.data.channel }),
       };
     }
     case 'tasks': {
@@ -277,6 +302,20 @@ function shape(op: Operation, ops: Operation[], s: State): Shape | null {
         };
       }
       return base;
+    }
+    case 'channels': {
+      if (name !== 'POST /api/v1/channels/web/inbound') return null;
+      // Exactly one of guestId and guest: a known guest from the pool, or a visitor with an e-mail.
+      let visitor = 0;
+      return {
+        ...base,
+        fix: (b) => {
+          const { guestId: _g, guest, ...rest } = b as { guestId?: string; guest?: { name: string } };
+          if (guest === undefined) return { ...rest, guestId: s.guests[visitor++ % s.guests.length] };
+          visitor++;
+          return { ...rest, guest: { name: guest.name, email: `visitor${visitor}@fuzz.example.test` } };
+        },
+      };
     }
     default:
       return null;
@@ -490,7 +529,7 @@ export async function seed(app: FastifyInstance): Promise<State> {
       token: admin.token,
       body: { guestId: g.data.id, channel: 'web', assignee: s.staff.id },
     });
-    s.conversations.push({ id: c.data.id, guestId: g.data.id });
+    s.conversations.push({ id: c.data.id, guestId: g.data.id, channel: 'web' });
   }
   const task = await call(app, 'POST', '/tasks', {
     token: admin.token,

@@ -21,7 +21,7 @@ test('creating a conversation with a first message stores it as an outbound text
   const { app, admin, guestId } = await setup(t);
   const res = await call(app, 'POST', '/conversations', {
     token: admin.token,
-    body: { guestId, channel: 'whatsapp', subject: 'Late check-out', content: 'Hello from the front desk' },
+    body: { guestId, channel: 'sms', subject: 'Late check-out', content: 'Hello from the front desk' },
   });
   assert.equal(res.status, 201);
   const c = res.data;
@@ -32,7 +32,7 @@ test('creating a conversation with a first message stores it as an outbound text
       id: undefined,
       guestId,
       guest: { id: guestId, name: 'Ana Guest' },
-      channel: 'whatsapp',
+      channel: 'sms',
       status: 'open',
       assignee: null,
       subject: 'Late check-out',
@@ -71,7 +71,7 @@ test('creating a conversation with a first message stores it as an outbound text
   assert.equal(settled.deliveryStatus, 'failed');
   assert.deepEqual(settled.error, {
     code: 'CHANNEL_NOT_CONFIGURED',
-    message: 'no provider is configured for the whatsapp channel',
+    message: 'no provider is configured for the sms channel',
   });
 });
 

@@ -4,7 +4,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { FastifyInstance } from 'fastify';
-import { recordInboundMessage } from '../../src/modules/conversations/service.js';
 import { buildTestApp, call, createStaff, type TestUser } from '../helpers.js';
 import { type FeedEvent, readFeed } from './events-helpers.js';
 
@@ -84,11 +83,11 @@ test('conversations: created + message.created, a PATCH emits updated, status_ch
 test('an inbound message emits message.created by the guest, and status_changed when it reopens', async (t) => {
   const { app, admin } = await setup(t);
   const guest = await post(app, admin, '/guests', { name: 'Ben Okafor', phone: '+15550100002' });
-  const cnv = await post(app, admin, '/conversations', { guestId: guest.id, channel: 'whatsapp' });
+  const cnv = await post(app, admin, '/conversations', { guestId: guest.id, channel: 'web' });
   await patch(app, admin, `/conversations/${cnv.id}`, { status: 'closed' });
   const start = lastId(await readFeed(app, admin.token));
 
-  await recordInboundMessage(app.ctx.store, { conversationId: cnv.id, content: 'Is breakfast included?' });
+  await post(app, admin, '/channels/web/inbound', { guestId: guest.id, content: 'Is breakfast included?' });
   let events = await readFeed(app, admin.token, '', start);
   assert.deepEqual(types(events), ['message.created', 'conversation.status_changed']);
   assert.deepEqual(events[0]!.actor, { type: 'guest', id: guest.id });
@@ -97,7 +96,7 @@ test('an inbound message emits message.created by the guest, and status_changed 
   assert.equal(events[1]!.data.status, 'open');
 
   // Already open: only the message.
-  await recordInboundMessage(app.ctx.store, { conversationId: cnv.id, content: 'Thanks' });
+  await post(app, admin, '/channels/web/inbound', { guestId: guest.id, content: 'Thanks' });
   events = await readFeed(app, admin.token, '', lastId(events));
   assert.deepEqual(types(events), ['message.created']);
 });

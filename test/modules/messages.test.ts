@@ -1,11 +1,17 @@
 import assert from 'node:assert/strict';
 import { type TestContext, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { AppError } from '../../src/lib/errors.js';
+import type { FastifyInstance } from 'fastify';
 import { newId } from '../../src/lib/ids.js';
-import { recordInboundMessage } from '../../src/modules/conversations/service.js';
 import { insertGuest, openConversation } from '../fixtures.js';
 import { assertPagesAgree, buildTestApp, call, createStaff, settledMessage } from '../helpers.js';
+
+/** A guest's message through the web widget's route (CONTRACT §10); returns the receipt. */
+async function inbound(app: FastifyInstance, token: string, body: object) {
+  const res = await call(app, 'POST', '/channels/web/inbound', { token, body });
+  assert.equal(res.status, 201, JSON.stringify(res.body));
+  return res.data;
+}
 
 async function setup(t: TestContext) {
   const app = await buildTestApp(t);
@@ -181,11 +187,11 @@ test('a staff member reads and writes only the messages of conversations assigne
 
 test('an inbound message from the guest reopens a closed conversation and is counted', async (t) => {
   const { app, admin, guestId, open, get } = await setup(t);
-  const c = await open({ content: 'Anything else?' });
+  const c = await open({ channel: 'web', content: 'Anything else?' });
   await call(app, 'PATCH', `/conversations/${c.id}`, { token: admin.token, body: { status: 'closed' } });
   await sleep(3);
 
-  const m = await recordInboundMessage(app.ctx.store, { conversationId: c.id, content: 'Yes, more towels please' });
+  const m = (await inbound(app, admin.token, { guestId, content: 'Yes, more towels please' })).message;
   const after = (await get(c.id)).data;
   assert.equal(after.status, 'open');
   assert.equal(after.messageCount, 2);
@@ -211,24 +217,26 @@ test('an inbound message from the guest reopens a closed conversation and is cou
 });
 
 test('an inbound message leaves an open or pending conversation in its status', async (t) => {
-  const { app, admin, open, get } = await setup(t);
-  const opened = await open();
-  const pending = await open();
+  const { app, admin, guestId, open, get } = await setup(t);
+  const other = await insertGuest(app);
+  const opened = await open({ channel: 'web' });
+  const pending = await open({ channel: 'web', guestId: other });
   await call(app, 'PATCH', `/conversations/${pending.id}`, { token: admin.token, body: { status: 'pending' } });
-  for (const c of [opened, pending]) {
-    await recordInboundMessage(app.ctx.store, { conversationId: c.id, content: 'ping' });
-  }
+  for (const g of [guestId, other]) await inbound(app, admin.token, { guestId: g, content: 'ping' });
   assert.equal((await get(opened.id)).data.status, 'open');
   assert.equal((await get(pending.id)).data.status, 'pending');
   assert.equal((await get(pending.id)).data.messageCount, 1);
 });
 
-test('an inbound message for an unknown conversation is refused as not found', async (t) => {
-  const { app } = await setup(t);
-  await assert.rejects(
-    recordInboundMessage(app.ctx.store, { conversationId: newId('cnv'), content: 'hello?' }),
-    (err: unknown) => err instanceof AppError && err.code === 'NOT_FOUND',
-  );
+test('an inbound message naming an unknown guest is refused and stores nothing', async (t) => {
+  const { app, admin } = await setup(t);
+  const res = await call(app, 'POST', '/channels/web/inbound', {
+    token: admin.token,
+    body: { guestId: newId('gst'), content: 'hello?' },
+  });
+  assert.equal(res.status, 400);
+  assert.equal(res.body.error.details[0].field, 'guestId');
+  assert.equal((await call(app, 'GET', '/conversations', { token: admin.token })).body.meta.total, 0);
 });
 
 test('messages sent at the same time keep a stable order and an exact count', async (t) => {

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { assertError } from '../fixtures.js';
 import { call } from '../helpers.js';
-import { fill, operations, totals, world } from './support.js';
+import { fill, operations, PROVIDER_CALLBACKS, totals, world } from './support.js';
 
 test('every route closed to a role answers that role 403 FORBIDDEN and changes nothing', async (t) => {
   const w = await world(t);
@@ -61,6 +61,19 @@ test('every route but login, the probes and the document answers 401 without a t
   const ops = await operations(w.app);
   const open = ops.filter((o) => o.roles === 'public').map((o) => `${o.method} ${o.path}`);
   assert.deepEqual(open.sort(), ['GET /healthz', 'GET /readyz', 'POST /api/v1/auth/login']);
+  // Provider callbacks are public to the token scheme and closed by their own proof instead.
+  const callbacks = (await operations(w.app, { providers: true })).filter((o) => o.roles === 'public');
+  assert.deepEqual(
+    callbacks
+      .map((o) => `${o.method} ${o.path}`)
+      .filter((n) => !open.includes(n))
+      .sort(),
+    [...PROVIDER_CALLBACKS].sort(),
+  );
+  for (const o of callbacks.filter((c) => PROVIDER_CALLBACKS.includes(`${c.method} ${c.path}`))) {
+    const res = await call(w.app, o.method, o.path, { body: o.method === 'POST' ? {} : undefined });
+    assertError(res, 403, 'FORBIDDEN', `${o.method} ${o.path} without its signature`);
+  }
   for (const o of ops.filter((x) => x.roles !== 'public')) {
     const res = await call(w.app, o.method, fill(o.path, { id: w.own.alice.task, key: 'hotel' }), {
       body: o.op.requestBody ? {} : undefined,

@@ -57,10 +57,24 @@ export async function openapi(app: FastifyInstance): Promise<any> {
 }
 
 /**
- * Every documented request/response operation (event streams left out), with the roles its route
- * declares (public when it has none).
+ * Provider callbacks (CONTRACT §10): called by Twilio, Meta or a mail relay, which prove who they
+ * are by a signature over the exact request (or a shared secret), not by a staff token. Sweeps
+ * built for token-authenticated JSON routes leave them out; test/channels covers them, and
+ * api5-function-level checks that they are exactly these and refuse an unsigned call.
  */
-export async function operations(app: FastifyInstance): Promise<Operation[]> {
+export const PROVIDER_CALLBACKS = [
+  'GET /api/v1/channels/whatsapp/webhook',
+  'POST /api/v1/channels/email/inbound',
+  'POST /api/v1/channels/twilio/inbound',
+  'POST /api/v1/channels/twilio/status',
+  'POST /api/v1/channels/whatsapp/webhook',
+];
+
+/**
+ * Every documented request/response operation (event streams left out, and provider callbacks
+ * unless asked for), with the roles its route declares (public when it has none).
+ */
+export async function operations(app: FastifyInstance, o: { providers?: boolean } = {}): Promise<Operation[]> {
   const doc = await openapi(app);
   const out: Operation[] = [];
   for (const [path, item] of Object.entries(doc.paths as Record<string, Record<string, unknown>>)) {
@@ -71,7 +85,9 @@ export async function operations(app: FastifyInstance): Promise<Operation[]> {
       // A live event stream never ends, so a request/response sweep cannot call it.
       const streams = path.endsWith('/stream') || JSON.stringify(op.responses ?? {}).includes('text/event-stream');
       if (streams) continue;
-      out.push({ method: m.toUpperCase() as Operation['method'], path, roles: op['x-roles'] ?? 'public', op });
+      const method = m.toUpperCase() as Operation['method'];
+      if (!o.providers && PROVIDER_CALLBACKS.includes(`${method} ${path}`)) continue;
+      out.push({ method, path, roles: op['x-roles'] ?? 'public', op });
     }
   }
   return out;

@@ -190,7 +190,7 @@ export interface paths {
         get: operations["getSetting"];
         /**
          * Set a setting (admin)
-         * @description Keys: hotel, departments, business_hours, auto_reply, sla, and custom.<name> for any JSON value up to 64 KiB (at most 100 custom keys; one more is 409 CONFLICT).
+         * @description Keys: hotel, departments, business_hours, auto_reply, whatsapp_templates, sla, and custom.<name> for any JSON value up to 64 KiB (at most 100 custom keys; one more is 409 CONFLICT).
          */
         put: operations["setSetting"];
         post?: never;
@@ -606,6 +606,110 @@ export interface paths {
          * @description The delivery becomes pending and due at once; its attempts keep counting. A failed delivery that fails again with a retryable error is retried on the usual schedule while attempts remain.
          */
         post: operations["redeliverWebhookDelivery"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/channels/twilio/inbound": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Receive an SMS or WhatsApp message from Twilio
+         * @description Twilio's incoming-message webhook (form-encoded), signed with `X-Twilio-Signature` against `PUBLIC_URL`. The sender becomes or matches a guest and the message joins their conversation on the channel (`whatsapp:` senders: WhatsApp, else SMS). A message Twilio repeats is stored once. Answers an empty TwiML document, so Twilio sends nothing back by itself.
+         */
+        post: operations["receiveTwilioMessage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/channels/twilio/status": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Receive a delivery status from Twilio
+         * @description Twilio's status callback for a text the API sent (the StatusCallback it was given), signed with `X-Twilio-Signature`. sent, delivered and read move the message forward (never back); failed and undelivered mark it failed with the error Twilio names. Statuses of messages this API did not send, and the steps before sent, are accepted and ignored.
+         */
+        post: operations["receiveTwilioStatus"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/channels/whatsapp/webhook": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Answer Meta's webhook verification
+         * @description Meta calls this once when the webhook is set up in the app dashboard: the answer is `hub.challenge` when `hub.verify_token` equals `WHATSAPP_VERIFY_TOKEN`, else 403.
+         */
+        get: operations["verifyWhatsAppWebhook"];
+        put?: never;
+        /**
+         * Receive guest messages and delivery statuses from WhatsApp Cloud
+         * @description Meta's webhook, signed with `X-Hub-Signature-256` (HMAC-SHA256 of the raw body with `WHATSAPP_APP_SECRET`). Each `messages[]` item is stored once in the sender’s WhatsApp conversation; each `statuses[]` item moves the text it names forward. Entries it does not understand are counted as skipped, and the answer is still 200, so Meta does not retry them.
+         */
+        post: operations["receiveWhatsAppWebhook"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/channels/email/inbound": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Receive an e-mail from a guest
+         * @description For a mail relay (an inbound-parse webhook, or a local MTA pipe): the raw RFC 822 message as the body (`Content-Type: message/rfc822`, at most 25 MiB), with HTTP Basic auth whose password is `EMAIL_INBOUND_SECRET`. The reply joins the conversation its In-Reply-To / References names, else the sender's latest e-mail conversation, else a new one with the e-mail's subject. The text part is stored (attachments are counted, not kept), cut at 4096 characters. The same Message-ID is stored once.
+         */
+        post: operations["receiveEmail"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/channels/web/inbound": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Receive a message from the web chat widget
+         * @description Called by the hotel's chat widget backend: name a known guest by `guestId`, or describe the visitor in `guest` (matched by phone or e-mail, else a new guest). The message joins the guest’s latest web conversation (a closed one reopens), else a new one. The same `externalId` is stored once: a repeat answers 200 with `duplicate: true` and changes nothing.
+         */
+        post: operations["receiveWebMessage"];
         delete?: never;
         options?: never;
         head?: never;
@@ -4761,18 +4865,34 @@ export interface operations {
                 /**
                  * @example {
                  *       "content": "Hello! Could we have two extra towels, please?",
-                 *       "type": "text"
+                 *       "type": "text",
+                 *       "template": {
+                 *         "name": "room_ready",
+                 *         "language": "en_US",
+                 *         "parameters": [
+                 *           "text"
+                 *         ]
+                 *       }
                  *     }
                  */
                 "application/json": {
-                    /** @description 1 to 4096 characters */
-                    content: string;
+                    /** @description 1 to 4096 characters; required for text and note, left out for template */
+                    content?: string;
                     /**
-                     * @description text (default) is queued for delivery to the guest over the conversation channel; note is an internal note for the team, never sent to the guest
+                     * @description text (default) is queued for delivery to the guest over the conversation channel; note is an internal note for the team, never sent to the guest; template (WhatsApp only) sends an entry of the whatsapp_templates setting, allowed outside the 24-hour window, stored as a text
                      * @default text
                      * @enum {unknown}
                      */
-                    type?: "text" | "note";
+                    type?: "text" | "note" | "template";
+                    /** @description With type template only */
+                    template?: {
+                        /** @example room_ready */
+                        name: string;
+                        /** @example en_US */
+                        language: string;
+                        /** @description One value per placeholder of the body, {{1}} first */
+                        parameters?: string[];
+                    };
                 };
             };
         };
@@ -8813,6 +8933,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
+                    /** @example text */
                     "text/event-stream": string;
                 };
             };
@@ -10655,6 +10776,1509 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error409"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error429"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error500"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: the store cannot be reached; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error503"];
+                };
+            };
+        };
+    };
+    receiveTwilioMessage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "MessageSid": "text",
+                 *       "From": "text",
+                 *       "To": "text",
+                 *       "Body": "text",
+                 *       "NumMedia": "text",
+                 *       "ProfileName": "text"
+                 *     }
+                 */
+                "application/x-www-form-urlencoded": {
+                    /** @description Twilio's id of the message */
+                    MessageSid: string;
+                    /** @description The sender: +E.164 for SMS, whatsapp:+E.164 for WhatsApp */
+                    From: string;
+                    To?: string;
+                    Body?: string;
+                    NumMedia?: string;
+                    /** @description WhatsApp: the name on the sender’s profile */
+                    ProfileName?: string;
+                } & {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description Stored (or already stored): an empty TwiML response */
+            200: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example text */
+                    "text/xml": string;
+                };
+            };
+            /** @description VALIDATION_ERROR: the request is malformed or a field is invalid */
+            400: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error400"];
+                };
+            };
+            /** @description FORBIDDEN: the signature or secret is missing or wrong, or the provider is not configured */
+            403: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error403"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: the body is over 1 MiB */
+            413: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error413"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE: the body is not JSON, or is sent with a Content-Encoding */
+            415: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error415"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error429"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error500"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: the store cannot be reached; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error503"];
+                };
+            };
+        };
+    };
+    receiveTwilioStatus: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "MessageSid": "text",
+                 *       "MessageStatus": "text",
+                 *       "ErrorCode": "text",
+                 *       "ErrorMessage": "text"
+                 *     }
+                 */
+                "application/x-www-form-urlencoded": {
+                    MessageSid: string;
+                    /** @description queued, sending, sent, delivered, read, undelivered or failed */
+                    MessageStatus: string;
+                    ErrorCode?: string;
+                    ErrorMessage?: string;
+                } & {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description Accepted */
+            204: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description VALIDATION_ERROR: the request is malformed or a field is invalid */
+            400: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error400"];
+                };
+            };
+            /** @description FORBIDDEN: the signature or secret is missing or wrong, or the provider is not configured */
+            403: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error403"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: the body is over 1 MiB */
+            413: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error413"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE: the body is not JSON, or is sent with a Content-Encoding */
+            415: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error415"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error429"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error500"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: the store cannot be reached; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error503"];
+                };
+            };
+        };
+    };
+    verifyWhatsAppWebhook: {
+        parameters: {
+            query?: {
+                "hub.mode"?: string;
+                "hub.verify_token"?: string;
+                "hub.challenge"?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The challenge, as sent */
+            200: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example text */
+                    "text/plain": string;
+                };
+            };
+            /** @description VALIDATION_ERROR: the request is malformed or a field is invalid */
+            400: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error400"];
+                };
+            };
+            /** @description FORBIDDEN: the signature or secret is missing or wrong, or the provider is not configured */
+            403: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error403"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error429"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error500"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: the store cannot be reached; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error503"];
+                };
+            };
+        };
+    };
+    receiveWhatsAppWebhook: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "object": "text",
+                 *       "entry": [
+                 *         {}
+                 *       ]
+                 *     }
+                 */
+                "application/json": {
+                    /** @description whatsapp_business_account */
+                    object: string;
+                    entry: {
+                        [key: string]: unknown;
+                    }[];
+                } & {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "messages": 1,
+                     *         "duplicates": 1,
+                     *         "statuses": 1,
+                     *         "skipped": 1
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            /**
+                             * Format: int32
+                             * @description Guest messages stored
+                             */
+                            messages: number;
+                            /**
+                             * Format: int32
+                             * @description Guest messages already stored
+                             */
+                            duplicates: number;
+                            /**
+                             * Format: int32
+                             * @description Delivery statuses applied
+                             */
+                            statuses: number;
+                            /**
+                             * Format: int32
+                             * @description Entries not understood, or statuses of messages this API did not send
+                             */
+                            skipped: number;
+                        };
+                    };
+                };
+            };
+            /** @description VALIDATION_ERROR: the request is malformed or a field is invalid */
+            400: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error400"];
+                };
+            };
+            /** @description FORBIDDEN: the signature or secret is missing or wrong, or the provider is not configured */
+            403: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error403"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: the body is over 1 MiB */
+            413: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error413"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE: the body is not JSON, or is sent with a Content-Encoding */
+            415: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error415"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error429"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error500"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: the store cannot be reached; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error503"];
+                };
+            };
+        };
+    };
+    receiveEmail: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /** @example text */
+                "message/rfc822": string;
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "message": {
+                     *           "id": "msg_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "direction": "inbound",
+                     *           "type": "text",
+                     *           "content": "Hello! Could we have two extra towels, please?",
+                     *           "sender": {
+                     *             "type": "guest",
+                     *             "id": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o"
+                     *           },
+                     *           "deliveryStatus": "received",
+                     *           "externalId": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "error": {
+                     *             "code": "CHANNEL_NOT_CONFIGURED",
+                     *             "message": "email: must match format \"email\""
+                     *           },
+                     *           "sentAt": "2026-11-22T06:33:12.000Z",
+                     *           "deliveredAt": "2026-11-22T06:33:12.000Z",
+                     *           "readAt": "2026-11-22T06:33:12.000Z",
+                     *           "createdAt": "2026-11-22T06:33:12.000Z"
+                     *         },
+                     *         "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "guestId": "gst_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "guestCreated": true,
+                     *         "conversationCreated": true,
+                     *         "duplicate": true,
+                     *         "autoReply": {
+                     *           "id": "msg_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "direction": "inbound",
+                     *           "type": "text",
+                     *           "content": "Hello! Could we have two extra towels, please?",
+                     *           "sender": {
+                     *             "type": "guest",
+                     *             "id": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o"
+                     *           },
+                     *           "deliveryStatus": "received",
+                     *           "externalId": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "error": {
+                     *             "code": "CHANNEL_NOT_CONFIGURED",
+                     *             "message": "email: must match format \"email\""
+                     *           },
+                     *           "sentAt": "2026-11-22T06:33:12.000Z",
+                     *           "deliveredAt": "2026-11-22T06:33:12.000Z",
+                     *           "readAt": "2026-11-22T06:33:12.000Z",
+                     *           "createdAt": "2026-11-22T06:33:12.000Z"
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            message: components["schemas"]["Message"];
+                            conversationId: string;
+                            guestId: string;
+                            /** @description The sender was unknown and became a new guest */
+                            guestCreated: boolean;
+                            /** @description The message started a new conversation */
+                            conversationCreated: boolean;
+                            /** @description The message was already stored: nothing changed */
+                            duplicate: boolean;
+                            autoReply: {
+                                /** @example msg_01jd8x3k5q7w9e2r4t6y8u0i1o */
+                                id: string;
+                                conversationId: string;
+                                /** @enum {unknown} */
+                                direction: "inbound" | "outbound";
+                                /**
+                                 * @description text goes to the guest; note is internal and never sent
+                                 * @enum {unknown}
+                                 */
+                                type: "text" | "note";
+                                content: string;
+                                sender: {
+                                    /** @enum {unknown} */
+                                    type: "guest" | "staff" | "system";
+                                    id: string | null;
+                                };
+                                /**
+                                 * @description received: inbound from the guest; queued → sent → delivered → read (or failed): an outbound text on its way to the guest, only ever moving forward; a note is delivered at once because it stays inside the team
+                                 * @enum {unknown}
+                                 */
+                                deliveryStatus: "received" | "queued" | "sent" | "delivered" | "read" | "failed";
+                                externalId: string | null;
+                                error: {
+                                    /**
+                                     * @example CHANNEL_NOT_CONFIGURED
+                                     * @example PROVIDER_REJECTED
+                                     */
+                                    code: string;
+                                    /** @description The provider's reason, as it gave it */
+                                    message: string;
+                                } | null;
+                                sentAt: string | null;
+                                deliveredAt: string | null;
+                                readAt: string | null;
+                                /** Format: date-time */
+                                createdAt: string;
+                            } | null;
+                        };
+                    };
+                };
+            };
+            /** @description Success */
+            201: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "message": {
+                     *           "id": "msg_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "direction": "inbound",
+                     *           "type": "text",
+                     *           "content": "Hello! Could we have two extra towels, please?",
+                     *           "sender": {
+                     *             "type": "guest",
+                     *             "id": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o"
+                     *           },
+                     *           "deliveryStatus": "received",
+                     *           "externalId": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "error": {
+                     *             "code": "CHANNEL_NOT_CONFIGURED",
+                     *             "message": "email: must match format \"email\""
+                     *           },
+                     *           "sentAt": "2026-11-22T06:33:12.000Z",
+                     *           "deliveredAt": "2026-11-22T06:33:12.000Z",
+                     *           "readAt": "2026-11-22T06:33:12.000Z",
+                     *           "createdAt": "2026-11-22T06:33:12.000Z"
+                     *         },
+                     *         "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "guestId": "gst_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "guestCreated": true,
+                     *         "conversationCreated": true,
+                     *         "duplicate": true,
+                     *         "autoReply": {
+                     *           "id": "msg_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "direction": "inbound",
+                     *           "type": "text",
+                     *           "content": "Hello! Could we have two extra towels, please?",
+                     *           "sender": {
+                     *             "type": "guest",
+                     *             "id": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o"
+                     *           },
+                     *           "deliveryStatus": "received",
+                     *           "externalId": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "error": {
+                     *             "code": "CHANNEL_NOT_CONFIGURED",
+                     *             "message": "email: must match format \"email\""
+                     *           },
+                     *           "sentAt": "2026-11-22T06:33:12.000Z",
+                     *           "deliveredAt": "2026-11-22T06:33:12.000Z",
+                     *           "readAt": "2026-11-22T06:33:12.000Z",
+                     *           "createdAt": "2026-11-22T06:33:12.000Z"
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            message: components["schemas"]["Message"];
+                            conversationId: string;
+                            guestId: string;
+                            /** @description The sender was unknown and became a new guest */
+                            guestCreated: boolean;
+                            /** @description The message started a new conversation */
+                            conversationCreated: boolean;
+                            /** @description The message was already stored: nothing changed */
+                            duplicate: boolean;
+                            autoReply: {
+                                /** @example msg_01jd8x3k5q7w9e2r4t6y8u0i1o */
+                                id: string;
+                                conversationId: string;
+                                /** @enum {unknown} */
+                                direction: "inbound" | "outbound";
+                                /**
+                                 * @description text goes to the guest; note is internal and never sent
+                                 * @enum {unknown}
+                                 */
+                                type: "text" | "note";
+                                content: string;
+                                sender: {
+                                    /** @enum {unknown} */
+                                    type: "guest" | "staff" | "system";
+                                    id: string | null;
+                                };
+                                /**
+                                 * @description received: inbound from the guest; queued → sent → delivered → read (or failed): an outbound text on its way to the guest, only ever moving forward; a note is delivered at once because it stays inside the team
+                                 * @enum {unknown}
+                                 */
+                                deliveryStatus: "received" | "queued" | "sent" | "delivered" | "read" | "failed";
+                                externalId: string | null;
+                                error: {
+                                    /**
+                                     * @example CHANNEL_NOT_CONFIGURED
+                                     * @example PROVIDER_REJECTED
+                                     */
+                                    code: string;
+                                    /** @description The provider's reason, as it gave it */
+                                    message: string;
+                                } | null;
+                                sentAt: string | null;
+                                deliveredAt: string | null;
+                                readAt: string | null;
+                                /** Format: date-time */
+                                createdAt: string;
+                            } | null;
+                        };
+                    };
+                };
+            };
+            /** @description VALIDATION_ERROR: the request is malformed or a field is invalid */
+            400: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error400"];
+                };
+            };
+            /** @description FORBIDDEN: the signature or secret is missing or wrong, or the provider is not configured */
+            403: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error403"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: the body is over 1 MiB */
+            413: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error413"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE: the body is not JSON, or is sent with a Content-Encoding */
+            415: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error415"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error429"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error500"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: the store cannot be reached; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error503"];
+                };
+            };
+        };
+    };
+    receiveWebMessage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "guestId": "gst_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                 *       "guest": {
+                 *         "name": "Ana Lopes",
+                 *         "email": "ana.lopes@example.com",
+                 *         "phone": "+351912345678"
+                 *       },
+                 *       "content": "Hello! Could we have two extra towels, please?",
+                 *       "externalId": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description A known guest */
+                    guestId?: string;
+                    /** @description The visitor, matched to a guest by phone or e-mail, else a new guest */
+                    guest?: {
+                        name: string;
+                        email?: string | null;
+                        phone?: string | null;
+                    };
+                    content: string;
+                    /** @description The widget's id of the message: the same id is stored once however often it is sent */
+                    externalId?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "message": {
+                     *           "id": "msg_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "direction": "inbound",
+                     *           "type": "text",
+                     *           "content": "Hello! Could we have two extra towels, please?",
+                     *           "sender": {
+                     *             "type": "guest",
+                     *             "id": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o"
+                     *           },
+                     *           "deliveryStatus": "received",
+                     *           "externalId": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "error": {
+                     *             "code": "CHANNEL_NOT_CONFIGURED",
+                     *             "message": "email: must match format \"email\""
+                     *           },
+                     *           "sentAt": "2026-11-22T06:33:12.000Z",
+                     *           "deliveredAt": "2026-11-22T06:33:12.000Z",
+                     *           "readAt": "2026-11-22T06:33:12.000Z",
+                     *           "createdAt": "2026-11-22T06:33:12.000Z"
+                     *         },
+                     *         "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "guestId": "gst_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "guestCreated": true,
+                     *         "conversationCreated": true,
+                     *         "duplicate": true,
+                     *         "autoReply": {
+                     *           "id": "msg_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "direction": "inbound",
+                     *           "type": "text",
+                     *           "content": "Hello! Could we have two extra towels, please?",
+                     *           "sender": {
+                     *             "type": "guest",
+                     *             "id": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o"
+                     *           },
+                     *           "deliveryStatus": "received",
+                     *           "externalId": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "error": {
+                     *             "code": "CHANNEL_NOT_CONFIGURED",
+                     *             "message": "email: must match format \"email\""
+                     *           },
+                     *           "sentAt": "2026-11-22T06:33:12.000Z",
+                     *           "deliveredAt": "2026-11-22T06:33:12.000Z",
+                     *           "readAt": "2026-11-22T06:33:12.000Z",
+                     *           "createdAt": "2026-11-22T06:33:12.000Z"
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            message: components["schemas"]["Message"];
+                            conversationId: string;
+                            guestId: string;
+                            /** @description The sender was unknown and became a new guest */
+                            guestCreated: boolean;
+                            /** @description The message started a new conversation */
+                            conversationCreated: boolean;
+                            /** @description The message was already stored: nothing changed */
+                            duplicate: boolean;
+                            autoReply: {
+                                /** @example msg_01jd8x3k5q7w9e2r4t6y8u0i1o */
+                                id: string;
+                                conversationId: string;
+                                /** @enum {unknown} */
+                                direction: "inbound" | "outbound";
+                                /**
+                                 * @description text goes to the guest; note is internal and never sent
+                                 * @enum {unknown}
+                                 */
+                                type: "text" | "note";
+                                content: string;
+                                sender: {
+                                    /** @enum {unknown} */
+                                    type: "guest" | "staff" | "system";
+                                    id: string | null;
+                                };
+                                /**
+                                 * @description received: inbound from the guest; queued → sent → delivered → read (or failed): an outbound text on its way to the guest, only ever moving forward; a note is delivered at once because it stays inside the team
+                                 * @enum {unknown}
+                                 */
+                                deliveryStatus: "received" | "queued" | "sent" | "delivered" | "read" | "failed";
+                                externalId: string | null;
+                                error: {
+                                    /**
+                                     * @example CHANNEL_NOT_CONFIGURED
+                                     * @example PROVIDER_REJECTED
+                                     */
+                                    code: string;
+                                    /** @description The provider's reason, as it gave it */
+                                    message: string;
+                                } | null;
+                                sentAt: string | null;
+                                deliveredAt: string | null;
+                                readAt: string | null;
+                                /** Format: date-time */
+                                createdAt: string;
+                            } | null;
+                        };
+                    };
+                };
+            };
+            /** @description Success */
+            201: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "message": {
+                     *           "id": "msg_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "direction": "inbound",
+                     *           "type": "text",
+                     *           "content": "Hello! Could we have two extra towels, please?",
+                     *           "sender": {
+                     *             "type": "guest",
+                     *             "id": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o"
+                     *           },
+                     *           "deliveryStatus": "received",
+                     *           "externalId": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "error": {
+                     *             "code": "CHANNEL_NOT_CONFIGURED",
+                     *             "message": "email: must match format \"email\""
+                     *           },
+                     *           "sentAt": "2026-11-22T06:33:12.000Z",
+                     *           "deliveredAt": "2026-11-22T06:33:12.000Z",
+                     *           "readAt": "2026-11-22T06:33:12.000Z",
+                     *           "createdAt": "2026-11-22T06:33:12.000Z"
+                     *         },
+                     *         "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "guestId": "gst_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "guestCreated": true,
+                     *         "conversationCreated": true,
+                     *         "duplicate": true,
+                     *         "autoReply": {
+                     *           "id": "msg_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "direction": "inbound",
+                     *           "type": "text",
+                     *           "content": "Hello! Could we have two extra towels, please?",
+                     *           "sender": {
+                     *             "type": "guest",
+                     *             "id": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o"
+                     *           },
+                     *           "deliveryStatus": "received",
+                     *           "externalId": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "error": {
+                     *             "code": "CHANNEL_NOT_CONFIGURED",
+                     *             "message": "email: must match format \"email\""
+                     *           },
+                     *           "sentAt": "2026-11-22T06:33:12.000Z",
+                     *           "deliveredAt": "2026-11-22T06:33:12.000Z",
+                     *           "readAt": "2026-11-22T06:33:12.000Z",
+                     *           "createdAt": "2026-11-22T06:33:12.000Z"
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            message: components["schemas"]["Message"];
+                            conversationId: string;
+                            guestId: string;
+                            /** @description The sender was unknown and became a new guest */
+                            guestCreated: boolean;
+                            /** @description The message started a new conversation */
+                            conversationCreated: boolean;
+                            /** @description The message was already stored: nothing changed */
+                            duplicate: boolean;
+                            autoReply: {
+                                /** @example msg_01jd8x3k5q7w9e2r4t6y8u0i1o */
+                                id: string;
+                                conversationId: string;
+                                /** @enum {unknown} */
+                                direction: "inbound" | "outbound";
+                                /**
+                                 * @description text goes to the guest; note is internal and never sent
+                                 * @enum {unknown}
+                                 */
+                                type: "text" | "note";
+                                content: string;
+                                sender: {
+                                    /** @enum {unknown} */
+                                    type: "guest" | "staff" | "system";
+                                    id: string | null;
+                                };
+                                /**
+                                 * @description received: inbound from the guest; queued → sent → delivered → read (or failed): an outbound text on its way to the guest, only ever moving forward; a note is delivered at once because it stays inside the team
+                                 * @enum {unknown}
+                                 */
+                                deliveryStatus: "received" | "queued" | "sent" | "delivered" | "read" | "failed";
+                                externalId: string | null;
+                                error: {
+                                    /**
+                                     * @example CHANNEL_NOT_CONFIGURED
+                                     * @example PROVIDER_REJECTED
+                                     */
+                                    code: string;
+                                    /** @description The provider's reason, as it gave it */
+                                    message: string;
+                                } | null;
+                                sentAt: string | null;
+                                deliveredAt: string | null;
+                                readAt: string | null;
+                                /** Format: date-time */
+                                createdAt: string;
+                            } | null;
+                        };
+                    };
+                };
+            };
+            /** @description VALIDATION_ERROR: the request is malformed or a field is invalid */
+            400: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error400"];
+                };
+            };
+            /** @description TOKEN_MISSING, TOKEN_INVALID, TOKEN_EXPIRED or UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error401"];
+                };
+            };
+            /** @description FORBIDDEN: the role may not do this */
+            403: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error403"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error404"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: the body is over 1 MiB */
+            413: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error413"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE: the body is not JSON, or is sent with a Content-Encoding */
+            415: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error415"];
                 };
             };
             /** @description RATE_LIMITED */

@@ -51,6 +51,8 @@ export const channels: MigrationDef = {
       await db.schema.alterTable('messages').addColumn(name, type).execute();
     }
     await db.schema.createIndex('messages_provider_key_idx').on('messages').column('provider_key').unique().execute();
+    // A provider's status callback names the message by the id the provider gave it.
+    await db.schema.createIndex('messages_external_id_idx').on('messages').column('external_id').execute();
 
     await db.schema
       .createTable('channel_sends')
@@ -61,6 +63,8 @@ export const channels: MigrationDef = {
       .addColumn('next_attempt_at', t.ts)
       .addColumn('locked_until', t.ts)
       .addColumn('locked_by', 'text')
+      // A template message: { name, language, parameters } as JSON (Meta sends it by name).
+      .addColumn('template', 'text')
       .addColumn('created_at', t.ts, (c) => c.notNull())
       .execute();
     await db.schema

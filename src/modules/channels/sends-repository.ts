@@ -1,10 +1,23 @@
 // Owns send jobs: one row per outbound text, written in the message's own transaction, claimed by
 // exactly one dispatcher at a time (a lease that a crashed instance loses), in order per
 // conversation, and finished or rescheduled under that lease.
-import { nowIso, toIso } from '../../db/store.js';
+import { nowIso, toIso, toJson } from '../../db/store.js';
 import type { Executor } from '../../db/types.js';
 
-export async function insertSend(db: Executor, messageId: string, conversationId: string, at: string): Promise<void> {
+/** What a template send carries besides its text (Meta sends the template by name). */
+export interface SendTemplate {
+  name: string;
+  language: string;
+  parameters: string[];
+}
+
+export async function insertSend(
+  db: Executor,
+  messageId: string,
+  conversationId: string,
+  at: string,
+  template: SendTemplate | null = null,
+): Promise<void> {
   await db
     .insertInto('channel_sends')
     .values({
@@ -14,6 +27,10 @@ export async function insertSend(db: Executor, messageId: string, conversationId
       attempts: 0,
       next_attempt_at: at,
       created_at: at,
+      template:
+        template === null
+          ? null
+          : toJson({ name: template.name, language: template.language, parameters: template.parameters }),
     })
     .execute();
 }

@@ -121,14 +121,30 @@ export const MessagesQuery = Type.Object(PageQuery, { additionalProperties: fals
 
 export const SendMessageBody = Type.Object(
   {
-    content: content('1 to 4096 characters'),
+    content: Type.Optional(content('1 to 4096 characters; required for text and note, left out for template')),
     type: Type.Optional(
-      Type.Enum(['text', 'note'], {
+      Type.Enum(['text', 'note', 'template'], {
         default: 'text',
         description:
           'text (default) is queued for delivery to the guest over the conversation channel; ' +
-          'note is an internal note for the team, never sent to the guest',
+          'note is an internal note for the team, never sent to the guest; template (WhatsApp only) sends an ' +
+          'entry of the whatsapp_templates setting, allowed outside the 24-hour window, stored as a text',
       }),
+    ),
+    template: Type.Optional(
+      Type.Object(
+        {
+          name: Type.String({ minLength: 1, maxLength: 512, examples: ['room_ready'] }),
+          language: Type.String({ minLength: 2, maxLength: 6, examples: ['en_US'] }),
+          parameters: Type.Optional(
+            Type.Array(Type.String({ minLength: 1, maxLength: 1024 }), {
+              maxItems: 20,
+              description: 'One value per placeholder of the body, {{1}} first',
+            }),
+          ),
+        },
+        { additionalProperties: false, description: 'With type template only' },
+      ),
     ),
   },
   { additionalProperties: false },

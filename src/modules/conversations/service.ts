@@ -7,12 +7,13 @@ import { nowIso } from '../../db/store.js';
 import type { Executor } from '../../db/types.js';
 import { isElevated, visibleTo } from '../../lib/access.js';
 import type { AuthUser } from '../../lib/auth.js';
-import { type FieldError, forbidden, notFound, validation } from '../../lib/errors.js';
+import { type FieldError, forbidden, validation } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
+import { assertWhatsAppWindow, type RenderedTemplate, renderTemplate } from '../channels/rules.js';
 import { insertSend } from '../channels/sends-repository.js';
-import { conversationEvents, conversationStatusChanged, messageCreated, staffActor } from '../events/emit.js';
+import { conversationEvents, messageCreated, staffActor } from '../events/emit.js';
 import { withEvents } from '../events/outbox.js';
-import { insertMessage } from './messages-repository.js';
+import { insertMessage, type NewMessage } from './messages-repository.js';
 import {
   findConversation,
   findConversationRef,
@@ -77,6 +78,7 @@ export async function createConversation(store: Store, user: AuthUser, body: Cre
     const bad = await assigneeProblem(tx, assignee);
     if (bad) problems.push(bad);
     if (problems.length > 0) throw validation(problems);
+    if (body.content !== undefined && body.channel === 'whatsapp') await assertWhatsAppWindow(tx, body.guestId);
 
     const id = newId('cnv');
     const at = nowIso();
@@ -130,22 +132,62 @@ function outbound(conversationId: string, type: 'text' | 'note', content: string
  * Stores an outbound message and, for a text, its delivery: a `web` text is sent at commit (the
  * widget's backend reads it from the feed), any other gets a send job in this same transaction.
  */
-async function storeOutbound(tx: Executor, channel: string, m: ReturnType<typeof outbound>): Promise<MessageView> {
+export async function storeOutbound(
+  tx: Executor,
+  channel: string,
+  m: NewMessage,
+  template: RenderedTemplate | null = null,
+): Promise<MessageView> {
   if (m.type !== 'text') return insertMessage(tx, m);
   if (channel === 'web') return insertMessage(tx, { ...m, delivery_status: 'sent', sent_at: m.created_at });
   const message = await insertMessage(tx, m);
-  await insertSend(tx, message.id, m.conversation_id, m.created_at);
+  await insertSend(tx, message.id, m.conversation_id, message.createdAt, template);
   return message;
+}
+
+/** The content and kind of a message to send, from its body; VALIDATION_ERROR when they do not fit. */
+function messageParts(body: SendMessageInput, channel: string) {
+  const type = body.type ?? 'text';
+  if (type === 'template') {
+    const problems: FieldError[] = [];
+    if (body.template === undefined) problems.push({ field: 'template', message: 'is required when type is template' });
+    if (body.content !== undefined) {
+      problems.push({
+        field: 'content',
+        message: "must be left out when type is template (the template's body is sent)",
+      });
+    }
+    if (channel !== 'whatsapp')
+      problems.push({ field: 'type', message: 'template is for WhatsApp conversations only' });
+    if (problems.length > 0) throw validation(problems);
+    return { type: 'template' as const, template: body.template! };
+  }
+  const problems: FieldError[] = [];
+  if (body.content === undefined) problems.push({ field: 'content', message: `is required when type is ${type}` });
+  if (body.template !== undefined) problems.push({ field: 'template', message: 'is for type template only' });
+  if (problems.length > 0) throw validation(problems);
+  return { type, content: body.content! };
 }
 
 export async function sendMessage(store: Store, user: AuthUser, conversationId: string, body: SendMessageInput) {
   return withEvents(store, async (tx, outbox): Promise<MessageView> => {
     const ref = await visibleConversationRef(tx, user, conversationId);
+    const parts = messageParts(body, ref.channel);
+    let content: string;
+    let template: RenderedTemplate | null = null;
+    if (parts.type === 'template') {
+      template = await renderTemplate(tx, parts.template);
+      content = template.content;
+    } else {
+      content = parts.content;
+      if (parts.type === 'text' && ref.channel === 'whatsapp') await assertWhatsAppWindow(tx, ref.guest_id);
+    }
     const at = nowIso();
     const message = await storeOutbound(
       tx,
       ref.channel,
-      outbound(conversationId, body.type ?? 'text', body.content, user.id, at),
+      outbound(conversationId, parts.type === 'note' ? 'note' : 'text', content, user.id, at),
+      template,
     );
     await touchConversation(tx, conversationId, at, false);
     messageCreated(outbox, staffActor(user), message, ref.assignee);
@@ -170,39 +212,5 @@ export async function updateConversation(store: Store, user: AuthUser, id: strin
     const after = (await findConversation(tx, id))!;
     conversationEvents(outbox, staffActor(user), before, after);
     return after;
-  });
-}
-
-/**
- * Records a message the guest sent (for channel delivery's inbound side): an inbound text from
- * the guest, counted on the conversation, and a closed conversation reopens because the guest
- * is talking again. Throws NOT_FOUND for an unknown conversation.
- */
-export async function recordInboundMessage(
-  store: Store,
-  input: { conversationId: string; content: string },
-): Promise<MessageView> {
-  return withEvents(store, async (tx, outbox) => {
-    const conversation = await findConversationRef(tx, input.conversationId);
-    if (conversation === undefined) throw notFound(WHAT, input.conversationId);
-    const at = nowIso();
-    const message = await insertMessage(tx, {
-      conversation_id: conversation.id,
-      direction: 'inbound',
-      type: 'text',
-      content: input.content,
-      sender_type: 'guest',
-      sender_id: conversation.guest_id,
-      delivery_status: 'received',
-      created_at: at,
-    });
-    await touchConversation(tx, conversation.id, at, true);
-    const after = (await findConversation(tx, conversation.id))!;
-    const guest = { type: 'guest' as const, id: conversation.guest_id };
-    messageCreated(outbox, guest, message, after.assignee);
-    if (conversation.status === 'closed' && after.status === 'open') {
-      conversationStatusChanged(outbox, guest, after, 'closed');
-    }
-    return message;
   });
 }

@@ -2,6 +2,7 @@
 // for `custom.<name>` keys (any JSON value up to 64 KiB).
 import { type TSchema, Type } from 'typebox';
 import type { FieldError } from '../../lib/errors.js';
+import { templateProblems, type WhatsAppTemplate } from '../channels/rules.js';
 
 const MAX_CUSTOM_BYTES = 64 * 1024;
 export const CUSTOM_KEY = /^custom\.[A-Za-z0-9_.-]{1,64}$/;
@@ -99,6 +100,24 @@ export const SETTINGS: Record<string, KeyDef> = {
       { additionalProperties: false },
     ),
     default: { enabled: false, message: 'Thank you for your message. We will reply shortly.' },
+  },
+  whatsapp_templates: {
+    description:
+      'WhatsApp message templates as approved at Meta, which may be sent outside the 24-hour window: ' +
+      'name, language (like en_US) and body with {{1}}, {{2}} … placeholders.',
+    schema: Type.Array(
+      Type.Object(
+        {
+          name: Type.String({ pattern: '^[a-z0-9_]{1,512}$', maxLength: 512, description: "Meta's template name" }),
+          language: Type.String({ pattern: '^[a-z]{2,3}(_[A-Z]{2})?$', maxLength: 6, examples: ['en_US'] }),
+          body: Type.String({ minLength: 1, maxLength: 1024 }),
+        },
+        { additionalProperties: false },
+      ),
+      { maxItems: 200 },
+    ),
+    default: [],
+    check: (v: WhatsAppTemplate[]) => templateProblems(v),
   },
   sla: {
     description: 'Service levels: minutes to the first response, and to complete a task by priority.',

@@ -1,0 +1,273 @@
+// Owns what happens when a guest writes, on any channel: the sender matched to a guest (or a new
+// guest), the message routed to its conversation (the e-mail thread it answers, else the guest's
+// latest conversation on the channel, reopened if closed, else a new one), stored once however
+// often the provider repeats it, and the auto reply outside business hours. Also applies the
+// delivery statuses providers report for outbound texts. Each is one transaction with its events.
+import { isUniqueViolation, nowIso, type Store } from '../../db/store.js';
+import type { Executor, Tx } from '../../db/types.js';
+import { validation } from '../../lib/errors.js';
+import { newId } from '../../lib/ids.js';
+import { findMessage, insertMessage } from '../conversations/messages-repository.js';
+import { findConversation, insertConversation, touchConversation } from '../conversations/repository.js';
+import type { MessageView } from '../conversations/schemas.js';
+import { storeOutbound } from '../conversations/service.js';
+import { conversationEvents, conversationStatusChanged, messageCreated, recordEvents, SYSTEM } from '../events/emit.js';
+import { type Outbox, withEvents } from '../events/outbox.js';
+import type { Actor } from '../events/schemas.js';
+import { findGuest, insertGuest } from '../guests/repository.js';
+import { getSetting } from '../settings/repository.js';
+import { applyStatus, type StatusChange } from './delivery.js';
+import { type BusinessHours, closedSince, isOpen } from './hours.js';
+import type { Channel } from './providers.js';
+
+/** Longest stored content of a message; a longer inbound text (a long e-mail) is cut there. */
+export const MAX_CONTENT = 4096;
+const E164 = /^\+[1-9]\d{6,14}$/;
+const EMAIL = /^[^\s@<>()[\]\\,;:"]+@[^\s@<>()[\]\\,;:"]+\.[^\s@<>()[\]\\,;:"]+$/;
+
+export interface Sender {
+  /** A known guest (the web widget's backend may name one). */
+  guestId?: string;
+  phone?: string | null;
+  email?: string | null;
+  /** The name a new guest gets (a WhatsApp profile name, an e-mail display name). */
+  name?: string | null;
+}
+
+export interface Inbound {
+  channel: Channel;
+  sender: Sender;
+  content: string;
+  /** The provider's id of the message: the same id is stored once. Null: no de-duplication. */
+  providerId: string | null;
+  /** E-mail: the Message-IDs it answers (In-Reply-To, then References, newest first). */
+  thread?: string[];
+  /** E-mail: the subject a new conversation gets. */
+  subject?: string | null;
+}
+
+export interface InboundResult {
+  /** False when the provider repeated a message already stored: nothing changed. */
+  stored: boolean;
+  message: MessageView;
+  guestId: string;
+  guestCreated: boolean;
+  conversationCreated: boolean;
+  /** The auto reply this message caused, if any. */
+  autoReply: MessageView | null;
+}
+
+/** Text cut to what a message holds, never empty. */
+export function contentOf(text: string | null | undefined, fallback: string): string {
+  const t = (text ?? '').replaceAll('\u0000', '').trim();
+  const s = t === '' ? fallback : t;
+  return s.length <= MAX_CONTENT ? s : `${s.slice(0, MAX_CONTENT - 1)}…`;
+}
+
+/** Stores a guest's message (see the file's comment). Retried once when a concurrent twin won a unique key. */
+export async function receiveInbound(store: Store, m: Inbound): Promise<InboundResult> {
+  try {
+    return await withEvents(store, (tx, outbox) => receive(tx, outbox, m));
+  } catch (err) {
+    // Two deliveries of one provider message (or two first messages of one new sender) raced: the
+    // loser's transaction rolled back whole; run again, and it finds what the winner stored.
+    if (!isUniqueViolation(err)) throw err;
+    return withEvents(store, (tx, outbox) => receive(tx, outbox, m));
+  }
+}
+
+async function receive(tx: Tx, outbox: Outbox, m: Inbound): Promise<InboundResult> {
+  const providerKey = m.providerId === null ? null : `${m.channel}:${m.providerId}`;
+  if (providerKey !== null) {
+    const seen = await tx
+      .selectFrom('messages as m')
+      .innerJoin('conversations as c', 'c.id', 'm.conversation_id')
+      .where('m.provider_key', '=', providerKey)
+      .select(['m.id', 'm.conversation_id', 'c.guest_id'])
+      .executeTakeFirst();
+    if (seen !== undefined) {
+      const message = (await findMessage(tx, seen.conversation_id, seen.id))!;
+      return {
+        stored: false,
+        message,
+        guestId: seen.guest_id,
+        guestCreated: false,
+        conversationCreated: false,
+        autoReply: null,
+      };
+    }
+  }
+  const at = nowIso();
+  const guest = await guestFor(tx, outbox, m.sender);
+  const actor: Actor = { type: 'guest', id: guest.id };
+  const target = await conversationFor(tx, guest.id, m);
+  const conversationId = target?.id ?? newId('cnv');
+  if (target === undefined) {
+    await insertConversation(tx, {
+      id: conversationId,
+      guestId: guest.id,
+      channel: m.channel,
+      subject: m.subject ? m.subject.slice(0, 200) : null,
+      assignee: null,
+      messageCount: 0,
+      at,
+    });
+  }
+  const message = await insertMessage(tx, {
+    conversation_id: conversationId,
+    direction: 'inbound',
+    type: 'text',
+    content: m.content,
+    sender_type: 'guest',
+    sender_id: guest.id,
+    delivery_status: 'received',
+    created_at: at,
+    provider_key: providerKey,
+    external_id: m.providerId,
+  });
+  await touchConversation(tx, conversationId, at, true);
+  const after = (await findConversation(tx, conversationId))!;
+  if (target === undefined) conversationEvents(outbox, actor, null, after);
+  messageCreated(outbox, actor, message, after.assignee);
+  if (target?.status === 'closed' && after.status === 'open') conversationStatusChanged(outbox, actor, after, 'closed');
+  const autoReply = await maybeAutoReply(
+    tx,
+    outbox,
+    { id: conversationId, channel: m.channel, assignee: after.assignee },
+    at,
+  );
+  return {
+    stored: true,
+    message,
+    guestId: guest.id,
+    guestCreated: guest.created,
+    conversationCreated: target === undefined,
+    autoReply,
+  };
+}
+
+/** The guest who wrote: named, matched by phone or e-mail (any case), or created. */
+async function guestFor(tx: Executor, outbox: Outbox, s: Sender): Promise<{ id: string; created: boolean }> {
+  if (s.guestId !== undefined) {
+    const g = await findGuest(tx, s.guestId);
+    if (g === undefined) throw validation([{ field: 'guestId', message: 'must be the id of an existing guest' }]);
+    return { id: g.id, created: false };
+  }
+  const phone = s.phone && E164.test(s.phone) ? s.phone : null;
+  const email = s.email && s.email.length <= 254 && EMAIL.test(s.email) ? s.email : null;
+  if (phone === null && email === null) {
+    throw validation([{ field: 'sender', message: 'has neither an E.164 phone number nor a valid e-mail address' }]);
+  }
+  const found = await tx
+    .selectFrom('guests')
+    .select(['id', 'phone'])
+    .where((eb) =>
+      eb.or([
+        ...(phone !== null ? [eb('phone', '=', phone)] : []),
+        ...(email !== null ? [eb('email_lower', '=', email.toLowerCase())] : []),
+      ]),
+    )
+    .execute();
+  // Both may match different guests: the one the channel reaches by (the phone, if given) wins.
+  const match = found.find((g) => phone !== null && g.phone === phone) ?? found[0];
+  if (match !== undefined) return { id: match.id, created: false };
+  const name = (s.name ?? '').replaceAll('\u0000', '').trim().slice(0, 200) || (phone ?? email)!;
+  const guest = await insertGuest(tx, { name, email, phone });
+  recordEvents(outbox, 'guest', { type: 'guest', id: guest.id }, null, guest);
+  return { id: guest.id, created: true };
+}
+
+type ConversationTarget = { id: string; status: string } | undefined;
+
+/** The conversation the message joins; undefined when a new one is needed. */
+async function conversationFor(tx: Executor, guestId: string, m: Inbound): Promise<ConversationTarget> {
+  const thread = (m.thread ?? []).filter((id) => id !== '').slice(0, 100);
+  if (thread.length > 0) {
+    const answered = await tx
+      .selectFrom('messages as m')
+      .innerJoin('conversations as c', 'c.id', 'm.conversation_id')
+      .where('m.external_id', 'in', thread)
+      .where('c.channel', '=', m.channel)
+      .select(['c.id', 'c.status'])
+      .orderBy('m.created_at', 'desc')
+      .limit(1)
+      .executeTakeFirst();
+    if (answered !== undefined) return answered;
+  }
+  return tx
+    .selectFrom('conversations')
+    .where('guest_id', '=', guestId)
+    .where('channel', '=', m.channel)
+    .select(['id', 'status'])
+    .orderBy('last_message_at', 'desc')
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+}
+
+/**
+ * The `auto_reply` setting, when enabled and the hotel is closed (`business_hours`): one system
+ * reply per conversation per closed period, sent over the conversation's channel like any text.
+ */
+async function maybeAutoReply(
+  tx: Executor,
+  outbox: Outbox,
+  c: { id: string; channel: Channel; assignee: string | null },
+  inboundAt: string,
+): Promise<MessageView | null> {
+  const auto = (await getSetting(tx, 'auto_reply'))?.value as { enabled?: boolean; message?: string } | undefined;
+  if (auto?.enabled !== true || !auto.message) return null;
+  const hours = (await getSetting(tx, 'business_hours'))?.value as BusinessHours | undefined;
+  const now = new Date(inboundAt);
+  if (hours === undefined || isOpen(hours, now)) return null;
+  const since = closedSince(hours, now);
+  let earlier = tx
+    .selectFrom('messages')
+    .where('conversation_id', '=', c.id)
+    .where('sender_type', '=', 'system')
+    .select('id');
+  if (since !== null) earlier = earlier.where('created_at', '>=', since.toISOString());
+  if ((await earlier.limit(1).executeTakeFirst()) !== undefined) return null;
+  // A millisecond after the guest's message, so the reply sorts after it.
+  const at = new Date(now.getTime() + 1).toISOString();
+  const reply = await storeOutbound(tx, c.channel, {
+    conversation_id: c.id,
+    direction: 'outbound',
+    type: 'text',
+    content: auto.message,
+    sender_type: 'system',
+    sender_id: null,
+    delivery_status: 'queued',
+    created_at: at,
+  });
+  await touchConversation(tx, c.id, at, false);
+  messageCreated(outbox, SYSTEM, reply, c.assignee);
+  return reply;
+}
+
+/**
+ * A provider's report on an outbound text it carries, found by the provider's id: applied when it
+ * moves the status forward, ignored otherwise (a repeat, a late `delivered` after `read`). False
+ * when no outbound message has that id.
+ */
+export async function receiveStatus(store: Store, externalId: string, change: StatusChange): Promise<boolean> {
+  return withEvents(store, async (tx, outbox) => {
+    const row = await tx
+      .selectFrom('messages as m')
+      .innerJoin('conversations as c', 'c.id', 'm.conversation_id')
+      .where('m.external_id', '=', externalId)
+      .where('m.direction', '=', 'outbound')
+      .select(['m.id', 'm.conversation_id', 'c.assignee'])
+      .executeTakeFirst();
+    if (row === undefined) return false;
+    await applyStatus(
+      tx,
+      outbox,
+      SYSTEM,
+      { conversationId: row.conversation_id, messageId: row.id, assignee: row.assignee },
+      change,
+    );
+    return true;
+  });
+}

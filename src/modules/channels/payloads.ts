@@ -1,0 +1,157 @@
+// Owns reading what providers post into the API's terms: Meta's webhook entries (guest messages and
+// delivery statuses), Twilio's status names, and an inbound e-mail. Read field by field: whatever
+// is missing or of another shape is skipped, never an error the provider would retry forever.
+import { simpleParser } from 'mailparser';
+import type { StatusChange } from './delivery.js';
+import { contentOf, type Inbound } from './inbound.js';
+
+const obj = (v: unknown): Record<string, unknown> | undefined =>
+  typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
+const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
+const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
+
+/** A provider's Unix time in seconds as an ISO time; undefined when absent or absurd. */
+function unixTime(v: unknown): string | undefined {
+  const n = Number(v);
+  if (!Number.isFinite(n) || n <= 0 || n > 32_503_680_000) return undefined;
+  return new Date(n * 1000).toISOString();
+}
+
+export interface MetaStatus {
+  id: string;
+  change: StatusChange;
+}
+
+export interface MetaWebhook {
+  messages: Inbound[];
+  statuses: MetaStatus[];
+  skipped: number;
+}
+
+/** The text of a WhatsApp message of any type: a media message is named, with its caption. */
+function whatsappContent(m: Record<string, unknown>): string | null {
+  const type = str(m.type) ?? 'unknown';
+  const part = obj(m[type]);
+  if (type === 'text') return str(part?.body) ?? null;
+  if (type === 'reaction') return null; // a reaction to a message, not a message
+  if (type === 'button') return str(part?.text) ?? '[button]';
+  if (type === 'interactive') {
+    const reply = obj(part?.button_reply) ?? obj(part?.list_reply);
+    return str(reply?.title) ?? '[interactive reply]';
+  }
+  if (type === 'location') {
+    const where = [part?.name, part?.address].filter((x) => typeof x === 'string' && x !== '').join(', ');
+    return `[location] ${part?.latitude ?? '?'},${part?.longitude ?? '?'}${where ? ` ${where}` : ''}`;
+  }
+  const caption = str(part?.caption);
+  return `[${type}]${caption ? ` ${caption}` : ''}`;
+}
+
+const META_STATUS: Record<string, StatusChange['status']> = {
+  sent: 'sent',
+  delivered: 'delivered',
+  read: 'read',
+  failed: 'failed',
+};
+
+export function readMetaWebhook(body: { entry: unknown[] }): MetaWebhook {
+  const out: MetaWebhook = { messages: [], statuses: [], skipped: 0 };
+  for (const entry of body.entry) {
+    for (const change of arr(obj(entry)?.changes)) {
+      const value = obj(obj(change)?.value);
+      if (value === undefined) {
+        out.skipped++;
+        continue;
+      }
+      const names = new Map<string, string>();
+      for (const c of arr(value.contacts)) {
+        const id = str(obj(c)?.wa_id);
+        const name = str(obj(obj(c)?.profile)?.name);
+        if (id && name) names.set(id, name);
+      }
+      for (const raw of arr(value.messages)) {
+        const m = obj(raw);
+        const id = str(m?.id);
+        const from = str(m?.from);
+        const content = m && whatsappContent(m);
+        if (!id || !from || !/^[1-9]\d{6,14}$/.test(from) || content === null || content === undefined) {
+          out.skipped++;
+          continue;
+        }
+        out.messages.push({
+          channel: 'whatsapp',
+          sender: { phone: `+${from}`, name: names.get(from) ?? null },
+          content: contentOf(content, '[empty message]'),
+          providerId: id,
+        });
+      }
+      for (const raw of arr(value.statuses)) {
+        const s = obj(raw);
+        const id = str(s?.id);
+        const status = META_STATUS[str(s?.status) ?? ''];
+        if (!id || !status) {
+          out.skipped++;
+          continue;
+        }
+        const err = obj(arr(s?.errors)[0]);
+        const detail = str(obj(err?.error_data)?.details) ?? str(err?.message) ?? str(err?.title);
+        out.statuses.push({
+          id,
+          change: {
+            status,
+            at: unixTime(s?.timestamp),
+            ...(status === 'failed'
+              ? {
+                  error: {
+                    code: `WHATSAPP_${err?.code ?? 'FAILED'}`,
+                    message: (detail ?? 'WhatsApp reported the message as failed').slice(0, 2000),
+                  },
+                }
+              : {}),
+          },
+        });
+      }
+    }
+  }
+  return out;
+}
+
+/** A Twilio MessageStatus as a status change; null for the steps before `sent` and unknown names. */
+export function twilioStatus(form: { MessageStatus: string; ErrorCode?: string; ErrorMessage?: string }) {
+  const s = form.MessageStatus.toLowerCase();
+  if (s === 'sent' || s === 'delivered' || s === 'read') return { status: s } as StatusChange;
+  if (s === 'failed' || s === 'undelivered') {
+    const code = form.ErrorCode ? `TWILIO_${form.ErrorCode.replace(/[^A-Za-z0-9]/g, '')}` : 'PROVIDER_REJECTED';
+    const message =
+      form.ErrorMessage ?? `Twilio reported the message as ${s}${form.ErrorCode ? ` (error ${form.ErrorCode})` : ''}`;
+    return { status: 'failed', error: { code, message: message.slice(0, 2000) } } as StatusChange;
+  }
+  return null;
+}
+
+/** Angle-bracketed Message-IDs in a header value (References holds several). */
+function messageIds(v: string | string[] | undefined): string[] {
+  const all = Array.isArray(v) ? v.join(' ') : (v ?? '');
+  return all.match(/<[^<>\s]+>/g) ?? [];
+}
+
+/** An RFC 822 message as an inbound e-mail; null when it has no usable sender. */
+export async function readEmail(raw: Buffer): Promise<Inbound | null> {
+  const mail = await simpleParser(raw, { skipImageLinks: true, skipTextToHtml: true, skipTextLinks: true });
+  const from = mail.from?.value?.[0];
+  const address = from?.address?.trim();
+  if (!address) return null;
+  const text = mail.text ?? (typeof mail.html === 'string' ? mail.html.replace(/<[^>]*>/g, ' ') : '');
+  const attachments = mail.attachments?.length ?? 0;
+  const note = attachments > 0 ? `\n[${attachments} attachment${attachments === 1 ? '' : 's'}]` : '';
+  // Newest first: In-Reply-To names the message answered; References the thread, oldest first.
+  const thread = [...messageIds(mail.inReplyTo), ...messageIds(mail.references).reverse()];
+  return {
+    channel: 'email',
+    sender: { email: address, name: from?.name || null },
+    content: contentOf(`${(text ?? '').trim()}${note}`, '[empty e-mail]'),
+    providerId: mail.messageId ?? null,
+    thread,
+    subject: mail.subject?.trim() || null,
+  };
+}

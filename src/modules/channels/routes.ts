@@ -1,0 +1,363 @@
+// Owns /channels: where providers and the web widget's backend hand the API what guests wrote and
+// what became of the texts sent to them. Provider routes are outside the staff token scheme:
+// each proves its caller by the provider's own signature (Twilio, Meta) or a shared secret
+// (inbound e-mail) before anything is read or stored, and all count in the `channels` rate-limit
+// bucket. The web route takes an admin or manager token, as the widget's backend is ours.
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyRequest } from 'fastify';
+import sjson from 'secure-json-parse';
+import { type Static, Type } from 'typebox';
+import { ADMIN_MANAGER } from '../../lib/auth.js';
+import { AppError, forbidden, validation } from '../../lib/errors.js';
+import { BODY_ERRORS, errorResponse, Ok, ok, STANDARD_ERRORS } from '../../lib/schemas.js';
+import { inputProblem } from '../../lib/validation.js';
+import { contentOf, type Inbound, receiveInbound, receiveStatus } from './inbound.js';
+import { readEmail, readMetaWebhook, twilioStatus } from './payloads.js';
+import {
+  InboundReceipt,
+  TwilioInboundForm,
+  TwilioStatusForm,
+  WebInboundBody,
+  WhatsAppReceipt,
+  WhatsAppVerifyQuery,
+  WhatsAppWebhookBody,
+} from './schemas.js';
+import {
+  basicPasswordValid,
+  type FormParams,
+  metaSignatureValid,
+  parseForm,
+  twilioSignatureValid,
+} from './signatures.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The body as received, for routes that check a signature over it. */
+    channelRaw: Buffer | null;
+    /** A form body with every value of every name (Twilio signs them all). */
+    channelForm: FormParams | null;
+  }
+}
+
+const PROVIDER = { access: 'public', bucket: 'channels' } as const;
+const EMPTY_TWIML = '<?xml version="1.0" encoding="UTF-8"?><Response></Response>';
+const MAX_EMAIL_BYTES = 25 * 1024 * 1024;
+
+/** The errors a provider route can answer: no token is involved, so no 401. */
+const PROVIDER_ERRORS = {
+  400: STANDARD_ERRORS[400],
+  403: errorResponse('FORBIDDEN: the signature or secret is missing or wrong, or the provider is not configured', 403),
+  429: STANDARD_ERRORS[429],
+  500: STANDARD_ERRORS[500],
+  503: STANDARD_ERRORS[503],
+};
+
+function receiptOf(r: Awaited<ReturnType<typeof receiveInbound>>) {
+  return {
+    message: r.message,
+    conversationId: r.message.conversationId,
+    guestId: r.guestId,
+    guestCreated: r.guestCreated,
+    conversationCreated: r.conversationCreated,
+    duplicate: !r.stored,
+    autoReply: r.autoReply,
+  };
+}
+
+export const channelsRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const store = () => app.ctx.store;
+  const cfg = () => app.ctx.config.channels;
+  app.decorateRequest('channelRaw', null);
+  app.decorateRequest('channelForm', null);
+
+  // Form bodies (Twilio): every value kept for the signature; the first of each name validated.
+  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string' }, (request, body, done) => {
+    const form = parseForm(body as string);
+    request.channelForm = form;
+    done(null, Object.fromEntries([...form].map(([k, v]) => [k, v[0]])));
+  });
+
+  /** Twilio's signature over PUBLIC_URL + the path it called + the form; 403 unless it matches. */
+  const twilioSigned = async (request: FastifyRequest) => {
+    const { twilio, publicUrl } = cfg();
+    if (twilio === null || publicUrl === null) throw forbidden('Twilio is not configured on this server');
+    const url = new URL(publicUrl);
+    const signed = `${url.origin}${url.pathname.replace(/\/$/, '')}${request.url}`;
+    const header = request.headers['x-twilio-signature'];
+    if (
+      !twilioSignatureValid(twilio.authToken, signed, request.channelForm ?? new Map(), header as string | undefined)
+    ) {
+      throw forbidden('The X-Twilio-Signature header is missing or does not match');
+    }
+  };
+
+  app.post(
+    '/twilio/inbound',
+    {
+      config: PROVIDER,
+      preValidation: twilioSigned,
+      schema: {
+        tags: ['channels'],
+        operationId: 'receiveTwilioMessage',
+        summary: 'Receive an SMS or WhatsApp message from Twilio',
+        description:
+          "Twilio's incoming-message webhook (form-encoded), signed with `X-Twilio-Signature` against " +
+          '`PUBLIC_URL`. The sender becomes or matches a guest and the message joins their conversation on the ' +
+          'channel (`whatsapp:` senders: WhatsApp, else SMS). A message Twilio repeats is stored once. Answers an ' +
+          'empty TwiML document, so Twilio sends nothing back by itself.',
+        security: [{ twilioSignature: [] }],
+        body: { content: { 'application/x-www-form-urlencoded': { schema: TwilioInboundForm } } },
+        response: {
+          200: {
+            description: 'Stored (or already stored): an empty TwiML response',
+            content: { 'text/xml': { schema: Type.String({ maxLength: 100 }) } },
+          },
+          ...PROVIDER_ERRORS,
+          ...BODY_ERRORS,
+        },
+      },
+    },
+    async (request, reply) => {
+      const f = request.body as {
+        MessageSid: string;
+        From: string;
+        Body?: string;
+        NumMedia?: string;
+        ProfileName?: string;
+      };
+      const whatsapp = f.From.toLowerCase().startsWith('whatsapp:');
+      const media = Number(f.NumMedia ?? 0);
+      const note = media > 0 ? `\n[${media} attachment${media === 1 ? '' : 's'}]` : '';
+      await receiveInbound(store(), {
+        channel: whatsapp ? 'whatsapp' : 'sms',
+        sender: { phone: whatsapp ? f.From.slice('whatsapp:'.length) : f.From, name: f.ProfileName ?? null },
+        content: contentOf(`${(f.Body ?? '').trim()}${note}`, '[empty message]'),
+        providerId: f.MessageSid,
+      });
+      return reply.type('text/xml; charset=utf-8').send(EMPTY_TWIML);
+    },
+  );
+
+  app.post(
+    '/twilio/status',
+    {
+      config: PROVIDER,
+      preValidation: twilioSigned,
+      schema: {
+        tags: ['channels'],
+        operationId: 'receiveTwilioStatus',
+        summary: 'Receive a delivery status from Twilio',
+        description:
+          "Twilio's status callback for a text the API sent (the StatusCallback it was given), signed with " +
+          '`X-Twilio-Signature`. sent, delivered and read move the message forward (never back); failed and ' +
+          'undelivered mark it failed with the error Twilio names. Statuses of messages this API did not send, ' +
+          'and the steps before sent, are accepted and ignored.',
+        security: [{ twilioSignature: [] }],
+        body: { content: { 'application/x-www-form-urlencoded': { schema: TwilioStatusForm } } },
+        response: {
+          204: Type.Null({ description: 'Accepted' }),
+          ...PROVIDER_ERRORS,
+          ...BODY_ERRORS,
+        },
+      },
+    },
+    async (request, reply) => {
+      const f = request.body as TwilioStatusForm;
+      const change = twilioStatus(f);
+      if (change !== null) await receiveStatus(store(), f.MessageSid, change);
+      return reply.code(204).send(null);
+    },
+  );
+
+  await app.register(async (wa) => {
+    // Meta signs the exact bytes it sent: the body is kept raw, and parsed after the signature.
+    wa.removeContentTypeParser('application/json');
+    wa.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+      request.channelRaw = body as Buffer;
+      done(null, undefined);
+    });
+
+    wa.get(
+      '/whatsapp/webhook',
+      {
+        config: PROVIDER,
+        schema: {
+          tags: ['channels'],
+          operationId: 'verifyWhatsAppWebhook',
+          summary: "Answer Meta's webhook verification",
+          description:
+            'Meta calls this once when the webhook is set up in the app dashboard: the answer is `hub.challenge` ' +
+            'when `hub.verify_token` equals `WHATSAPP_VERIFY_TOKEN`, else 403.',
+          security: [],
+          querystring: WhatsAppVerifyQuery,
+          response: {
+            200: {
+              description: 'The challenge, as sent',
+              content: { 'text/plain': { schema: Type.String({ maxLength: 512 }) } },
+            },
+            ...PROVIDER_ERRORS,
+          },
+        },
+      },
+      async (request, reply) => {
+        const expected = cfg().whatsappVerifyToken;
+        const q = request.query as Static<typeof WhatsAppVerifyQuery>;
+        if (expected === null) throw forbidden('WHATSAPP_VERIFY_TOKEN is not configured on this server');
+        if (q['hub.mode'] !== 'subscribe' || q['hub.verify_token'] !== expected || !q['hub.challenge']) {
+          throw forbidden('hub.mode must be subscribe and hub.verify_token must match WHATSAPP_VERIFY_TOKEN');
+        }
+        return reply.type('text/plain; charset=utf-8').send(q['hub.challenge']);
+      },
+    );
+
+    wa.post(
+      '/whatsapp/webhook',
+      {
+        config: PROVIDER,
+        preValidation: async (request) => {
+          const secret = cfg().whatsappAppSecret;
+          if (secret === null) throw forbidden('WHATSAPP_APP_SECRET is not configured on this server');
+          const raw = request.channelRaw ?? Buffer.alloc(0);
+          const header = request.headers['x-hub-signature-256'];
+          if (!metaSignatureValid(secret, raw, header as string | undefined)) {
+            throw forbidden('The X-Hub-Signature-256 header is missing or does not match');
+          }
+          try {
+            request.body = sjson.parse(raw.toString('utf8'), null, {
+              protoAction: 'remove',
+              constructorAction: 'remove',
+            });
+          } catch {
+            throw validation([{ field: 'body', message: 'is not valid JSON' }], 'The body is not valid JSON');
+          }
+          // The checks every other body gets before validation (NUL, nesting depth), now it is parsed.
+          const problem = inputProblem(request.body, 'body');
+          if (problem !== null) throw validation([problem], `${problem.field}: ${problem.message}`);
+        },
+        schema: {
+          tags: ['channels'],
+          operationId: 'receiveWhatsAppWebhook',
+          summary: 'Receive guest messages and delivery statuses from WhatsApp Cloud',
+          description:
+            "Meta's webhook, signed with `X-Hub-Signature-256` (HMAC-SHA256 of the raw body with " +
+            '`WHATSAPP_APP_SECRET`). Each `messages[]` item is stored once in the sender’s WhatsApp conversation; ' +
+            'each `statuses[]` item moves the text it names forward. Entries it does not understand are counted ' +
+            'as skipped, and the answer is still 200, so Meta does not retry them.',
+          security: [{ whatsappSignature: [] }],
+          body: WhatsAppWebhookBody,
+          response: { 200: Ok(WhatsAppReceipt), ...PROVIDER_ERRORS, ...BODY_ERRORS },
+        },
+      },
+      async (request) => {
+        const hook = readMetaWebhook(request.body as { entry: unknown[] });
+        const receipt = { messages: 0, duplicates: 0, statuses: 0, skipped: hook.skipped };
+        for (const m of hook.messages) {
+          try {
+            const r = await receiveInbound(store(), m);
+            if (r.stored) receipt.messages++;
+            else receipt.duplicates++;
+          } catch (err) {
+            if (!(err instanceof AppError) || err.code !== 'VALIDATION_ERROR') throw err;
+            receipt.skipped++;
+          }
+        }
+        for (const s of hook.statuses) {
+          if (await receiveStatus(store(), s.id, s.change)) receipt.statuses++;
+          else receipt.skipped++;
+        }
+        return ok(receipt);
+      },
+    );
+  });
+
+  await app.register(async (mail) => {
+    // The message as sent, byte for byte; handed to the parser as latin1 text, which keeps every byte.
+    mail.addContentTypeParser('message/rfc822', { parseAs: 'buffer', bodyLimit: MAX_EMAIL_BYTES }, (_r, body, done) =>
+      done(null, (body as Buffer).toString('latin1')),
+    );
+
+    mail.post(
+      '/email/inbound',
+      {
+        config: PROVIDER,
+        bodyLimit: MAX_EMAIL_BYTES,
+        preValidation: async (request) => {
+          const secret = cfg().emailInboundSecret;
+          if (secret === null) throw forbidden('EMAIL_INBOUND_SECRET is not configured on this server');
+          if (!basicPasswordValid(secret, request.headers.authorization)) {
+            throw forbidden('HTTP Basic auth with the EMAIL_INBOUND_SECRET password is required');
+          }
+        },
+        schema: {
+          tags: ['channels'],
+          operationId: 'receiveEmail',
+          summary: 'Receive an e-mail from a guest',
+          description:
+            'For a mail relay (an inbound-parse webhook, or a local MTA pipe): the raw RFC 822 message as the body ' +
+            '(`Content-Type: message/rfc822`, at most 25 MiB), with HTTP Basic auth whose password is ' +
+            '`EMAIL_INBOUND_SECRET`. The reply joins the conversation its In-Reply-To / References names, else the ' +
+            "sender's latest e-mail conversation, else a new one with the e-mail's subject. The text part is " +
+            'stored (attachments are counted, not kept), cut at 4096 characters. The same Message-ID is stored once.',
+          security: [{ emailInboundBasic: [] }],
+          body: {
+            content: {
+              'message/rfc822': {
+                schema: Type.String({ minLength: 1, maxLength: MAX_EMAIL_BYTES, description: 'RFC 822' }),
+              },
+            },
+          },
+          response: {
+            200: Ok(InboundReceipt),
+            201: Ok(InboundReceipt),
+            ...PROVIDER_ERRORS,
+            ...BODY_ERRORS,
+          },
+        },
+      },
+      async (request, reply) => {
+        const inbound = await readEmail(Buffer.from(request.body as string, 'latin1'));
+        if (inbound === null) throw validation([{ field: 'body', message: 'has no From address' }]);
+        const r = await receiveInbound(store(), inbound);
+        reply.code(r.stored ? 201 : 200);
+        return ok(receiptOf(r));
+      },
+    );
+  });
+
+  app.post(
+    '/web/inbound',
+    {
+      config: { access: ADMIN_MANAGER, bucket: 'channels' },
+      schema: {
+        tags: ['channels'],
+        operationId: 'receiveWebMessage',
+        summary: 'Receive a message from the web chat widget',
+        description:
+          "Called by the hotel's chat widget backend: name a known guest by `guestId`, or describe the visitor in " +
+          '`guest` (matched by phone or e-mail, else a new guest). The message joins the guest’s latest web ' +
+          'conversation (a closed one reopens), else a new one. The same `externalId` is stored once: a repeat ' +
+          'answers 200 with `duplicate: true` and changes nothing.',
+        body: WebInboundBody,
+        response: { 200: Ok(InboundReceipt), 201: Ok(InboundReceipt), ...STANDARD_ERRORS, ...BODY_ERRORS },
+      },
+    },
+    async (request, reply) => {
+      const b = request.body;
+      if ((b.guestId === undefined) === (b.guest === undefined)) {
+        throw validation([{ field: 'guestId', message: 'give exactly one of guestId and guest' }]);
+      }
+      if (b.guest !== undefined && !b.guest.email && !b.guest.phone) {
+        throw validation([{ field: 'guest', message: 'must have an email or a phone, to know the guest again' }]);
+      }
+      const inbound: Inbound = {
+        channel: 'web',
+        sender: b.guestId !== undefined ? { guestId: b.guestId } : { ...b.guest },
+        content: b.content,
+        providerId: b.externalId ?? null,
+      };
+      const r = await receiveInbound(store(), inbound);
+      reply.code(r.stored ? 201 : 200);
+      return ok(receiptOf(r));
+    },
+  );
+};

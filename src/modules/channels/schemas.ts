@@ -1,0 +1,108 @@
+// Owns the request and response schemas of the channel routes: what Twilio, Meta, an inbound
+// e-mail relay and the web widget's backend send, and what they get back.
+import { type Static, Type } from 'typebox';
+import { Nullable } from '../../lib/schemas.js';
+import { Message } from '../conversations/schemas.js';
+
+const Text = (maxLength: number, description?: string) =>
+  Type.String({ maxLength, ...(description ? { description } : {}) });
+
+/** Twilio's form parameters the API reads; Twilio sends more, which are signed and ignored. */
+export const TwilioInboundForm = Type.Object(
+  {
+    MessageSid: Text(64, "Twilio's id of the message"),
+    From: Text(64, 'The sender: +E.164 for SMS, whatsapp:+E.164 for WhatsApp'),
+    To: Type.Optional(Text(64)),
+    Body: Type.Optional(Text(16_000)),
+    NumMedia: Type.Optional(Text(4)),
+    ProfileName: Type.Optional(Text(256, 'WhatsApp: the name on the sender’s profile')),
+  },
+  { additionalProperties: true },
+);
+
+export const TwilioStatusForm = Type.Object(
+  {
+    MessageSid: Text(64),
+    MessageStatus: Text(32, 'queued, sending, sent, delivered, read, undelivered or failed'),
+    ErrorCode: Type.Optional(Text(16)),
+    ErrorMessage: Type.Optional(Text(1000)),
+  },
+  { additionalProperties: true },
+);
+export type TwilioStatusForm = Static<typeof TwilioStatusForm>;
+
+export const WhatsAppVerifyQuery = Type.Object({
+  'hub.mode': Type.Optional(Text(32)),
+  'hub.verify_token': Type.Optional(Text(512)),
+  'hub.challenge': Type.Optional(Text(512)),
+});
+
+/** Meta's webhook envelope; the entries are read field by field (unknown parts are skipped). */
+export const WhatsAppWebhookBody = Type.Object(
+  {
+    object: Text(64, 'whatsapp_business_account'),
+    entry: Type.Array(Type.Object({}, { additionalProperties: true }), { maxItems: 1000 }),
+  },
+  { additionalProperties: true },
+);
+
+const Phone = Type.String({ pattern: '^\\+[1-9]\\d{6,14}$', maxLength: 16, description: 'E.164' });
+
+export const WebInboundBody = Type.Object(
+  {
+    guestId: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'A known guest' })),
+    guest: Type.Optional(
+      Type.Object(
+        {
+          name: Type.String({ minLength: 1, maxLength: 200 }),
+          email: Type.Optional(Nullable(Type.String({ format: 'email', maxLength: 254 }))),
+          phone: Type.Optional(Nullable(Phone)),
+        },
+        {
+          additionalProperties: false,
+          description: 'The visitor, matched to a guest by phone or e-mail, else a new guest',
+        },
+      ),
+    ),
+    content: Type.String({ minLength: 1, maxLength: 4096 }),
+    externalId: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 255,
+        description: "The widget's id of the message: the same id is stored once however often it is sent",
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type WebInboundBody = Static<typeof WebInboundBody>;
+
+export const InboundReceipt = Type.Object({
+  message: Message,
+  conversationId: Type.String({ maxLength: 64 }),
+  guestId: Type.String({ maxLength: 64 }),
+  guestCreated: Type.Boolean({ description: 'The sender was unknown and became a new guest' }),
+  conversationCreated: Type.Boolean({ description: 'The message started a new conversation' }),
+  duplicate: Type.Boolean({ description: 'The message was already stored: nothing changed' }),
+  // The same shape as Message, inline: a schema may hold one copy of an $id.
+  autoReply: Nullable(
+    Type.Object(Message.properties, { description: 'The auto reply this message caused (outside business hours)' }),
+  ),
+});
+
+export const WhatsAppReceipt = Type.Object({
+  messages: Type.Integer({ format: 'int32', minimum: 0, maximum: 1_000_000, description: 'Guest messages stored' }),
+  duplicates: Type.Integer({
+    format: 'int32',
+    minimum: 0,
+    maximum: 1_000_000,
+    description: 'Guest messages already stored',
+  }),
+  statuses: Type.Integer({ format: 'int32', minimum: 0, maximum: 1_000_000, description: 'Delivery statuses applied' }),
+  skipped: Type.Integer({
+    format: 'int32',
+    minimum: 0,
+    maximum: 1_000_000,
+    description: 'Entries not understood, or statuses of messages this API did not send',
+  }),
+});
