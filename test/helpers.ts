@@ -15,6 +15,7 @@ import { type Config, loadConfig } from '../src/config.js';
 import type { Role } from '../src/lib/auth.js';
 import { hashPassword } from '../src/lib/password.js';
 import { insertStaff } from '../src/modules/staff/repository.js';
+import { checkResponse } from './response-validation.js';
 
 export const TEST_STORE = process.env.TEST_STORE === 'postgres' ? 'postgres' : 'sqlite';
 const PG_ADMIN_URL = process.env.TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -178,6 +179,7 @@ export async function call(
     headers['content-type'] ??= 'application/json';
   }
   const raw = await app.inject(injectOpts);
+  await checkResponse(app, String(method), full, raw);
   let body: unknown;
   try {
     body = raw.body === '' ? undefined : JSON.parse(raw.body);

@@ -49,7 +49,12 @@ export const messagesRoutes: FastifyPluginAsyncTypebox = async (app) => {
           "conversation's lastMessageAt and messageCount.",
         params: IdParams,
         body: SendMessageBody,
-        response: { 201: Ok(Message), ...STANDARD_ERRORS, ...BODY_ERRORS },
+        response: {
+          201: Ok(Message),
+          409: errorResponse('CONFLICT: WhatsApp 24-hour window closed; send a template message', 409),
+          ...STANDARD_ERRORS,
+          ...BODY_ERRORS,
+        },
       },
     },
     async (request, reply) => {

@@ -5,7 +5,7 @@ import { ownerFilter } from '../../lib/access.js';
 import { ANY_ROLE } from '../../lib/auth.js';
 import { BulkBody, BulkResponse, runBulk } from '../../lib/bulk.js';
 import { listPage } from '../../lib/pages.js';
-import { BODY_ERRORS, IdParams, Ok, OkList, ok, STANDARD_ERRORS } from '../../lib/schemas.js';
+import { BODY_ERRORS, errorResponse, IdParams, Ok, OkList, ok, STANDARD_ERRORS } from '../../lib/schemas.js';
 import { messagesRoutes } from './messages-routes.js';
 import { listConversations, toConversation } from './repository.js';
 import {
@@ -100,7 +100,12 @@ export const conversationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
           'Starts open. A staff-role caller may only create a conversation assigned to themselves (the default ' +
           'for them); for admin and manager the default is unassigned.',
         body: CreateConversationBody,
-        response: { 201: Ok(Conversation), ...STANDARD_ERRORS, ...BODY_ERRORS },
+        response: {
+          201: Ok(Conversation),
+          409: errorResponse('CONFLICT: a first text on WhatsApp meets the closed 24-hour window', 409),
+          ...STANDARD_ERRORS,
+          ...BODY_ERRORS,
+        },
       },
     },
     async (request, reply) => {

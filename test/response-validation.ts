@@ -1,0 +1,118 @@
+// Every response the HTTP suite receives through `call()` is checked against the OpenAPI document
+// the same app serves (issue #18): its status must be documented for the operation, its media type
+// too, and a JSON body must validate against the documented schema. Validation is done by
+// @hyperjump/json-schema's OpenAPI 3.1 dialect, not by anything written here; this file only finds
+// the operation a request reached. RESPONSE_VALIDATION=0 turns it off (a quick local run).
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { validate } from '@hyperjump/json-schema/openapi-3-1';
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
+
+const ENABLED = process.env.RESPONSE_VALIDATION !== '0';
+
+type Validator = Awaited<ReturnType<typeof validate>>;
+// biome-ignore lint/suspicious/noExplicitAny: the served OpenAPI document, read as JSON.
+type Doc = any;
+
+interface Route {
+  template: string;
+  pattern: RegExp;
+  params: number;
+}
+
+interface Document {
+  doc: Doc;
+  base: string;
+  routes: Route[];
+  validators: Map<string, Promise<Validator>>;
+}
+
+const byApp = new WeakMap<FastifyInstance, Document>();
+const byHash = new Map<string, Document>();
+
+const pointer = (...parts: string[]) =>
+  parts.map((p) => encodeURIComponent(p.replaceAll('~', '~0').replaceAll('/', '~1'))).join('/');
+
+/** The served document, written once per distinct content as a file the validator can load. */
+function documentOf(app: FastifyInstance): Document {
+  const kept = byApp.get(app);
+  if (kept) return kept;
+  const doc = app.swagger() as Doc;
+  const text = JSON.stringify(doc);
+  const hash = createHash('sha256').update(text).digest('hex').slice(0, 16);
+  let d = byHash.get(hash);
+  if (d === undefined) {
+    const dir = join(tmpdir(), 'gma-response-validation');
+    mkdirSync(dir, { recursive: true });
+    // The `.openapi.json` suffix tells the validator the file is an OpenAPI document.
+    // One file per process: test files run in parallel processes, and one must never read another's
+    // half-written copy.
+    const file = join(dir, `${hash}-${process.pid}.openapi.json`);
+    writeFileSync(file, text);
+    process.once('exit', () => rmSync(file, { force: true }));
+    const routes = Object.keys(doc.paths ?? {})
+      .map((template) => ({
+        template,
+        pattern: new RegExp(`^${template.replace(/[.*+?^$()|[\]\\]/g, '\\$&').replace(/\{[^}]+\}/g, '[^/]+')}$`),
+        params: (template.match(/\{/g) ?? []).length,
+      }))
+      // A literal segment wins over a parameter (/conversations/bulk before /conversations/{id}).
+      .sort((a, b) => a.params - b.params);
+    d = { doc, base: pathToFileURL(file).href, routes, validators: new Map() };
+    byHash.set(hash, d);
+  }
+  byApp.set(app, d);
+  return d;
+}
+
+function validatorFor(d: Document, location: string): Promise<Validator> {
+  let v = d.validators.get(location);
+  if (v === undefined) {
+    v = validate(`${d.base}#/${location}`);
+    d.validators.set(location, v);
+  }
+  return v;
+}
+
+/** Asserts that a response agrees with the document of the app that answered it. */
+export async function checkResponse(
+  app: FastifyInstance,
+  method: string,
+  url: string,
+  res: LightMyRequestResponse,
+): Promise<void> {
+  if (!ENABLED) return;
+  const d = documentOf(app);
+  // As sent: a parameter matches any segment, and the document's literal segments need no decoding.
+  const path = url.split('?')[0]!;
+  const route = d.routes.find((r) => r.pattern.test(path));
+  const m = method.toLowerCase();
+  const op = route && d.doc.paths[route.template][m];
+  // Not an operation of the document (an unknown path, an undocumented method): nothing to check.
+  if (route === undefined || op === undefined) return;
+  const what = `${method} ${url} → ${res.statusCode}`;
+  const status = String(res.statusCode);
+  const documented = op.responses?.[status] ?? op.responses?.default;
+  assert.ok(documented, `${what}: status not documented for ${method} ${route.template}`);
+  if (res.statusCode === 204 || res.statusCode === 304 || res.body === '') return;
+  const type = String(res.headers['content-type'] ?? '')
+    .split(';')[0]!
+    .trim();
+  const media = documented.content?.[type];
+  assert.ok(media, `${what}: ${type} not documented (${Object.keys(documented.content ?? {}).join(', ')})`);
+  if (type !== 'application/json' || media.schema === undefined) return;
+  const v = await validatorFor(d, pointer('paths', route.template, m, 'responses', status, 'content', type, 'schema'));
+  const out = v(JSON.parse(res.body), 'BASIC');
+  if (!out.valid) {
+    const errors = (out.errors ?? [])
+      .slice(0, 5)
+      .map((e) => `${e.instanceLocation} ${e.keyword.split('/').pop()} (${e.absoluteKeywordLocation.split('#')[1]})`);
+    assert.fail(
+      `${what}: the body breaks the documented schema:\n  ${errors.join('\n  ')}\n  ${res.body.slice(0, 400)}`,
+    );
+  }
+}
