@@ -13,6 +13,8 @@ import type { Counter } from './lib/rate-limiter.js';
 import { requestId } from './lib/request-id.js';
 import { requestLogger } from './lib/request-logger.js';
 import { ERROR_BODIES, ErrorBody } from './lib/schemas.js';
+import { apiKeysRoutes } from './modules/api-keys/routes.js';
+import { SecretHasher } from './modules/api-keys/secret.js';
 import { authRoutes } from './modules/auth/routes.js';
 import { conversationsRoutes } from './modules/conversations/routes.js';
 import { eventsRoutes } from './modules/events/routes.js';
@@ -49,6 +51,8 @@ export interface AppContext {
   redis: Redis | null;
   /** Signs and checks list cursors (src/lib/pages.ts). */
   cursors: CursorCodec;
+  /** Hashes and checks API key secrets (src/modules/api-keys/secret.ts). */
+  apiKeys: SecretHasher;
   /** Revokes a token id until its expiry (src/plugins/revocation.ts). */
   revoke: Revoke;
   /** Set when shutdown begins: /readyz answers 503 while requests are still served. */
@@ -150,6 +154,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     counter: app.counters.counter,
     redis: app.counters.redis,
     cursors: new CursorCodec([config.jwtSecret, ...config.jwtPreviousSecrets]),
+    apiKeys: SecretHasher.fromSecrets(config.apiKeyPepper, [config.jwtSecret, ...config.jwtPreviousSecrets]),
     revoke: app.revoke,
     lifecycle: { draining: false },
   } satisfies AppContext);
@@ -187,6 +192,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       await api.register(knowledgeRoutes, { prefix: '/knowledge' });
       await api.register(eventsRoutes, { prefix: '/events' });
       await api.register(webhooksRoutes, { prefix: '/webhooks' });
+      await api.register(apiKeysRoutes, { prefix: '/api-keys' });
     },
     { prefix: '/api/v1' },
   );

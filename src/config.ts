@@ -17,6 +17,8 @@ export interface Config {
   readonly jwtSecret: string;
   readonly jwtSecretGenerated: boolean;
   readonly jwtPreviousSecrets: readonly string[];
+  /** Pepper of API key hashes; null: derived from JWT_SECRET (and JWT_SECRET_PREVIOUS). */
+  readonly apiKeyPepper: string | null;
   readonly tokenTtlSeconds: number;
   readonly rateLimitStandard: number;
   readonly rateLimitBulk: number;
@@ -204,6 +206,11 @@ export function loadConfig(env: Env = process.env): Config {
       throw new ConfigError('JWT_SECRET_PREVIOUS', 'each secret must be at least 32 bytes');
   }
 
+  const apiKeyPepper = str(env, 'API_KEY_PEPPER') ?? null;
+  if (apiKeyPepper !== null && Buffer.byteLength(apiKeyPepper) < 32) {
+    throw new ConfigError('API_KEY_PEPPER', 'must be at least 32 bytes');
+  }
+
   const adminEmail = str(env, 'ADMIN_EMAIL') ?? null;
   const adminPassword = str(env, 'ADMIN_PASSWORD') ?? null;
   if ((adminEmail === null) !== (adminPassword === null)) {
@@ -244,6 +251,7 @@ export function loadConfig(env: Env = process.env): Config {
     jwtSecret,
     jwtSecretGenerated,
     jwtPreviousSecrets: Object.freeze(jwtPreviousSecrets),
+    apiKeyPepper,
     tokenTtlSeconds: int(env, 'TOKEN_TTL_SECONDS', 86400, 60, 30 * 86400),
     rateLimitStandard: int(env, 'RATE_LIMIT_STANDARD', 100, 1, 10_000_000),
     rateLimitBulk: int(env, 'RATE_LIMIT_BULK', 10, 1, 10_000_000),

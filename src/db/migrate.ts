@@ -5,10 +5,11 @@ import { listCounts } from './migrations/002-list-counts.js';
 import { events } from './migrations/003-events.js';
 import { guestSearch } from './migrations/004-guest-search.js';
 import { assigneeGuestIndexes } from './migrations/005-assignee-guest-indexes.js';
+import { apiKeys } from './migrations/007-api-keys.js';
 import { columnTypes, type MigrationDef } from './migrations/helpers.js';
 import type { Store } from './store.js';
 
-const MIGRATIONS: MigrationDef[] = [initial, listCounts, events, guestSearch, assigneeGuestIndexes];
+const MIGRATIONS: MigrationDef[] = [initial, listCounts, events, guestSearch, assigneeGuestIndexes, apiKeys];
 
 export async function migrate(store: Store): Promise<string[]> {
   const t = columnTypes(store.dialect);

@@ -108,7 +108,7 @@ export interface EventTable {
   id: Generated<number>;
   type: string;
   occurred_at: Timestamp;
-  actor_type: 'staff' | 'system' | 'guest';
+  actor_type: 'staff' | 'system' | 'guest' | 'api_key';
   actor_id: string | null;
   conversation_id: string | null;
   task_id: string | null;
@@ -117,6 +117,23 @@ export interface EventTable {
   /** JSON text (both stores). */
   data: string;
   changes: string | null;
+}
+
+export interface ApiKeyTable {
+  id: string;
+  name: string;
+  /** JSON text: the key's scopes. */
+  scopes: string;
+  /** Keyed hash of the secret (src/modules/api-keys/secret.ts). */
+  secret_hash: string;
+  previous_hash: string | null;
+  previous_expires_at: Timestamp | null;
+  expires_at: Timestamp | null;
+  last_used_at: Timestamp | null;
+  revoked_at: Timestamp | null;
+  created_by: string | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
 }
 
 export interface WebhookTable {
@@ -193,6 +210,7 @@ export interface Database {
   knowledge_entries: KnowledgeTable;
   settings: SettingTable;
   revoked_tokens: RevokedTokenTable;
+  api_keys: ApiKeyTable;
 }
 
 export type Db = Kysely<Database>;
@@ -209,4 +227,5 @@ export type KnowledgeRow = Selectable<KnowledgeTable>;
 export type SettingRow = Selectable<SettingTable>;
 export type EventRow = Selectable<EventTable>;
 export type WebhookRow = Selectable<WebhookTable>;
+export type ApiKeyRow = Selectable<ApiKeyTable>;
 export type WebhookDeliveryRow = Selectable<WebhookDeliveryTable>;

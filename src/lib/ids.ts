@@ -12,6 +12,7 @@ export const ID_PREFIX = {
   staff: 'stf',
   webhook: 'whk',
   delivery: 'whd',
+  apiKey: 'key',
 } as const;
 
 export type IdPrefix = (typeof ID_PREFIX)[keyof typeof ID_PREFIX];

@@ -1,7 +1,8 @@
 // Owns what the OpenAPI document says about every route that its own schema cannot: the headers
 // the gate puts on every counted response (X-RateLimit-*, Retry-After) and the X-Request-Id on
-// every response, who may call it (`x-roles`, from the route's own `config.access`), and what a
-// success answer holds.
+// every response, who may call it (`x-roles` from the route's own `config.access`, `x-scopes`: the
+// API key scope from its `config.scope`, empty when keys may not call it), and what a success
+// answer holds.
 import type { FastifySchema, RouteOptions } from 'fastify';
 import { withExample } from './openapi-examples.js';
 
@@ -43,6 +44,7 @@ const SUCCESS: [RegExp, string][] = [
   [/^check/, 'The probe answer'],
   [/^streamEvents$/, 'A text/event-stream of events, each `id:` + `data:` (JSON as in the feed)'],
   [/^rotateWebhookSecret$/, 'The webhook with its new signing secret (shown this once)'],
+  [/^rotateApiKey$/, 'The API key with its new key text (shown this once)'],
   [/^testWebhook$/, 'The delivery queued for the test event'],
   [/^redeliver/, 'The delivery, due again now'],
 ];
@@ -75,6 +77,15 @@ export function documentRoute({ schema, url, route }: { schema: FastifySchema; u
   }
   const out: Schema = { ...base, response };
   if (base.body !== undefined) out.body = withExample(base.body);
-  if (Array.isArray(access)) out['x-roles'] = [...access];
+  if (Array.isArray(access)) {
+    out['x-roles'] = [...access];
+    const scope = route.config?.scope;
+    out['x-scopes'] = scope === undefined ? [] : [scope];
+    const said = typeof base.description === 'string' ? `${base.description}\n\n` : '';
+    out.description =
+      scope === undefined
+        ? `${said}Staff token only: API keys may not call this operation.`
+        : `${said}API key scope: \`${scope}\`.`;
+  }
   return { schema: out as FastifySchema, url };
 }

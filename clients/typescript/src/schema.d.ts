@@ -67,7 +67,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Exchange a valid token for a new one with a fresh expiry; the old token is revoked */
+        /**
+         * Exchange a valid token for a new one with a fresh expiry; the old token is revoked
+         * @description Staff token only: API keys may not call this operation.
+         */
         post: operations["refreshToken"];
         delete?: never;
         options?: never;
@@ -84,7 +87,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Revoke the token used for this request */
+        /**
+         * Revoke the token used for this request
+         * @description Staff token only: API keys may not call this operation.
+         */
         post: operations["logout"];
         delete?: never;
         options?: never;
@@ -99,7 +105,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The staff member the token belongs to */
+        /**
+         * The staff member the token belongs to
+         * @description Staff token only: API keys may not call this operation.
+         */
         get: operations["getCurrentUser"];
         put?: never;
         post?: never;
@@ -118,7 +127,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Change your password; every other token of yours stops working, a new one is returned */
+        /**
+         * Change your password; every other token of yours stops working, a new one is returned
+         * @description Staff token only: API keys may not call this operation.
+         */
         post: operations["changePassword"];
         delete?: never;
         options?: never;
@@ -133,10 +145,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List staff members, by name (a staff-role caller sees only themselves) */
+        /**
+         * List staff members, by name (a staff-role caller sees only themselves)
+         * @description API key scope: `staff:read`.
+         */
         get: operations["listStaff"];
         put?: never;
-        /** Create a staff member (admin); without a password a one-time temporaryPassword is returned */
+        /**
+         * Create a staff member (admin); without a password a one-time temporaryPassword is returned
+         * @description API key scope: `staff:write`.
+         */
         post: operations["createStaff"];
         delete?: never;
         options?: never;
@@ -151,14 +169,20 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a staff member (a staff-role caller may get only themselves) */
+        /**
+         * Get a staff member (a staff-role caller may get only themselves)
+         * @description API key scope: `staff:read`.
+         */
         get: operations["getStaff"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
         head?: never;
-        /** Update a staff member: name, role, department, active (admin) */
+        /**
+         * Update a staff member: name, role, department, active (admin)
+         * @description API key scope: `staff:write`.
+         */
         patch: operations["updateStaff"];
         trace?: never;
     };
@@ -169,7 +193,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List settings: every known key (its default if never set) and every custom key set */
+        /**
+         * List settings: every known key (its default if never set) and every custom key set
+         * @description API key scope: `settings:read`.
+         */
         get: operations["listSettings"];
         put?: never;
         post?: never;
@@ -186,15 +213,23 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a setting; a known key never set returns its default */
+        /**
+         * Get a setting; a known key never set returns its default
+         * @description API key scope: `settings:read`.
+         */
         get: operations["getSetting"];
         /**
          * Set a setting (admin)
          * @description Keys: hotel, departments, business_hours, auto_reply, sla, and custom.<name> for any JSON value up to 64 KiB (at most 100 custom keys; one more is 409 CONFLICT).
+         *
+         *     API key scope: `settings:write`.
          */
         put: operations["setSetting"];
         post?: never;
-        /** Reset a known key to its default, or remove a custom key (admin) */
+        /**
+         * Reset a known key to its default, or remove a custom key (admin)
+         * @description API key scope: `settings:write`.
+         */
         delete: operations["resetSetting"];
         options?: never;
         head?: never;
@@ -208,12 +243,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List conversations, latest activity first (a staff-role caller sees only their own) */
+        /**
+         * List conversations, latest activity first (a staff-role caller sees only their own)
+         * @description API key scope: `conversations:read`.
+         */
         get: operations["listConversations"];
         put?: never;
         /**
          * Start a conversation with a guest, optionally with a first outbound message
          * @description Starts open. A staff-role caller may only create a conversation assigned to themselves (the default for them); for admin and manager the default is unassigned.
+         *
+         *     API key scope: `conversations:write`.
          */
         post: operations["createConversation"];
         delete?: never;
@@ -238,6 +278,8 @@ export interface paths {
         /**
          * Update up to 100 conversations; each item succeeds or fails on its own
          * @description Each item is `{ id, status?, assignee? }` with at least one change and follows the rules of PATCH /conversations/:id. Counts in the bulk rate-limit bucket.
+         *
+         *     API key scope: `conversations:write`.
          */
         patch: operations["bulkUpdateConversations"];
         trace?: never;
@@ -249,14 +291,20 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a conversation (a staff-role caller: only one assigned to them) */
+        /**
+         * Get a conversation (a staff-role caller: only one assigned to them)
+         * @description API key scope: `conversations:read`.
+         */
         get: operations["getConversation"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
         head?: never;
-        /** Change the status and/or assignee (a staff-role caller: status of their own only) */
+        /**
+         * Change the status and/or assignee (a staff-role caller: status of their own only)
+         * @description API key scope: `conversations:write`.
+         */
         patch: operations["updateConversation"];
         trace?: never;
     };
@@ -267,12 +315,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List a conversation's messages, oldest first */
+        /**
+         * List a conversation's messages, oldest first
+         * @description API key scope: `conversations:read`.
+         */
         get: operations["listMessages"];
         put?: never;
         /**
          * Send a message to the guest, or add an internal note
          * @description A `text` is stored outbound with deliveryStatus `queued` until channel delivery sends it. A `note` is internal to the team, never sent to the guest, and stored as `delivered`. Either updates the conversation's lastMessageAt and messageCount.
+         *
+         *     API key scope: `conversations:write`.
          */
         post: operations["sendMessage"];
         delete?: never;
@@ -288,10 +341,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List guests, newest first; search name/e-mail/phone, filter by tag (staff: own guests only) */
+        /**
+         * List guests, newest first; search name/e-mail/phone, filter by tag (staff: own guests only)
+         * @description API key scope: `guests:read`.
+         */
         get: operations["listGuests"];
         put?: never;
-        /** Create a guest (admin, manager); a taken e-mail or phone is a 409 naming the existing guest */
+        /**
+         * Create a guest (admin, manager); a taken e-mail or phone is a 409 naming the existing guest
+         * @description API key scope: `guests:write`.
+         */
         post: operations["createGuest"];
         delete?: never;
         options?: never;
@@ -306,14 +365,20 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a guest (staff: only a guest of a conversation or task assigned to them) */
+        /**
+         * Get a guest (staff: only a guest of a conversation or task assigned to them)
+         * @description API key scope: `guests:read`.
+         */
         get: operations["getGuest"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
         head?: never;
-        /** Update a guest: name, email, phone, tags (replace the set), notes (admin, manager) */
+        /**
+         * Update a guest: name, email, phone, tags (replace the set), notes (admin, manager)
+         * @description API key scope: `guests:write`.
+         */
         patch: operations["updateGuest"];
         trace?: never;
     };
@@ -326,7 +391,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Create 1–100 guests; each item is validated and created on its own, results in item order */
+        /**
+         * Create 1–100 guests; each item is validated and created on its own, results in item order
+         * @description API key scope: `guests:write`.
+         */
         post: operations["bulkCreateGuests"];
         delete?: never;
         options?: never;
@@ -341,10 +409,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List tasks, newest first (a staff-role caller sees only tasks assigned to them) */
+        /**
+         * List tasks, newest first (a staff-role caller sees only tasks assigned to them)
+         * @description API key scope: `tasks:read`.
+         */
         get: operations["listTasks"];
         put?: never;
-        /** Create a task (admin, manager); it starts open */
+        /**
+         * Create a task (admin, manager); it starts open
+         * @description API key scope: `tasks:write`.
+         */
         post: operations["createTask"];
         delete?: never;
         options?: never;
@@ -359,7 +433,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a task (a staff-role caller may get only tasks assigned to them) */
+        /**
+         * Get a task (a staff-role caller may get only tasks assigned to them)
+         * @description API key scope: `tasks:read`.
+         */
         get: operations["getTask"];
         put?: never;
         post?: never;
@@ -369,6 +446,8 @@ export interface paths {
         /**
          * Update a task (a staff-role caller: only status and notes of a task assigned to them)
          * @description Any status may move to any other. completedAt is set when the task moves to completed and cleared when it leaves completed.
+         *
+         *     API key scope: `tasks:write`.
          */
         patch: operations["updateTask"];
         trace?: never;
@@ -382,7 +461,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Create 1–100 tasks (admin, manager); each item is validated and created on its own */
+        /**
+         * Create 1–100 tasks (admin, manager); each item is validated and created on its own
+         * @description API key scope: `tasks:write`.
+         */
         post: operations["bulkCreateTasks"];
         delete?: never;
         options?: never;
@@ -397,10 +479,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List knowledge entries by title, or search them full-text, best match first */
+        /**
+         * List knowledge entries by title, or search them full-text, best match first
+         * @description API key scope: `knowledge:read`.
+         */
         get: operations["listKnowledgeEntries"];
         put?: never;
-        /** Create a knowledge entry (admin, manager); category defaults to general */
+        /**
+         * Create a knowledge entry (admin, manager); category defaults to general
+         * @description API key scope: `knowledge:write`.
+         */
         post: operations["createKnowledgeEntry"];
         delete?: never;
         options?: never;
@@ -415,12 +503,21 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a knowledge entry */
+        /**
+         * Get a knowledge entry
+         * @description API key scope: `knowledge:read`.
+         */
         get: operations["getKnowledgeEntry"];
-        /** Replace a knowledge entry’s title and content, and its category when given (admin, manager) */
+        /**
+         * Replace a knowledge entry’s title and content, and its category when given (admin, manager)
+         * @description API key scope: `knowledge:write`.
+         */
         put: operations["replaceKnowledgeEntry"];
         post?: never;
-        /** Delete a knowledge entry (admin, manager); it leaves search at once */
+        /**
+         * Delete a knowledge entry (admin, manager); it leaves search at once
+         * @description API key scope: `knowledge:write`.
+         */
         delete: operations["deleteKnowledgeEntry"];
         options?: never;
         head?: never;
@@ -437,6 +534,8 @@ export interface paths {
         /**
          * Read events oldest first after a cursor (a staff-role caller: only their conversations and tasks)
          * @description Poll with `after` = the previous `meta.nextCursor`. Events are kept EVENT_RETENTION_DAYS days (30 by default).
+         *
+         *     API key scope: `events:read`.
          */
         get: operations["listEvents"];
         put?: never;
@@ -457,6 +556,8 @@ export interface paths {
         /**
          * Live events as Server-Sent Events, resumable with Last-Event-ID
          * @description Each event is `id: <event id>` and `data: <event JSON>`; a `: heartbeat` comment comes every 15 s. Same filters as GET /events. Without `after` or Last-Event-ID the stream starts at the newest event (no history is replayed); `after=0` replays every event kept. The stream ends when the token expires or the server shuts down; reconnect with Last-Event-ID to continue without gaps. At most 10 streams per caller may be open at once (STREAMS_PER_CALLER); the next is refused with 429 RATE_LIMITED.
+         *
+         *     API key scope: `events:read`.
          */
         get: operations["streamEvents"];
         put?: never;
@@ -474,10 +575,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List webhook endpoints, newest first (admin) */
+        /**
+         * List webhook endpoints, newest first (admin)
+         * @description API key scope: `webhooks:read`.
+         */
         get: operations["listWebhooks"];
         put?: never;
-        /** Register a webhook endpoint (admin); the signing secret is in this response only */
+        /**
+         * Register a webhook endpoint (admin); the signing secret is in this response only
+         * @description API key scope: `webhooks:write`.
+         */
         post: operations["createWebhook"];
         delete?: never;
         options?: never;
@@ -492,15 +599,24 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a webhook endpoint (admin); the secret is never shown again */
+        /**
+         * Get a webhook endpoint (admin); the secret is never shown again
+         * @description API key scope: `webhooks:read`.
+         */
         get: operations["getWebhook"];
         put?: never;
         post?: never;
-        /** Delete a webhook endpoint and its delivery history (admin) */
+        /**
+         * Delete a webhook endpoint and its delivery history (admin)
+         * @description API key scope: `webhooks:write`.
+         */
         delete: operations["deleteWebhook"];
         options?: never;
         head?: never;
-        /** Change a webhook endpoint: url, events, description, active (admin) */
+        /**
+         * Change a webhook endpoint: url, events, description, active (admin)
+         * @description API key scope: `webhooks:write`.
+         */
         patch: operations["updateWebhook"];
         trace?: never;
     };
@@ -513,7 +629,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Replace the signing secret (admin); the new one is shown once and signs from now on */
+        /**
+         * Replace the signing secret (admin); the new one is shown once and signs from now on
+         * @description API key scope: `webhooks:write`.
+         */
         post: operations["rotateWebhookSecret"];
         delete?: never;
         options?: never;
@@ -530,7 +649,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Send a webhook.test event to this endpoint only (admin); answers the queued delivery */
+        /**
+         * Send a webhook.test event to this endpoint only (admin); answers the queued delivery
+         * @description API key scope: `webhooks:write`.
+         */
         post: operations["testWebhook"];
         delete?: never;
         options?: never;
@@ -545,7 +667,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List an endpoint's deliveries, newest first, with the last attempt's outcome (admin) */
+        /**
+         * List an endpoint's deliveries, newest first, with the last attempt's outcome (admin)
+         * @description API key scope: `webhooks:read`.
+         */
         get: operations["listWebhookDeliveries"];
         put?: never;
         post?: never;
@@ -567,8 +692,82 @@ export interface paths {
         /**
          * Attempt a delivery again now, with the same Webhook-Id and body (admin)
          * @description The delivery becomes pending and due at once; its attempts keep counting. A failed delivery that fails again with a retryable error is retried on the usual schedule while attempts remain.
+         *
+         *     API key scope: `webhooks:write`.
          */
         post: operations["redeliverWebhookDelivery"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/api-keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List API keys, newest first, revoked ones included (admin); secrets are never shown
+         * @description Staff token only: API keys may not call this operation.
+         */
+        get: operations["listApiKeys"];
+        put?: never;
+        /**
+         * Create an API key (admin); the key (gma_…) is in this response only
+         * @description Staff token only: API keys may not call this operation.
+         */
+        post: operations["createApiKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/api-keys/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get an API key (admin); the secret is never shown again
+         * @description Staff token only: API keys may not call this operation.
+         */
+        get: operations["getApiKey"];
+        put?: never;
+        post?: never;
+        /**
+         * Revoke an API key (admin): refused with 401 TOKEN_INVALID from the next request, everywhere
+         * @description Staff token only: API keys may not call this operation.
+         */
+        delete: operations["deleteApiKey"];
+        options?: never;
+        head?: never;
+        /**
+         * Rename an API key or replace its scopes (admin); narrowed scopes hold from the next request
+         * @description Staff token only: API keys may not call this operation.
+         */
+        patch: operations["updateApiKey"];
+        trace?: never;
+    };
+    "/api/v1/api-keys/{id}/rotate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Give an API key a new secret (admin); the old one works for graceSeconds more
+         * @description Staff token only: API keys may not call this operation.
+         */
+        post: operations["rotateApiKey"];
         delete?: never;
         options?: never;
         head?: never;
@@ -917,7 +1116,7 @@ export interface components {
             occurredAt: string;
             actor: {
                 /** @enum {unknown} */
-                type: "staff" | "system" | "guest";
+                type: "staff" | "system" | "guest" | "api_key";
                 id: string | null;
             };
             /** @description The record after the change, in its API shape */
@@ -983,6 +1182,34 @@ export interface components {
             durationMs: number | null;
             nextAttemptAt: string | null;
             lastAttemptAt: string | null;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        ApiKeyWithSecret: {
+            /** @example key_01jd8x3k5q7w9e2r4t6y8u0i1o */
+            id: string;
+            name: string;
+            scopes: ("conversations:read" | "conversations:write" | "guests:read" | "guests:write" | "tasks:read" | "tasks:write" | "knowledge:read" | "knowledge:write" | "staff:read" | "staff:write" | "settings:read" | "settings:write" | "webhooks:read" | "webhooks:write" | "events:read" | "reports:read" | "channels:inbound")[];
+            expiresAt: string | null;
+            lastUsedAt: string | null;
+            revokedAt: string | null;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+            /** @description The key, shown only in this response: send it as `Authorization: Bearer gma_…` */
+            key: string;
+        };
+        ApiKey: {
+            /** @example key_01jd8x3k5q7w9e2r4t6y8u0i1o */
+            id: string;
+            name: string;
+            scopes: ("conversations:read" | "conversations:write" | "guests:read" | "guests:write" | "tasks:read" | "tasks:write" | "knowledge:read" | "knowledge:write" | "staff:read" | "staff:write" | "settings:read" | "settings:write" | "webhooks:read" | "webhooks:write" | "events:read" | "reports:read" | "channels:inbound")[];
+            expiresAt: string | null;
+            lastUsedAt: string | null;
+            revokedAt: string | null;
             /** Format: date-time */
             createdAt: string;
             /** Format: date-time */
@@ -10204,6 +10431,1260 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error409"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error429"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error500"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: the store cannot be reached; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error503"];
+                };
+            };
+        };
+    };
+    listApiKeys: {
+        parameters: {
+            query?: {
+                /** @description Page number, from 1 (default 1) */
+                page?: number;
+                limit?: number;
+                /** @description Walk the list: the previous page's meta.nextCursor, for the next `limit` items after it (instead of `page`; with the same filters). */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of the list, with `meta` (page, limit, total, pages, nextCursor) */
+            200: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": [
+                     *         {
+                     *           "id": "key_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "name": "Ana Lopes",
+                     *           "scopes": [
+                     *             "conversations:read"
+                     *           ],
+                     *           "expiresAt": "2026-11-22T06:33:12.000Z",
+                     *           "lastUsedAt": "2026-11-22T06:33:12.000Z",
+                     *           "revokedAt": "2026-11-22T06:33:12.000Z",
+                     *           "createdAt": "2026-11-22T06:33:12.000Z",
+                     *           "updatedAt": "2026-11-22T06:33:12.000Z"
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "page": 1,
+                     *         "limit": 1,
+                     *         "total": 1,
+                     *         "pages": 1,
+                     *         "nextCursor": "WyIyMDI2LTExLTIyVDA2OjMzOjEyLjAwMFoiLCJjbnZfMDFqZDh4M2s1cTd3OWUycjR0Nnk4dTBpMW8iXQ.bm8tc2ln"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["ApiKey"][];
+                        /** @description A numbered page has page, limit, total, pages and nextCursor; a cursor page (asked with `cursor`) has limit and nextCursor only. */
+                        meta: {
+                            /** Format: int32 */
+                            page?: number;
+                            /** Format: int32 */
+                            limit: number;
+                            /** Format: int64 */
+                            total?: number;
+                            /** Format: int64 */
+                            pages?: number;
+                            /** @description Pass as `cursor` for the page after this one; null on the last page */
+                            nextCursor: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description VALIDATION_ERROR: the request is malformed or a field is invalid */
+            400: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error400"];
+                };
+            };
+            /** @description TOKEN_MISSING, TOKEN_INVALID, TOKEN_EXPIRED or UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error401"];
+                };
+            };
+            /** @description FORBIDDEN: the role may not do this */
+            403: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error403"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error404"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error429"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error500"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: the store cannot be reached; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error503"];
+                };
+            };
+        };
+    };
+    createApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Ana Lopes",
+                 *       "scopes": [
+                 *         "conversations:read"
+                 *       ],
+                 *       "expiresAt": "2026-11-22T06:33:12.000Z"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description What the key is for (e.g. "PMS sync") */
+                    name: string;
+                    /** @description What the key may do. `<resource>:write` includes `<resource>:read`. Each operation names the scope it needs (`x-scopes`); a key without it gets 403 FORBIDDEN naming the scope. */
+                    scopes: ("conversations:read" | "conversations:write" | "guests:read" | "guests:write" | "tasks:read" | "tasks:write" | "knowledge:read" | "knowledge:write" | "staff:read" | "staff:write" | "settings:read" | "settings:write" | "webhooks:read" | "webhooks:write" | "events:read" | "reports:read" | "channels:inbound")[];
+                    expiresAt?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Created: the new record */
+            201: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "key_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "name": "Ana Lopes",
+                     *         "scopes": [
+                     *           "conversations:read"
+                     *         ],
+                     *         "expiresAt": "2026-11-22T06:33:12.000Z",
+                     *         "lastUsedAt": "2026-11-22T06:33:12.000Z",
+                     *         "revokedAt": "2026-11-22T06:33:12.000Z",
+                     *         "createdAt": "2026-11-22T06:33:12.000Z",
+                     *         "updatedAt": "2026-11-22T06:33:12.000Z",
+                     *         "key": "hotel"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["ApiKeyWithSecret"];
+                    };
+                };
+            };
+            /** @description VALIDATION_ERROR: the request is malformed or a field is invalid */
+            400: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error400"];
+                };
+            };
+            /** @description TOKEN_MISSING, TOKEN_INVALID, TOKEN_EXPIRED or UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error401"];
+                };
+            };
+            /** @description FORBIDDEN: the role may not do this */
+            403: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error403"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error404"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: the body is over 1 MiB */
+            413: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error413"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE: the body is not JSON, or is sent with a Content-Encoding */
+            415: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error415"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error429"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error500"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: the store cannot be reached; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error503"];
+                };
+            };
+        };
+    };
+    getApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The record */
+            200: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "key_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "name": "Ana Lopes",
+                     *         "scopes": [
+                     *           "conversations:read"
+                     *         ],
+                     *         "expiresAt": "2026-11-22T06:33:12.000Z",
+                     *         "lastUsedAt": "2026-11-22T06:33:12.000Z",
+                     *         "revokedAt": "2026-11-22T06:33:12.000Z",
+                     *         "createdAt": "2026-11-22T06:33:12.000Z",
+                     *         "updatedAt": "2026-11-22T06:33:12.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["ApiKey"];
+                    };
+                };
+            };
+            /** @description VALIDATION_ERROR: the request is malformed or a field is invalid */
+            400: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error400"];
+                };
+            };
+            /** @description TOKEN_MISSING, TOKEN_INVALID, TOKEN_EXPIRED or UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error401"];
+                };
+            };
+            /** @description FORBIDDEN: the role may not do this */
+            403: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error403"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error404"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error429"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error500"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: the store cannot be reached; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error503"];
+                };
+            };
+        };
+    };
+    deleteApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted: `{ id, deleted: true }` */
+            200: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "deleted": true
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            id: string;
+                            /** @enum {boolean} */
+                            deleted: true;
+                        };
+                    };
+                };
+            };
+            /** @description VALIDATION_ERROR: the request is malformed or a field is invalid */
+            400: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error400"];
+                };
+            };
+            /** @description TOKEN_MISSING, TOKEN_INVALID, TOKEN_EXPIRED or UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error401"];
+                };
+            };
+            /** @description FORBIDDEN: the role may not do this */
+            403: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error403"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error404"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error429"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error500"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: the store cannot be reached; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error503"];
+                };
+            };
+        };
+    };
+    updateApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Ana Lopes",
+                 *       "scopes": [
+                 *         "conversations:read"
+                 *       ]
+                 *     }
+                 */
+                "application/json": {
+                    /** @description What the key is for (e.g. "PMS sync") */
+                    name?: string;
+                    /** @description What the key may do. `<resource>:write` includes `<resource>:read`. Each operation names the scope it needs (`x-scopes`); a key without it gets 403 FORBIDDEN naming the scope. */
+                    scopes?: ("conversations:read" | "conversations:write" | "guests:read" | "guests:write" | "tasks:read" | "tasks:write" | "knowledge:read" | "knowledge:write" | "staff:read" | "staff:write" | "settings:read" | "settings:write" | "webhooks:read" | "webhooks:write" | "events:read" | "reports:read" | "channels:inbound")[];
+                };
+            };
+        };
+        responses: {
+            /** @description The record as stored after the change */
+            200: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "key_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "name": "Ana Lopes",
+                     *         "scopes": [
+                     *           "conversations:read"
+                     *         ],
+                     *         "expiresAt": "2026-11-22T06:33:12.000Z",
+                     *         "lastUsedAt": "2026-11-22T06:33:12.000Z",
+                     *         "revokedAt": "2026-11-22T06:33:12.000Z",
+                     *         "createdAt": "2026-11-22T06:33:12.000Z",
+                     *         "updatedAt": "2026-11-22T06:33:12.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["ApiKey"];
+                    };
+                };
+            };
+            /** @description VALIDATION_ERROR: the request is malformed or a field is invalid */
+            400: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error400"];
+                };
+            };
+            /** @description TOKEN_MISSING, TOKEN_INVALID, TOKEN_EXPIRED or UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error401"];
+                };
+            };
+            /** @description FORBIDDEN: the role may not do this */
+            403: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error403"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error404"];
+                };
+            };
+            /** @description CONFLICT: the key is revoked */
+            409: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error409"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: the body is over 1 MiB */
+            413: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error413"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE: the body is not JSON, or is sent with a Content-Encoding */
+            415: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error415"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error429"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error500"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: the store cannot be reached; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error503"];
+                };
+            };
+        };
+    };
+    rotateApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "graceSeconds": 0
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * Format: int32
+                     * @description How long the replaced secret keeps working (0: it stops at once; at most 7 days)
+                     * @default 0
+                     */
+                    graceSeconds?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description The API key with its new key text (shown this once) */
+            200: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "key_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "name": "Ana Lopes",
+                     *         "scopes": [
+                     *           "conversations:read"
+                     *         ],
+                     *         "expiresAt": "2026-11-22T06:33:12.000Z",
+                     *         "lastUsedAt": "2026-11-22T06:33:12.000Z",
+                     *         "revokedAt": "2026-11-22T06:33:12.000Z",
+                     *         "createdAt": "2026-11-22T06:33:12.000Z",
+                     *         "updatedAt": "2026-11-22T06:33:12.000Z",
+                     *         "key": "hotel"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["ApiKeyWithSecret"];
+                    };
+                };
+            };
+            /** @description VALIDATION_ERROR: the request is malformed or a field is invalid */
+            400: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error400"];
+                };
+            };
+            /** @description TOKEN_MISSING, TOKEN_INVALID, TOKEN_EXPIRED or UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error401"];
+                };
+            };
+            /** @description FORBIDDEN: the role may not do this */
+            403: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error403"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error404"];
+                };
+            };
+            /** @description CONFLICT: the key is revoked */
+            409: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error409"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: the body is over 1 MiB */
+            413: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error413"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE: the body is not JSON, or is sent with a Content-Encoding */
+            415: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error415"];
                 };
             };
             /** @description RATE_LIMITED */

@@ -14,7 +14,7 @@ export const messagesRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/:id/messages',
     {
-      config: { access: ANY_ROLE, cache: true },
+      config: { access: ANY_ROLE, scope: 'conversations:read', cache: true },
       schema: {
         tags: ['conversations'],
         operationId: 'listMessages',
@@ -34,7 +34,7 @@ export const messagesRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/:id/messages',
     {
-      config: { access: ANY_ROLE },
+      config: { access: ANY_ROLE, scope: 'conversations:write' },
       schema: {
         tags: ['conversations'],
         operationId: 'sendMessage',

@@ -25,7 +25,7 @@ export const conversationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/',
     {
-      config: { access: ANY_ROLE, cache: true },
+      config: { access: ANY_ROLE, scope: 'conversations:read', cache: true },
       schema: {
         tags: ['conversations'],
         operationId: 'listConversations',
@@ -50,7 +50,7 @@ export const conversationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.patch(
     '/bulk',
     {
-      config: { access: ANY_ROLE, bucket: 'bulk' },
+      config: { access: ANY_ROLE, scope: 'conversations:write', bucket: 'bulk' },
       schema: {
         tags: ['conversations'],
         operationId: 'bulkUpdateConversations',
@@ -76,7 +76,7 @@ export const conversationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/:id',
     {
-      config: { access: ANY_ROLE },
+      config: { access: ANY_ROLE, scope: 'conversations:read' },
       schema: {
         tags: ['conversations'],
         operationId: 'getConversation',
@@ -91,7 +91,7 @@ export const conversationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/',
     {
-      config: { access: ANY_ROLE },
+      config: { access: ANY_ROLE, scope: 'conversations:write' },
       schema: {
         tags: ['conversations'],
         operationId: 'createConversation',
@@ -113,7 +113,7 @@ export const conversationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.patch(
     '/:id',
     {
-      config: { access: ANY_ROLE },
+      config: { access: ANY_ROLE, scope: 'conversations:write' },
       schema: {
         tags: ['conversations'],
         operationId: 'updateConversation',

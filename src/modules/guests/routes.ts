@@ -17,7 +17,7 @@ export const guestsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/',
     {
-      config: { access: ANY_ROLE, cache: true },
+      config: { access: ANY_ROLE, scope: 'guests:read', cache: true },
       schema: {
         tags: ['guests'],
         operationId: 'listGuests',
@@ -36,7 +36,7 @@ export const guestsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/:id',
     {
-      config: { access: ANY_ROLE },
+      config: { access: ANY_ROLE, scope: 'guests:read' },
       schema: {
         tags: ['guests'],
         operationId: 'getGuest',
@@ -53,7 +53,7 @@ export const guestsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/',
     {
-      config: { access: ADMIN_MANAGER },
+      config: { access: ADMIN_MANAGER, scope: 'guests:write' },
       schema: {
         tags: ['guests'],
         operationId: 'createGuest',
@@ -72,7 +72,7 @@ export const guestsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/bulk',
     {
-      config: { access: ADMIN_MANAGER, bucket: 'bulk' },
+      config: { access: ADMIN_MANAGER, scope: 'guests:write', bucket: 'bulk' },
       schema: {
         tags: ['guests'],
         operationId: 'bulkCreateGuests',
@@ -95,7 +95,7 @@ export const guestsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.patch(
     '/:id',
     {
-      config: { access: ADMIN_MANAGER },
+      config: { access: ADMIN_MANAGER, scope: 'guests:write' },
       schema: {
         tags: ['guests'],
         operationId: 'updateGuest',

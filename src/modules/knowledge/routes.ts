@@ -14,7 +14,7 @@ export const knowledgeRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/',
     {
-      config: { access: ANY_ROLE, cache: true },
+      config: { access: ANY_ROLE, scope: 'knowledge:read', cache: true },
       schema: {
         tags: ['knowledge'],
         operationId: 'listKnowledgeEntries',
@@ -36,7 +36,7 @@ export const knowledgeRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/:id',
     {
-      config: { access: ANY_ROLE },
+      config: { access: ANY_ROLE, scope: 'knowledge:read' },
       schema: {
         tags: ['knowledge'],
         operationId: 'getKnowledgeEntry',
@@ -51,7 +51,7 @@ export const knowledgeRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/',
     {
-      config: { access: ADMIN_MANAGER },
+      config: { access: ADMIN_MANAGER, scope: 'knowledge:write' },
       schema: {
         tags: ['knowledge'],
         operationId: 'createKnowledgeEntry',
@@ -70,7 +70,7 @@ export const knowledgeRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.put(
     '/:id',
     {
-      config: { access: ADMIN_MANAGER },
+      config: { access: ADMIN_MANAGER, scope: 'knowledge:write' },
       schema: {
         tags: ['knowledge'],
         operationId: 'replaceKnowledgeEntry',
@@ -86,7 +86,7 @@ export const knowledgeRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.delete(
     '/:id',
     {
-      config: { access: ADMIN_MANAGER },
+      config: { access: ADMIN_MANAGER, scope: 'knowledge:write' },
       schema: {
         tags: ['knowledge'],
         operationId: 'deleteKnowledgeEntry',

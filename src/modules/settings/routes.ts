@@ -24,7 +24,7 @@ export const settingsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/',
     {
-      config: { access: ADMIN_MANAGER },
+      config: { access: ADMIN_MANAGER, scope: 'settings:read' },
       schema: {
         tags: ['settings'],
         operationId: 'listSettings',
@@ -38,7 +38,7 @@ export const settingsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/:key',
     {
-      config: { access: ADMIN_MANAGER },
+      config: { access: ADMIN_MANAGER, scope: 'settings:read' },
       schema: {
         tags: ['settings'],
         operationId: 'getSetting',
@@ -53,7 +53,7 @@ export const settingsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.put(
     '/:key',
     {
-      config: { access: ADMIN },
+      config: { access: ADMIN, scope: 'settings:write' },
       schema: {
         tags: ['settings'],
         operationId: 'setSetting',
@@ -78,7 +78,7 @@ export const settingsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.delete(
     '/:key',
     {
-      config: { access: ADMIN },
+      config: { access: ADMIN, scope: 'settings:write' },
       schema: {
         tags: ['settings'],
         operationId: 'resetSetting',

@@ -15,7 +15,7 @@ export const staffRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/',
     {
-      config: { access: ANY_ROLE },
+      config: { access: ANY_ROLE, scope: 'staff:read' },
       schema: {
         tags: ['staff'],
         operationId: 'listStaff',
@@ -34,7 +34,7 @@ export const staffRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/:id',
     {
-      config: { access: ANY_ROLE },
+      config: { access: ANY_ROLE, scope: 'staff:read' },
       schema: {
         tags: ['staff'],
         operationId: 'getStaff',
@@ -51,7 +51,7 @@ export const staffRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/',
     {
-      config: { access: ADMIN },
+      config: { access: ADMIN, scope: 'staff:write' },
       schema: {
         tags: ['staff'],
         operationId: 'createStaff',
@@ -70,7 +70,7 @@ export const staffRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.patch(
     '/:id',
     {
-      config: { access: ADMIN },
+      config: { access: ADMIN, scope: 'staff:write' },
       schema: {
         tags: ['staff'],
         operationId: 'updateStaff',

@@ -23,7 +23,7 @@ export const tasksRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/',
     {
-      config: { access: ANY_ROLE, cache: true },
+      config: { access: ANY_ROLE, scope: 'tasks:read', cache: true },
       schema: {
         tags: ['tasks'],
         operationId: 'listTasks',
@@ -42,7 +42,7 @@ export const tasksRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/:id',
     {
-      config: { access: ANY_ROLE },
+      config: { access: ANY_ROLE, scope: 'tasks:read' },
       schema: {
         tags: ['tasks'],
         operationId: 'getTask',
@@ -59,7 +59,7 @@ export const tasksRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/',
     {
-      config: { access: ADMIN_MANAGER },
+      config: { access: ADMIN_MANAGER, scope: 'tasks:write' },
       schema: {
         tags: ['tasks'],
         operationId: 'createTask',
@@ -78,7 +78,7 @@ export const tasksRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/bulk',
     {
-      config: { access: ADMIN_MANAGER, bucket: 'bulk' },
+      config: { access: ADMIN_MANAGER, scope: 'tasks:write', bucket: 'bulk' },
       schema: {
         tags: ['tasks'],
         operationId: 'bulkCreateTasks',
@@ -101,7 +101,7 @@ export const tasksRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.patch(
     '/:id',
     {
-      config: { access: ANY_ROLE },
+      config: { access: ANY_ROLE, scope: 'tasks:write' },
       schema: {
         tags: ['tasks'],
         operationId: 'updateTask',

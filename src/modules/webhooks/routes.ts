@@ -26,7 +26,7 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/',
     {
-      config: { access: ADMIN },
+      config: { access: ADMIN, scope: 'webhooks:write' },
       schema: {
         tags: ['webhooks'],
         operationId: 'createWebhook',
@@ -45,7 +45,7 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/',
     {
-      config: { access: ADMIN },
+      config: { access: ADMIN, scope: 'webhooks:read' },
       schema: {
         tags: ['webhooks'],
         operationId: 'listWebhooks',
@@ -60,7 +60,7 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/:id',
     {
-      config: { access: ADMIN },
+      config: { access: ADMIN, scope: 'webhooks:read' },
       schema: {
         tags: ['webhooks'],
         operationId: 'getWebhook',
@@ -75,7 +75,7 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.patch(
     '/:id',
     {
-      config: { access: ADMIN },
+      config: { access: ADMIN, scope: 'webhooks:write' },
       schema: {
         tags: ['webhooks'],
         operationId: 'updateWebhook',
@@ -91,7 +91,7 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.delete(
     '/:id',
     {
-      config: { access: ADMIN },
+      config: { access: ADMIN, scope: 'webhooks:write' },
       schema: {
         tags: ['webhooks'],
         operationId: 'deleteWebhook',
@@ -110,7 +110,7 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/:id/rotate-secret',
     {
-      config: { access: ADMIN },
+      config: { access: ADMIN, scope: 'webhooks:write' },
       schema: {
         tags: ['webhooks'],
         operationId: 'rotateWebhookSecret',
@@ -125,7 +125,7 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/:id/test',
     {
-      config: { access: ADMIN },
+      config: { access: ADMIN, scope: 'webhooks:write' },
       schema: {
         tags: ['webhooks'],
         operationId: 'testWebhook',
