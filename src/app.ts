@@ -31,6 +31,7 @@ import counters from './plugins/counters.js';
 import docs from './plugins/docs.js';
 import errors, { clientErrorHandler, renderError } from './plugins/errors.js';
 import gate, { countRequest } from './plugins/gate.js';
+import idempotency from './plugins/idempotency.js';
 import input from './plugins/input.js';
 import metrics from './plugins/metrics.js';
 import openapi from './plugins/openapi.js';
@@ -173,6 +174,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(errors);
   await app.register(cors);
   await app.register(gate);
+  await app.register(idempotency);
   await app.register(input);
   await app.register(readCache);
   await app.register(openapi);

@@ -6,10 +6,19 @@ import { events } from './migrations/003-events.js';
 import { guestSearch } from './migrations/004-guest-search.js';
 import { assigneeGuestIndexes } from './migrations/005-assignee-guest-indexes.js';
 import { apiKeys } from './migrations/007-api-keys.js';
+import { idempotency } from './migrations/008-idempotency.js';
 import { columnTypes, type MigrationDef } from './migrations/helpers.js';
 import type { Store } from './store.js';
 
-const MIGRATIONS: MigrationDef[] = [initial, listCounts, events, guestSearch, assigneeGuestIndexes, apiKeys];
+const MIGRATIONS: MigrationDef[] = [
+  initial,
+  listCounts,
+  events,
+  guestSearch,
+  assigneeGuestIndexes,
+  apiKeys,
+  idempotency,
+];
 
 export async function migrate(store: Store): Promise<string[]> {
   const t = columnTypes(store.dialect);

@@ -136,6 +136,17 @@ export interface ApiKeyTable {
   updated_at: Timestamp;
 }
 
+export interface IdempotencyKeyTable {
+  caller: string;
+  route: string;
+  key: string;
+  fingerprint: string;
+  status: number;
+  body: string;
+  created_at: Timestamp;
+  expires_at: Timestamp;
+}
+
 export interface WebhookTable {
   id: string;
   url: string;
@@ -211,6 +222,7 @@ export interface Database {
   settings: SettingTable;
   revoked_tokens: RevokedTokenTable;
   api_keys: ApiKeyTable;
+  idempotency_keys: IdempotencyKeyTable;
 }
 
 export type Db = Kysely<Database>;

@@ -50,7 +50,7 @@ export const conversationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.patch(
     '/bulk',
     {
-      config: { access: ANY_ROLE, scope: 'conversations:write', bucket: 'bulk' },
+      config: { access: ANY_ROLE, scope: 'conversations:write', bucket: 'bulk', idempotent: true },
       schema: {
         tags: ['conversations'],
         operationId: 'bulkUpdateConversations',
