@@ -30,6 +30,7 @@ import cors from './plugins/cors.js';
 import counters from './plugins/counters.js';
 import docs from './plugins/docs.js';
 import errors, { clientErrorHandler, renderError } from './plugins/errors.js';
+import etags from './plugins/etags.js';
 import gate, { countRequest } from './plugins/gate.js';
 import idempotency from './plugins/idempotency.js';
 import input from './plugins/input.js';
@@ -175,6 +176,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(cors);
   await app.register(gate);
   await app.register(idempotency);
+  await app.register(etags);
   await app.register(input);
   await app.register(readCache);
   await app.register(openapi);

@@ -4,8 +4,8 @@
 // API key scope from its `config.scope`, empty when keys may not call it), and what a success
 // answer holds.
 import type { FastifySchema, RouteOptions } from 'fastify';
-import { takesIdempotencyKey } from './idempotency.js';
 import { withExample } from './openapi-examples.js';
+import { integrationDocs } from './openapi-integration.js';
 
 const int = (description: string, format: 'int32' | 'int64', maximum: number) => ({
   type: 'integer',
@@ -27,28 +27,6 @@ const RATE_LIMIT = {
   'X-RateLimit-Reset': int('Unix time in seconds when the window resets', 'int64', 253402300799),
 };
 const RETRY_AFTER = { 'Retry-After': int('Seconds to wait before retrying', 'int32', 86_400) };
-const REPLAYED = {
-  'Idempotent-Replayed': {
-    type: 'string',
-    enum: ['true'],
-    description: 'Present on the replay of an earlier answer to the same Idempotency-Key',
-  },
-};
-const IDEMPOTENCY_KEY = {
-  type: 'string',
-  minLength: 1,
-  maxLength: 255,
-  pattern: '^[\\x21-\\x7e]{1,255}$',
-  description:
-    'Makes a retry safe: a repeat with the same key (yours, on this operation) within 24 h replays the first ' +
-    'answer instead of making the change again (Idempotent-Replayed: true). 1–255 visible ASCII characters, ' +
-    'e.g. a UUID.',
-};
-const IDEMPOTENCY_ERRORS: Record<string, Schema> = {
-  409: { $ref: 'Error409', description: 'CONFLICT: the Idempotency-Key is in flight (retry after Retry-After)' },
-  422: { $ref: 'Error422', description: 'IDEMPOTENCY_KEY_REUSED: the key was used with another request' },
-};
-
 type Schema = Record<string, unknown>;
 
 /** What a success answer holds, named from the operation's verb (the document's "Default Response" otherwise). */
@@ -85,20 +63,18 @@ export function documentRoute({ schema, url, route }: { schema: FastifySchema; u
   const base = schema as Schema;
   const counted = route.config?.bucket !== false;
   const access = route.config?.access;
-  const idempotent = takesIdempotencyKey(route.method, route.config);
+  const extra = integrationDocs(route, base);
   const declared = { ...((base.response ?? {}) as Record<string, Schema>) };
-  if (idempotent) {
-    for (const [status, res] of Object.entries(IDEMPOTENCY_ERRORS)) {
-      const own = declared[status];
-      declared[status] = own === undefined ? res : { ...own, description: `${own.description}; or ${res.description}` };
-    }
+  for (const [status, res] of Object.entries(extra.responses)) {
+    const own = declared[status];
+    declared[status] = own === undefined ? res : { ...own, description: `${own.description}; or ${res.description}` };
   }
   const response: Record<string, Schema> = {};
   for (const [status, res] of Object.entries(declared)) {
     const headers: Schema = { 'X-Request-Id': REQUEST_ID };
     if (counted) Object.assign(headers, RATE_LIMIT);
-    if (status === '429' || status === '503' || (idempotent && status === '409')) Object.assign(headers, RETRY_AFTER);
-    if (idempotent && status.startsWith('2')) Object.assign(headers, REPLAYED);
+    if (status === '429' || status === '503' || extra.retryAfter.includes(status)) Object.assign(headers, RETRY_AFTER);
+    if (status.startsWith('2')) Object.assign(headers, extra.successHeaders);
     // A copy: the route's own schema also drives the response serializer.
     response[status] = { ...res, headers };
     if (status.startsWith('2')) {
@@ -107,12 +83,9 @@ export function documentRoute({ schema, url, route }: { schema: FastifySchema; u
     }
   }
   const out: Schema = { ...base, response };
-  if (idempotent) {
+  if (Object.keys(extra.requestHeaders).length > 0) {
     const own = (base.headers ?? { type: 'object', properties: {} }) as Schema;
-    out.headers = {
-      ...own,
-      properties: { ...(own.properties as Schema | undefined), 'Idempotency-Key': IDEMPOTENCY_KEY },
-    };
+    out.headers = { ...own, properties: { ...(own.properties as Schema | undefined), ...extra.requestHeaders } };
   }
   if (base.body !== undefined) out.body = withExample(base.body);
   if (Array.isArray(access)) {

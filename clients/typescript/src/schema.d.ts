@@ -1400,6 +1400,8 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix time in seconds when the window resets */
                     "X-RateLimit-Reset"?: number;
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1556,6 +1558,8 @@ export interface operations {
                     "X-RateLimit-Reset"?: number;
                     /** @description Present on the replay of an earlier answer to the same Idempotency-Key */
                     "Idempotent-Replayed"?: "true";
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1714,6 +1718,8 @@ export interface operations {
                     "X-RateLimit-Reset"?: number;
                     /** @description Present on the replay of an earlier answer to the same Idempotency-Key */
                     "Idempotent-Replayed"?: "true";
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1846,7 +1852,10 @@ export interface operations {
     getCurrentUser: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description ETags of copies you hold; when one is current the answer is 304 Not Modified without a body */
+                "If-None-Match"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -1863,6 +1872,8 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix time in seconds when the window resets */
                     "X-RateLimit-Reset"?: number;
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1886,6 +1897,23 @@ export interface operations {
                         success: true;
                         data: components["schemas"]["Staff"];
                     };
+                };
+            };
+            /** @description Not Modified: the copy named in If-None-Match is current (no body) */
+            304: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
                 };
             };
             /** @description VALIDATION_ERROR: the request is malformed or a field is invalid */
@@ -1998,6 +2026,8 @@ export interface operations {
                     "X-RateLimit-Reset"?: number;
                     /** @description Present on the replay of an earlier answer to the same Idempotency-Key */
                     "Idempotent-Replayed"?: "true";
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2411,6 +2441,8 @@ export interface operations {
                     "X-RateLimit-Reset"?: number;
                     /** @description Present on the replay of an earlier answer to the same Idempotency-Key */
                     "Idempotent-Replayed"?: "true";
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2650,7 +2682,10 @@ export interface operations {
     getStaff: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description ETags of copies you hold; when one is current the answer is 304 Not Modified without a body */
+                "If-None-Match"?: string;
+            };
             path: {
                 id: string;
             };
@@ -2669,6 +2704,8 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix time in seconds when the window resets */
                     "X-RateLimit-Reset"?: number;
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2692,6 +2729,23 @@ export interface operations {
                         success: true;
                         data: components["schemas"]["Staff"];
                     };
+                };
+            };
+            /** @description Not Modified: the copy named in If-None-Match is current (no body) */
+            304: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
                 };
             };
             /** @description VALIDATION_ERROR: the request is malformed or a field is invalid */
@@ -2822,7 +2876,10 @@ export interface operations {
     updateStaff: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Change the record only if it is still at this ETag (from a GET or write answer); otherwise 412 PRECONDITION_FAILED and nothing changes. Checked in the same transaction as the write. */
+                "If-Match"?: string;
+            };
             path: {
                 id: string;
             };
@@ -2858,6 +2915,8 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix time in seconds when the window resets */
                     "X-RateLimit-Reset"?: number;
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2966,6 +3025,23 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error409"];
+                };
+            };
+            /** @description PRECONDITION_FAILED: the record changed since the ETag in If-Match */
+            412: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error412"];
                 };
             };
             /** @description PAYLOAD_TOO_LARGE: the body is over 1 MiB */
@@ -3230,7 +3306,10 @@ export interface operations {
     getSetting: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description ETags of copies you hold; when one is current the answer is 304 Not Modified without a body */
+                "If-None-Match"?: string;
+            };
             path: {
                 key: string;
             };
@@ -3249,6 +3328,8 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix time in seconds when the window resets */
                     "X-RateLimit-Reset"?: number;
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3268,6 +3349,23 @@ export interface operations {
                         success: true;
                         data: components["schemas"]["Setting"];
                     };
+                };
+            };
+            /** @description Not Modified: the copy named in If-None-Match is current (no body) */
+            304: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
                 };
             };
             /** @description VALIDATION_ERROR: the request is malformed or a field is invalid */
@@ -3398,7 +3496,10 @@ export interface operations {
     setSetting: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Change the record only if it is still at this ETag (from a GET or write answer); otherwise 412 PRECONDITION_FAILED and nothing changes. Checked in the same transaction as the write. */
+                "If-Match"?: string;
+            };
             path: {
                 key: string;
             };
@@ -3428,6 +3529,8 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix time in seconds when the window resets */
                     "X-RateLimit-Reset"?: number;
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3534,6 +3637,23 @@ export interface operations {
                     "application/json": components["schemas"]["Error409"];
                 };
             };
+            /** @description PRECONDITION_FAILED: the record changed since the ETag in If-Match */
+            412: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error412"];
+                };
+            };
             /** @description PAYLOAD_TOO_LARGE: the body is over 1 MiB */
             413: {
                 headers: {
@@ -3628,7 +3748,10 @@ export interface operations {
     resetSetting: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Change the record only if it is still at this ETag (from a GET or write answer); otherwise 412 PRECONDITION_FAILED and nothing changes. Checked in the same transaction as the write. */
+                "If-Match"?: string;
+            };
             path: {
                 key: string;
             };
@@ -3735,6 +3858,23 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error404"];
+                };
+            };
+            /** @description PRECONDITION_FAILED: the record changed since the ETag in If-Match */
+            412: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error412"];
                 };
             };
             /** @description RATE_LIMITED */
@@ -4049,6 +4189,8 @@ export interface operations {
                     "X-RateLimit-Reset"?: number;
                     /** @description Present on the replay of an earlier answer to the same Idempotency-Key */
                     "Idempotent-Replayed"?: "true";
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4566,7 +4708,10 @@ export interface operations {
     getConversation: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description ETags of copies you hold; when one is current the answer is 304 Not Modified without a body */
+                "If-None-Match"?: string;
+            };
             path: {
                 id: string;
             };
@@ -4585,6 +4730,8 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix time in seconds when the window resets */
                     "X-RateLimit-Reset"?: number;
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4614,6 +4761,23 @@ export interface operations {
                         success: true;
                         data: components["schemas"]["Conversation"];
                     };
+                };
+            };
+            /** @description Not Modified: the copy named in If-None-Match is current (no body) */
+            304: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
                 };
             };
             /** @description VALIDATION_ERROR: the request is malformed or a field is invalid */
@@ -4744,7 +4908,10 @@ export interface operations {
     updateConversation: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Change the record only if it is still at this ETag (from a GET or write answer); otherwise 412 PRECONDITION_FAILED and nothing changes. Checked in the same transaction as the write. */
+                "If-Match"?: string;
+            };
             path: {
                 id: string;
             };
@@ -4780,6 +4947,8 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix time in seconds when the window resets */
                     "X-RateLimit-Reset"?: number;
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4877,6 +5046,23 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error404"];
+                };
+            };
+            /** @description PRECONDITION_FAILED: the record changed since the ETag in If-Match */
+            412: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error412"];
                 };
             };
             /** @description PAYLOAD_TOO_LARGE: the body is over 1 MiB */
@@ -5219,6 +5405,8 @@ export interface operations {
                     "X-RateLimit-Reset"?: number;
                     /** @description Present on the replay of an earlier answer to the same Idempotency-Key */
                     "Idempotent-Replayed"?: "true";
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5693,6 +5881,8 @@ export interface operations {
                     "X-RateLimit-Reset"?: number;
                     /** @description Present on the replay of an earlier answer to the same Idempotency-Key */
                     "Idempotent-Replayed"?: "true";
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5918,7 +6108,10 @@ export interface operations {
     getGuest: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description ETags of copies you hold; when one is current the answer is 304 Not Modified without a body */
+                "If-None-Match"?: string;
+            };
             path: {
                 id: string;
             };
@@ -5937,6 +6130,8 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix time in seconds when the window resets */
                     "X-RateLimit-Reset"?: number;
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5962,6 +6157,23 @@ export interface operations {
                         success: true;
                         data: components["schemas"]["Guest"];
                     };
+                };
+            };
+            /** @description Not Modified: the copy named in If-None-Match is current (no body) */
+            304: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
                 };
             };
             /** @description VALIDATION_ERROR: the request is malformed or a field is invalid */
@@ -6092,7 +6304,10 @@ export interface operations {
     updateGuest: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Change the record only if it is still at this ETag (from a GET or write answer); otherwise 412 PRECONDITION_FAILED and nothing changes. Checked in the same transaction as the write. */
+                "If-Match"?: string;
+            };
             path: {
                 id: string;
             };
@@ -6133,6 +6348,8 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix time in seconds when the window resets */
                     "X-RateLimit-Reset"?: number;
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6243,6 +6460,23 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error409"];
+                };
+            };
+            /** @description PRECONDITION_FAILED: the record changed since the ETag in If-Match */
+            412: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error412"];
                 };
             };
             /** @description PAYLOAD_TOO_LARGE: the body is over 1 MiB */
@@ -6884,6 +7118,8 @@ export interface operations {
                     "X-RateLimit-Reset"?: number;
                     /** @description Present on the replay of an earlier answer to the same Idempotency-Key */
                     "Idempotent-Replayed"?: "true";
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7113,7 +7349,10 @@ export interface operations {
     getTask: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description ETags of copies you hold; when one is current the answer is 304 Not Modified without a body */
+                "If-None-Match"?: string;
+            };
             path: {
                 id: string;
             };
@@ -7132,6 +7371,8 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix time in seconds when the window resets */
                     "X-RateLimit-Reset"?: number;
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7161,6 +7402,23 @@ export interface operations {
                         success: true;
                         data: components["schemas"]["Task"];
                     };
+                };
+            };
+            /** @description Not Modified: the copy named in If-None-Match is current (no body) */
+            304: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
                 };
             };
             /** @description VALIDATION_ERROR: the request is malformed or a field is invalid */
@@ -7291,7 +7549,10 @@ export interface operations {
     updateTask: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Change the record only if it is still at this ETag (from a GET or write answer); otherwise 412 PRECONDITION_FAILED and nothing changes. Checked in the same transaction as the write. */
+                "If-Match"?: string;
+            };
             path: {
                 id: string;
             };
@@ -7338,6 +7599,8 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix time in seconds when the window resets */
                     "X-RateLimit-Reset"?: number;
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7435,6 +7698,23 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error404"];
+                };
+            };
+            /** @description PRECONDITION_FAILED: the record changed since the ETag in If-Match */
+            412: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error412"];
                 };
             };
             /** @description PAYLOAD_TOO_LARGE: the body is over 1 MiB */
@@ -8056,6 +8336,8 @@ export interface operations {
                     "X-RateLimit-Reset"?: number;
                     /** @description Present on the replay of an earlier answer to the same Idempotency-Key */
                     "Idempotent-Replayed"?: "true";
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8277,7 +8559,10 @@ export interface operations {
     getKnowledgeEntry: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description ETags of copies you hold; when one is current the answer is 304 Not Modified without a body */
+                "If-None-Match"?: string;
+            };
             path: {
                 id: string;
             };
@@ -8296,6 +8581,8 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix time in seconds when the window resets */
                     "X-RateLimit-Reset"?: number;
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8317,6 +8604,23 @@ export interface operations {
                         success: true;
                         data: components["schemas"]["KnowledgeEntry"];
                     };
+                };
+            };
+            /** @description Not Modified: the copy named in If-None-Match is current (no body) */
+            304: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
                 };
             };
             /** @description VALIDATION_ERROR: the request is malformed or a field is invalid */
@@ -8447,7 +8751,10 @@ export interface operations {
     replaceKnowledgeEntry: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Change the record only if it is still at this ETag (from a GET or write answer); otherwise 412 PRECONDITION_FAILED and nothing changes. Checked in the same transaction as the write. */
+                "If-Match"?: string;
+            };
             path: {
                 id: string;
             };
@@ -8482,6 +8789,8 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix time in seconds when the window resets */
                     "X-RateLimit-Reset"?: number;
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8571,6 +8880,23 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error404"];
+                };
+            };
+            /** @description PRECONDITION_FAILED: the record changed since the ETag in If-Match */
+            412: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error412"];
                 };
             };
             /** @description PAYLOAD_TOO_LARGE: the body is over 1 MiB */
@@ -8667,7 +8993,10 @@ export interface operations {
     deleteKnowledgeEntry: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Change the record only if it is still at this ETag (from a GET or write answer); otherwise 412 PRECONDITION_FAILED and nothing changes. Checked in the same transaction as the write. */
+                "If-Match"?: string;
+            };
             path: {
                 id: string;
             };
@@ -8775,6 +9104,23 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error404"];
+                };
+            };
+            /** @description PRECONDITION_FAILED: the record changed since the ETag in If-Match */
+            412: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error412"];
                 };
             };
             /** @description RATE_LIMITED */
@@ -9450,6 +9796,8 @@ export interface operations {
                     "X-RateLimit-Reset"?: number;
                     /** @description Present on the replay of an earlier answer to the same Idempotency-Key */
                     "Idempotent-Replayed"?: "true";
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9676,7 +10024,10 @@ export interface operations {
     getWebhook: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description ETags of copies you hold; when one is current the answer is 304 Not Modified without a body */
+                "If-None-Match"?: string;
+            };
             path: {
                 id: string;
             };
@@ -9695,6 +10046,8 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix time in seconds when the window resets */
                     "X-RateLimit-Reset"?: number;
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9720,6 +10073,23 @@ export interface operations {
                         success: true;
                         data: components["schemas"]["Webhook"];
                     };
+                };
+            };
+            /** @description Not Modified: the copy named in If-None-Match is current (no body) */
+            304: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
                 };
             };
             /** @description VALIDATION_ERROR: the request is malformed or a field is invalid */
@@ -9850,7 +10220,10 @@ export interface operations {
     deleteWebhook: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Change the record only if it is still at this ETag (from a GET or write answer); otherwise 412 PRECONDITION_FAILED and nothing changes. Checked in the same transaction as the write. */
+                "If-Match"?: string;
+            };
             path: {
                 id: string;
             };
@@ -9960,6 +10333,23 @@ export interface operations {
                     "application/json": components["schemas"]["Error404"];
                 };
             };
+            /** @description PRECONDITION_FAILED: the record changed since the ETag in If-Match */
+            412: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error412"];
+                };
+            };
             /** @description RATE_LIMITED */
             429: {
                 headers: {
@@ -10020,7 +10410,10 @@ export interface operations {
     updateWebhook: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Change the record only if it is still at this ETag (from a GET or write answer); otherwise 412 PRECONDITION_FAILED and nothing changes. Checked in the same transaction as the write. */
+                "If-Match"?: string;
+            };
             path: {
                 id: string;
             };
@@ -10061,6 +10454,8 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix time in seconds when the window resets */
                     "X-RateLimit-Reset"?: number;
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10154,6 +10549,23 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error404"];
+                };
+            };
+            /** @description PRECONDITION_FAILED: the record changed since the ETag in If-Match */
+            412: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error412"];
                 };
             };
             /** @description PAYLOAD_TOO_LARGE: the body is over 1 MiB */
@@ -10274,6 +10686,8 @@ export interface operations {
                     "X-RateLimit-Reset"?: number;
                     /** @description Present on the replay of an earlier answer to the same Idempotency-Key */
                     "Idempotent-Replayed"?: "true";
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10490,6 +10904,8 @@ export interface operations {
                     "X-RateLimit-Reset"?: number;
                     /** @description Present on the replay of an earlier answer to the same Idempotency-Key */
                     "Idempotent-Replayed"?: "true";
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10915,6 +11331,8 @@ export interface operations {
                     "X-RateLimit-Reset"?: number;
                     /** @description Present on the replay of an earlier answer to the same Idempotency-Key */
                     "Idempotent-Replayed"?: "true";
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -11350,6 +11768,8 @@ export interface operations {
                     "X-RateLimit-Reset"?: number;
                     /** @description Present on the replay of an earlier answer to the same Idempotency-Key */
                     "Idempotent-Replayed"?: "true";
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -11576,7 +11996,10 @@ export interface operations {
     getApiKey: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description ETags of copies you hold; when one is current the answer is 304 Not Modified without a body */
+                "If-None-Match"?: string;
+            };
             path: {
                 id: string;
             };
@@ -11595,6 +12018,8 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix time in seconds when the window resets */
                     "X-RateLimit-Reset"?: number;
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -11620,6 +12045,23 @@ export interface operations {
                         success: true;
                         data: components["schemas"]["ApiKey"];
                     };
+                };
+            };
+            /** @description Not Modified: the copy named in If-None-Match is current (no body) */
+            304: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
                 };
             };
             /** @description VALIDATION_ERROR: the request is malformed or a field is invalid */
@@ -11750,7 +12192,10 @@ export interface operations {
     deleteApiKey: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Change the record only if it is still at this ETag (from a GET or write answer); otherwise 412 PRECONDITION_FAILED and nothing changes. Checked in the same transaction as the write. */
+                "If-Match"?: string;
+            };
             path: {
                 id: string;
             };
@@ -11860,6 +12305,23 @@ export interface operations {
                     "application/json": components["schemas"]["Error404"];
                 };
             };
+            /** @description PRECONDITION_FAILED: the record changed since the ETag in If-Match */
+            412: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error412"];
+                };
+            };
             /** @description RATE_LIMITED */
             429: {
                 headers: {
@@ -11920,7 +12382,10 @@ export interface operations {
     updateApiKey: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Change the record only if it is still at this ETag (from a GET or write answer); otherwise 412 PRECONDITION_FAILED and nothing changes. Checked in the same transaction as the write. */
+                "If-Match"?: string;
+            };
             path: {
                 id: string;
             };
@@ -11956,6 +12421,8 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix time in seconds when the window resets */
                     "X-RateLimit-Reset"?: number;
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -12066,6 +12533,23 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error409"];
+                };
+            };
+            /** @description PRECONDITION_FAILED: the record changed since the ETag in If-Match */
+            412: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error412"];
                 };
             };
             /** @description PAYLOAD_TOO_LARGE: the body is over 1 MiB */
@@ -12202,6 +12686,8 @@ export interface operations {
                     "X-RateLimit-Reset"?: number;
                     /** @description Present on the replay of an earlier answer to the same Idempotency-Key */
                     "Idempotent-Replayed"?: "true";
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {

@@ -2,9 +2,10 @@
 // key shown once), list, get, rename or re-scope, revoke, and rotate with a grace period.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ADMIN } from '../../lib/auth.js';
+import { currentById } from '../../lib/etag.js';
 import { listPage } from '../../lib/pages.js';
 import { BODY_ERRORS, errorResponse, IdParams, Ok, OkList, ok, STANDARD_ERRORS } from '../../lib/schemas.js';
-import { listApiKeys, toApiKey } from './repository.js';
+import { findApiKey, listApiKeys, toApiKey } from './repository.js';
 import {
   ApiKey,
   ApiKeyWithSecret,
@@ -74,7 +75,7 @@ export const apiKeysRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.patch(
     '/:id',
     {
-      config: { access: ADMIN },
+      config: { access: ADMIN, current: currentById('api_keys', findApiKey) },
       schema: {
         tags: ['api-keys'],
         operationId: 'updateApiKey',
@@ -90,7 +91,7 @@ export const apiKeysRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.delete(
     '/:id',
     {
-      config: { access: ADMIN },
+      config: { access: ADMIN, current: currentById('api_keys', findApiKey) },
       schema: {
         tags: ['api-keys'],
         operationId: 'deleteApiKey',

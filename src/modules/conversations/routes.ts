@@ -4,10 +4,11 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ownerFilter } from '../../lib/access.js';
 import { ANY_ROLE } from '../../lib/auth.js';
 import { BulkBody, BulkResponse, runBulk } from '../../lib/bulk.js';
+import { currentById } from '../../lib/etag.js';
 import { listPage } from '../../lib/pages.js';
 import { BODY_ERRORS, IdParams, Ok, OkList, ok, STANDARD_ERRORS } from '../../lib/schemas.js';
 import { messagesRoutes } from './messages-routes.js';
-import { listConversations, toConversation } from './repository.js';
+import { findConversation, listConversations, toConversation } from './repository.js';
 import {
   type BulkUpdateItem,
   BulkUpdateItem as BulkUpdateItemSchema,
@@ -113,7 +114,11 @@ export const conversationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.patch(
     '/:id',
     {
-      config: { access: ANY_ROLE, scope: 'conversations:write' },
+      config: {
+        access: ANY_ROLE,
+        scope: 'conversations:write',
+        current: currentById('conversations', findConversation),
+      },
       schema: {
         tags: ['conversations'],
         operationId: 'updateConversation',

@@ -4,9 +4,10 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ownerFilter } from '../../lib/access.js';
 import { ADMIN_MANAGER, ANY_ROLE } from '../../lib/auth.js';
 import { BulkBody, BulkResponse, runBulk } from '../../lib/bulk.js';
+import { currentById } from '../../lib/etag.js';
 import { listPage } from '../../lib/pages.js';
 import { BODY_ERRORS, IdParams, Ok, OkList, ok, STANDARD_ERRORS } from '../../lib/schemas.js';
-import { listTasks, toTask } from './repository.js';
+import { findTask, listTasks, toTask } from './repository.js';
 import {
   CreateTaskBody,
   type CreateTaskInput,
@@ -101,7 +102,7 @@ export const tasksRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.patch(
     '/:id',
     {
-      config: { access: ANY_ROLE, scope: 'tasks:write' },
+      config: { access: ANY_ROLE, scope: 'tasks:write', current: currentById('tasks', findTask) },
       schema: {
         tags: ['tasks'],
         operationId: 'updateTask',

@@ -2,10 +2,11 @@
 // (shown once, like at creation), send it a test event, and mount its deliveries routes.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ADMIN } from '../../lib/auth.js';
+import { currentById } from '../../lib/etag.js';
 import { listPage } from '../../lib/pages.js';
 import { BODY_ERRORS, errorResponse, IdParams, Ok, OkList, ok, STANDARD_ERRORS } from '../../lib/schemas.js';
 import { deliveriesRoutes, webhookDeps } from './deliveries-routes.js';
-import { listWebhooks, toWebhook } from './repository.js';
+import { findWebhook, listWebhooks, toWebhook } from './repository.js';
 import {
   CreateWebhookBody,
   DeletedWebhook,
@@ -75,7 +76,7 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.patch(
     '/:id',
     {
-      config: { access: ADMIN, scope: 'webhooks:write' },
+      config: { access: ADMIN, scope: 'webhooks:write', current: currentById('webhooks', findWebhook) },
       schema: {
         tags: ['webhooks'],
         operationId: 'updateWebhook',
@@ -91,7 +92,7 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.delete(
     '/:id',
     {
-      config: { access: ADMIN, scope: 'webhooks:write' },
+      config: { access: ADMIN, scope: 'webhooks:write', current: currentById('webhooks', findWebhook) },
       schema: {
         tags: ['webhooks'],
         operationId: 'deleteWebhook',
