@@ -8,6 +8,7 @@ import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
 import { type DialectName, type Executor, executor } from '../src/db/executor.js';
 import type { Database } from '../src/db/types.js';
 import { listApiKeys } from '../src/modules/api-keys/repository.js';
+import { listAudit } from '../src/modules/audit/repository.js';
 import { listMessages } from '../src/modules/conversations/messages-repository.js';
 import { listConversations } from '../src/modules/conversations/repository.js';
 import { guestPages } from '../src/modules/guests/repository.js';
@@ -59,6 +60,7 @@ const CATALOG: [Pages<never>, unknown[]][] = [
   [listStaff as never, [{}, { role: 'staff', department: 'd', active: true, onlyId: 'stf' }]],
   [listWebhooks as never, [{}]],
   [listApiKeys as never, [{}]],
+  [listAudit as never, [{}, { action: 'auth.login' }, { actor: 'stf', action: 'auth.login', from: 't', to: 't' }]],
   [listDeliveries as never, [{ webhookId: 'whk' }, { webhookId: 'whk', status: 'failed' }]],
 ];
 

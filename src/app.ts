@@ -15,6 +15,7 @@ import { requestLogger } from './lib/request-logger.js';
 import { ERROR_BODIES, ErrorBody } from './lib/schemas.js';
 import { apiKeysRoutes } from './modules/api-keys/routes.js';
 import { SecretHasher } from './modules/api-keys/secret.js';
+import { auditRoutes } from './modules/audit/routes.js';
 import { authRoutes } from './modules/auth/routes.js';
 import { conversationsRoutes } from './modules/conversations/routes.js';
 import { eventsRoutes } from './modules/events/routes.js';
@@ -26,6 +27,7 @@ import { settingsRoutes } from './modules/settings/routes.js';
 import { staffRoutes } from './modules/staff/routes.js';
 import { tasksRoutes } from './modules/tasks/routes.js';
 import { webhooksRoutes } from './modules/webhooks/routes.js';
+import audit from './plugins/audit.js';
 import cors from './plugins/cors.js';
 import counters from './plugins/counters.js';
 import docs from './plugins/docs.js';
@@ -177,6 +179,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(gate);
   await app.register(idempotency);
   await app.register(etags);
+  await app.register(audit);
   await app.register(input);
   await app.register(readCache);
   await app.register(openapi);
@@ -197,6 +200,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       await api.register(eventsRoutes, { prefix: '/events' });
       await api.register(webhooksRoutes, { prefix: '/webhooks' });
       await api.register(apiKeysRoutes, { prefix: '/api-keys' });
+      await api.register(auditRoutes, { prefix: '/audit-log' });
     },
     { prefix: '/api/v1' },
   );

@@ -38,6 +38,8 @@ export interface Config {
   readonly shutdownDrainMs: number;
   /** `pretty`: human-readable lines (default at a terminal outside production); `json`: pino JSON. */
   readonly logFormat: 'json' | 'pretty';
+  /** Audit log entries older than this many days are purged. */
+  readonly auditRetentionDays: number;
   /** Events older than this many days are purged from the feed. */
   readonly eventRetentionDays: number;
   /** How often each instance looks for new events and due deliveries written by any instance. */
@@ -263,6 +265,7 @@ export function loadConfig(env: Env = process.env): Config {
     ...operations(env, nodeEnv),
     shutdownDrainMs: int(env, 'SHUTDOWN_DRAIN_MS', 0, 0, 120_000),
     eventRetentionDays: int(env, 'EVENT_RETENTION_DAYS', 30, 1, 3650),
+    auditRetentionDays: int(env, 'AUDIT_RETENTION_DAYS', 365, 365, 3650),
     eventPollIntervalMs: int(env, 'EVENT_POLL_INTERVAL_MS', 1000, 10, 60_000),
     eventStreamHeartbeatMs: int(env, 'EVENT_STREAM_HEARTBEAT_MS', 15_000, 10, 300_000),
     webhookAllowPrivate: bool(env, 'WEBHOOK_ALLOW_PRIVATE', false),

@@ -7,6 +7,7 @@ import { guestSearch } from './migrations/004-guest-search.js';
 import { assigneeGuestIndexes } from './migrations/005-assignee-guest-indexes.js';
 import { apiKeys } from './migrations/007-api-keys.js';
 import { idempotency } from './migrations/008-idempotency.js';
+import { auditLog } from './migrations/009-audit-log.js';
 import { columnTypes, type MigrationDef } from './migrations/helpers.js';
 import type { Store } from './store.js';
 
@@ -18,6 +19,7 @@ const MIGRATIONS: MigrationDef[] = [
   assigneeGuestIndexes,
   apiKeys,
   idempotency,
+  auditLog,
 ];
 
 export async function migrate(store: Store): Promise<string[]> {

@@ -147,6 +147,19 @@ export interface IdempotencyKeyTable {
   expires_at: Timestamp;
 }
 
+export interface AuditTable {
+  id: string;
+  action: string;
+  actor_type: string | null;
+  actor_id: string | null;
+  target_type: string | null;
+  target_id: string | null;
+  ip: string | null;
+  user_agent: string | null;
+  request_id: string | null;
+  created_at: Timestamp;
+}
+
 export interface WebhookTable {
   id: string;
   url: string;
@@ -223,6 +236,7 @@ export interface Database {
   revoked_tokens: RevokedTokenTable;
   api_keys: ApiKeyTable;
   idempotency_keys: IdempotencyKeyTable;
+  audit_log: AuditTable;
 }
 
 export type Db = Kysely<Database>;
@@ -240,4 +254,5 @@ export type SettingRow = Selectable<SettingTable>;
 export type EventRow = Selectable<EventTable>;
 export type WebhookRow = Selectable<WebhookTable>;
 export type ApiKeyRow = Selectable<ApiKeyTable>;
+export type AuditRow = Selectable<AuditTable>;
 export type WebhookDeliveryRow = Selectable<WebhookDeliveryTable>;

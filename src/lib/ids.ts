@@ -13,6 +13,7 @@ export const ID_PREFIX = {
   webhook: 'whk',
   delivery: 'whd',
   apiKey: 'key',
+  audit: 'aud',
 } as const;
 
 export type IdPrefix = (typeof ID_PREFIX)[keyof typeof ID_PREFIX];

@@ -774,6 +774,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/audit-log": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List audit entries, newest first; filter by actor id, action and time (admin)
+         * @description Entries are kept AUDIT_RETENTION_DAYS days (365 by default) and can never be edited.
+         *
+         *     Staff token only: API keys may not call this operation.
+         */
+        get: operations["listAuditLog"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1242,6 +1264,25 @@ export interface components {
             createdAt: string;
             /** Format: date-time */
             updatedAt: string;
+        };
+        AuditEntry: {
+            /** @example aud_01jd8x3k5q7w9e2r4t6y8u0i1o */
+            id: string;
+            /** @enum {unknown} */
+            action: "auth.login" | "auth.login_failed" | "auth.logout" | "auth.password_changed" | "staff.created" | "staff.updated" | "settings.updated" | "api_key.created" | "api_key.updated" | "api_key.rotated" | "api_key.revoked" | "webhook.secret_rotated" | "access.denied";
+            actor: {
+                type: string;
+                id: string | null;
+            } | null;
+            target: {
+                type: string;
+                id: string | null;
+            } | null;
+            ip: string | null;
+            userAgent: string | null;
+            requestId: string | null;
+            /** Format: date-time */
+            createdAt: string;
         };
     };
     responses: never;
@@ -12852,6 +12893,217 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error422"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error429"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error500"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: the store cannot be reached; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error503"];
+                };
+            };
+        };
+    };
+    listAuditLog: {
+        parameters: {
+            query?: {
+                /** @description Page number, from 1 (default 1) */
+                page?: number;
+                limit?: number;
+                /** @description Walk the list: the previous page's meta.nextCursor, for the next `limit` items after it (instead of `page`; with the same filters). */
+                cursor?: string;
+                /** @description Actor id (staff or API key) */
+                actor?: string;
+                action?: "auth.login" | "auth.login_failed" | "auth.logout" | "auth.password_changed" | "staff.created" | "staff.updated" | "settings.updated" | "api_key.created" | "api_key.updated" | "api_key.rotated" | "api_key.revoked" | "webhook.secret_rotated" | "access.denied";
+                /** @description Entries at or after this time */
+                from?: string;
+                /** @description Entries before this time */
+                to?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of the list, with `meta` (page, limit, total, pages, nextCursor) */
+            200: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": [
+                     *         {
+                     *           "id": "aud_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "action": "auth.login",
+                     *           "actor": {
+                     *             "type": "text",
+                     *             "id": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o"
+                     *           },
+                     *           "target": {
+                     *             "type": "text",
+                     *             "id": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o"
+                     *           },
+                     *           "ip": "text",
+                     *           "userAgent": "text",
+                     *           "requestId": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "createdAt": "2026-11-22T06:33:12.000Z"
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "page": 1,
+                     *         "limit": 1,
+                     *         "total": 1,
+                     *         "pages": 1,
+                     *         "nextCursor": "WyIyMDI2LTExLTIyVDA2OjMzOjEyLjAwMFoiLCJjbnZfMDFqZDh4M2s1cTd3OWUycjR0Nnk4dTBpMW8iXQ.bm8tc2ln"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["AuditEntry"][];
+                        /** @description A numbered page has page, limit, total, pages and nextCursor; a cursor page (asked with `cursor`) has limit and nextCursor only. */
+                        meta: {
+                            /** Format: int32 */
+                            page?: number;
+                            /** Format: int32 */
+                            limit: number;
+                            /** Format: int64 */
+                            total?: number;
+                            /** Format: int64 */
+                            pages?: number;
+                            /** @description Pass as `cursor` for the page after this one; null on the last page */
+                            nextCursor: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description VALIDATION_ERROR: the request is malformed or a field is invalid */
+            400: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error400"];
+                };
+            };
+            /** @description TOKEN_MISSING, TOKEN_INVALID, TOKEN_EXPIRED or UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error401"];
+                };
+            };
+            /** @description FORBIDDEN: the role may not do this */
+            403: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error403"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error404"];
                 };
             };
             /** @description RATE_LIMITED */
