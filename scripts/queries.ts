@@ -7,6 +7,8 @@ import { fileURLToPath } from 'node:url';
 import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
 import { type DialectName, type Executor, executor } from '../src/db/executor.js';
 import type { Database } from '../src/db/types.js';
+import { listApiKeys } from '../src/modules/api-keys/repository.js';
+import { listAudit } from '../src/modules/audit/repository.js';
 import { listMessages } from '../src/modules/conversations/messages-repository.js';
 import { listConversations } from '../src/modules/conversations/repository.js';
 import { guestPages } from '../src/modules/guests/repository.js';
@@ -57,6 +59,8 @@ const CATALOG: [Pages<never>, unknown[]][] = [
   [bestFirst as never, [{ tokens: ['spa', 'hours'] }, { tokens: ['spa'], category: 'c' }]],
   [listStaff as never, [{}, { role: 'staff', department: 'd', active: true, onlyId: 'stf' }]],
   [listWebhooks as never, [{}]],
+  [listApiKeys as never, [{}]],
+  [listAudit as never, [{}, { action: 'auth.login' }, { actor: 'stf', action: 'auth.login', from: 't', to: 't' }]],
   [listDeliveries as never, [{ webhookId: 'whk' }, { webhookId: 'whk', status: 'failed' }]],
 ];
 

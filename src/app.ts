@@ -13,6 +13,9 @@ import type { Counter } from './lib/rate-limiter.js';
 import { requestId } from './lib/request-id.js';
 import { requestLogger } from './lib/request-logger.js';
 import { ERROR_BODIES, ErrorBody } from './lib/schemas.js';
+import { apiKeysRoutes } from './modules/api-keys/routes.js';
+import { SecretHasher } from './modules/api-keys/secret.js';
+import { auditRoutes } from './modules/audit/routes.js';
 import { authRoutes } from './modules/auth/routes.js';
 import { channelsRoutes } from './modules/channels/routes.js';
 import channelsRuntime from './modules/channels/runtime.js';
@@ -26,11 +29,14 @@ import { settingsRoutes } from './modules/settings/routes.js';
 import { staffRoutes } from './modules/staff/routes.js';
 import { tasksRoutes } from './modules/tasks/routes.js';
 import { webhooksRoutes } from './modules/webhooks/routes.js';
+import audit from './plugins/audit.js';
 import cors from './plugins/cors.js';
 import counters from './plugins/counters.js';
 import docs from './plugins/docs.js';
 import errors, { clientErrorHandler, renderError } from './plugins/errors.js';
+import etags from './plugins/etags.js';
 import gate, { countRequest } from './plugins/gate.js';
+import idempotency from './plugins/idempotency.js';
 import input from './plugins/input.js';
 import metrics from './plugins/metrics.js';
 import openapi from './plugins/openapi.js';
@@ -51,6 +57,8 @@ export interface AppContext {
   redis: Redis | null;
   /** Signs and checks list cursors (src/lib/pages.ts). */
   cursors: CursorCodec;
+  /** Hashes and checks API key secrets (src/modules/api-keys/secret.ts). */
+  apiKeys: SecretHasher;
   /** Revokes a token id until its expiry (src/plugins/revocation.ts). */
   revoke: Revoke;
   /** Set when shutdown begins: /readyz answers 503 while requests are still served. */
@@ -152,6 +160,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     counter: app.counters.counter,
     redis: app.counters.redis,
     cursors: new CursorCodec([config.jwtSecret, ...config.jwtPreviousSecrets]),
+    apiKeys: SecretHasher.fromSecrets(config.apiKeyPepper, [config.jwtSecret, ...config.jwtPreviousSecrets]),
     revoke: app.revoke,
     lifecycle: { draining: false },
   } satisfies AppContext);
@@ -170,6 +179,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(errors);
   await app.register(cors);
   await app.register(gate);
+  await app.register(idempotency);
+  await app.register(etags);
+  await app.register(audit);
   await app.register(input);
   await app.register(readCache);
   await app.register(openapi);
@@ -191,6 +203,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       await api.register(eventsRoutes, { prefix: '/events' });
       await api.register(webhooksRoutes, { prefix: '/webhooks' });
       await api.register(channelsRoutes, { prefix: '/channels' });
+      await api.register(apiKeysRoutes, { prefix: '/api-keys' });
+      await api.register(auditRoutes, { prefix: '/audit-log' });
     },
     { prefix: '/api/v1' },
   );

@@ -18,6 +18,8 @@ export interface Config {
   readonly jwtSecret: string;
   readonly jwtSecretGenerated: boolean;
   readonly jwtPreviousSecrets: readonly string[];
+  /** Pepper of API key hashes; null: derived from JWT_SECRET (and JWT_SECRET_PREVIOUS). */
+  readonly apiKeyPepper: string | null;
   readonly tokenTtlSeconds: number;
   readonly rateLimitStandard: number;
   readonly rateLimitBulk: number;
@@ -39,6 +41,8 @@ export interface Config {
   readonly shutdownDrainMs: number;
   /** `pretty`: human-readable lines (default at a terminal outside production); `json`: pino JSON. */
   readonly logFormat: 'json' | 'pretty';
+  /** Audit log entries older than this many days are purged. */
+  readonly auditRetentionDays: number;
   /** Events older than this many days are purged from the feed. */
   readonly eventRetentionDays: number;
   /** How often each instance looks for new events and due deliveries written by any instance. */
@@ -209,6 +213,11 @@ export function loadConfig(env: Env = process.env): Config {
       throw new ConfigError('JWT_SECRET_PREVIOUS', 'each secret must be at least 32 bytes');
   }
 
+  const apiKeyPepper = str(env, 'API_KEY_PEPPER') ?? null;
+  if (apiKeyPepper !== null && Buffer.byteLength(apiKeyPepper) < 32) {
+    throw new ConfigError('API_KEY_PEPPER', 'must be at least 32 bytes');
+  }
+
   const adminEmail = str(env, 'ADMIN_EMAIL') ?? null;
   const adminPassword = str(env, 'ADMIN_PASSWORD') ?? null;
   if ((adminEmail === null) !== (adminPassword === null)) {
@@ -249,6 +258,7 @@ export function loadConfig(env: Env = process.env): Config {
     jwtSecret,
     jwtSecretGenerated,
     jwtPreviousSecrets: Object.freeze(jwtPreviousSecrets),
+    apiKeyPepper,
     tokenTtlSeconds: int(env, 'TOKEN_TTL_SECONDS', 86400, 60, 30 * 86400),
     rateLimitStandard: int(env, 'RATE_LIMIT_STANDARD', 100, 1, 10_000_000),
     rateLimitBulk: int(env, 'RATE_LIMIT_BULK', 10, 1, 10_000_000),
@@ -261,6 +271,7 @@ export function loadConfig(env: Env = process.env): Config {
     ...operations(env, nodeEnv),
     shutdownDrainMs: int(env, 'SHUTDOWN_DRAIN_MS', 0, 0, 120_000),
     eventRetentionDays: int(env, 'EVENT_RETENTION_DAYS', 30, 1, 3650),
+    auditRetentionDays: int(env, 'AUDIT_RETENTION_DAYS', 365, 365, 3650),
     eventPollIntervalMs: int(env, 'EVENT_POLL_INTERVAL_MS', 1000, 10, 60_000),
     eventStreamHeartbeatMs: int(env, 'EVENT_STREAM_HEARTBEAT_MS', 15_000, 10, 300_000),
     webhookAllowPrivate: bool(env, 'WEBHOOK_ALLOW_PRIVATE', false),

@@ -6,6 +6,7 @@
 // a registry: what runs a statement is the object it is called on.
 import type { CompiledQuery, Kysely, QueryResult, Transaction } from 'kysely';
 import type { Prepared } from './prepared.js';
+import { requestTx } from './request-tx.js';
 import type { Database } from './types.js';
 
 export type DialectName = 'sqlite' | 'postgres';
@@ -61,6 +62,28 @@ export function executor(db: Kysely<Database> | Transaction<Database>, dialect: 
     first: async (q, params) => (await x.run(q, params))[0],
   };
   return x;
+}
+
+/**
+ * `root`, except that while a request transaction is open (src/db/request-tx.ts) every statement
+ * runs in it: the store's own executor, so code written against the store needs no change.
+ */
+export function joining(root: Executor): Executor {
+  const on = (): Executor => requestTx() ?? root;
+  return {
+    dialect: root.dialect,
+    selectFrom: ((...a: Parameters<Builder['selectFrom']>) => on().selectFrom(...a)) as Builder['selectFrom'],
+    insertInto: ((...a: Parameters<Builder['insertInto']>) => on().insertInto(...a)) as Builder['insertInto'],
+    updateTable: ((...a: Parameters<Builder['updateTable']>) => on().updateTable(...a)) as Builder['updateTable'],
+    deleteFrom: ((...a: Parameters<Builder['deleteFrom']>) => on().deleteFrom(...a)) as Builder['deleteFrom'],
+    selectNoFrom: ((...a: Parameters<Builder['selectNoFrom']>) => on().selectNoFrom(...a)) as Builder['selectNoFrom'],
+    with: ((...a: Parameters<Builder['with']>) => on().with(...a)) as Builder['with'],
+    fn: root.fn,
+    getExecutor: () => on().getExecutor(),
+    executeQuery: (query) => on().executeQuery(query),
+    run: (q, params) => on().run(q, params),
+    first: (q, params) => on().first(q, params),
+  };
 }
 
 /** A transaction's executor, collecting the listeners to call after it commits. */

@@ -7,6 +7,7 @@
 // alone; if the commit itself fails, every transaction of the batch gets the error.
 // This is the SQLite store's `transact` (src/db/store.ts).
 import { type RunSql, type Tx, transaction } from './executor.js';
+import { outsideRequestTx } from './request-tx.js';
 import type { Db } from './types.js';
 
 export type TxWork<T> = (tx: Tx) => Promise<T>;
@@ -44,8 +45,9 @@ export class GroupCommitter {
       this.queue.push({ work, resolve: resolve as (v: unknown) => void, reject });
       if (!this.draining) {
         this.draining = true;
-        // Requests parsed in the same turn of the event loop join the first batch.
-        setImmediate(() => void this.drain());
+        // Requests parsed in the same turn of the event loop join the first batch. The drain runs
+        // every caller's work, so it belongs to none of their request transactions.
+        outsideRequestTx(() => setImmediate(() => void this.drain()));
       }
     });
   }

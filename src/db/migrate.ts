@@ -6,10 +6,23 @@ import { events } from './migrations/003-events.js';
 import { guestSearch } from './migrations/004-guest-search.js';
 import { assigneeGuestIndexes } from './migrations/005-assignee-guest-indexes.js';
 import { channels } from './migrations/006-channels.js';
+import { apiKeys } from './migrations/007-api-keys.js';
+import { idempotency } from './migrations/008-idempotency.js';
+import { auditLog } from './migrations/009-audit-log.js';
 import { columnTypes, type MigrationDef } from './migrations/helpers.js';
 import type { Store } from './store.js';
 
-const MIGRATIONS: MigrationDef[] = [initial, listCounts, events, guestSearch, assigneeGuestIndexes, channels];
+const MIGRATIONS: MigrationDef[] = [
+  initial,
+  listCounts,
+  events,
+  guestSearch,
+  assigneeGuestIndexes,
+  channels,
+  apiKeys,
+  idempotency,
+  auditLog,
+];
 
 export async function migrate(store: Store): Promise<string[]> {
   const t = columnTypes(store.dialect);

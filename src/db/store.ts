@@ -10,8 +10,9 @@ import type pg from 'pg';
 import type { StoreConfig } from '../config.js';
 import { loadPg } from '../lib/optional-deps.js';
 import { checkpointOffLoop } from './checkpointer.js';
-import { type Executor, executor, type RunSql, type Tx, transaction } from './executor.js';
+import { type Executor, executor, joining, type RunSql, type Tx, transaction } from './executor.js';
 import { GroupCommitter } from './group-commit.js';
+import { joinRequestTx, requestTx } from './request-tx.js';
 import type { Database, Db } from './types.js';
 
 export type { DialectName } from './executor.js';
@@ -43,7 +44,8 @@ export interface Store extends Executor {
   readonly db: Db;
   /**
    * Runs `work` in one transaction and resolves once it is committed (durably: on SQLite grouped
-   * with concurrent ones into one commit, src/db/group-commit.ts). A throw rolls it back.
+   * with concurrent ones into one commit, src/db/group-commit.ts). A throw rolls it back. Inside
+   * a request transaction (src/db/request-tx.ts), `work` runs in a savepoint of it instead.
    */
   transact<T>(work: (tx: Tx) => Promise<T>): Promise<T>;
   /** Told after each commit that wrote events (src/modules/events/outbox.ts). */
@@ -218,9 +220,9 @@ export function openStore(config: StoreConfig, options: StoreOptions = {}): Stor
     const changes = conn.prepare('select total_changes()').pluck();
     const dataVersion = conn.prepare('pragma data_version').pluck();
     return {
-      ...root,
+      ...joining(root),
       db,
-      transact: (work) => committer.run(work),
+      transact: (work) => (requestTx() ? joinRequestTx(work) : committer.run(work)),
       eventsCommitted: new Signal(),
       poolUse: () => null,
       readVersion() {
@@ -273,9 +275,10 @@ export function openStore(config: StoreConfig, options: StoreOptions = {}): Stor
     return result.rows as R[];
   });
   return {
-    ...root,
+    ...joining(root),
     db,
     async transact(work) {
+      if (requestTx()) return joinRequestTx(work);
       let committed = () => {};
       const result = await db.transaction().execute(async (ktx) => {
         // In a transaction, statements go through its connection (Kysely holds it).

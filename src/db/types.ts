@@ -59,7 +59,7 @@ export interface MessageTable {
   direction: 'inbound' | 'outbound';
   type: 'text' | 'note';
   content: string;
-  sender_type: 'guest' | 'staff' | 'system';
+  sender_type: 'guest' | 'staff' | 'system' | 'api_key';
   sender_id: string | null;
   delivery_status: 'received' | 'queued' | 'sent' | 'delivered' | 'read' | 'failed';
   created_at: Timestamp;
@@ -128,7 +128,7 @@ export interface EventTable {
   id: Generated<number>;
   type: string;
   occurred_at: Timestamp;
-  actor_type: 'staff' | 'system' | 'guest';
+  actor_type: 'staff' | 'system' | 'guest' | 'api_key';
   actor_id: string | null;
   conversation_id: string | null;
   task_id: string | null;
@@ -137,6 +137,47 @@ export interface EventTable {
   /** JSON text (both stores). */
   data: string;
   changes: string | null;
+}
+
+export interface ApiKeyTable {
+  id: string;
+  name: string;
+  /** JSON text: the key's scopes. */
+  scopes: string;
+  /** Keyed hash of the secret (src/modules/api-keys/secret.ts). */
+  secret_hash: string;
+  previous_hash: string | null;
+  previous_expires_at: Timestamp | null;
+  expires_at: Timestamp | null;
+  last_used_at: Timestamp | null;
+  revoked_at: Timestamp | null;
+  created_by: string | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+export interface IdempotencyKeyTable {
+  caller: string;
+  route: string;
+  key: string;
+  fingerprint: string;
+  status: number;
+  body: string;
+  created_at: Timestamp;
+  expires_at: Timestamp;
+}
+
+export interface AuditTable {
+  id: string;
+  action: string;
+  actor_type: string | null;
+  actor_id: string | null;
+  target_type: string | null;
+  target_id: string | null;
+  ip: string | null;
+  user_agent: string | null;
+  request_id: string | null;
+  created_at: Timestamp;
 }
 
 export interface WebhookTable {
@@ -214,6 +255,9 @@ export interface Database {
   knowledge_entries: KnowledgeTable;
   settings: SettingTable;
   revoked_tokens: RevokedTokenTable;
+  api_keys: ApiKeyTable;
+  idempotency_keys: IdempotencyKeyTable;
+  audit_log: AuditTable;
 }
 
 export type Db = Kysely<Database>;
@@ -230,4 +274,6 @@ export type KnowledgeRow = Selectable<KnowledgeTable>;
 export type SettingRow = Selectable<SettingTable>;
 export type EventRow = Selectable<EventTable>;
 export type WebhookRow = Selectable<WebhookTable>;
+export type ApiKeyRow = Selectable<ApiKeyTable>;
+export type AuditRow = Selectable<AuditTable>;
 export type WebhookDeliveryRow = Selectable<WebhookDeliveryTable>;

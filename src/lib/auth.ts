@@ -6,6 +6,35 @@ export type Role = 'admin' | 'manager' | 'staff';
 
 /** Who may call a route: anyone, or callers holding one of these roles. */
 export type Access = 'public' | readonly Role[];
+/** Resources an API key may be scoped to read or write (CONTRACT §11). */
+export const SCOPED_RESOURCES = [
+  'conversations',
+  'guests',
+  'tasks',
+  'knowledge',
+  'staff',
+  'settings',
+  'webhooks',
+] as const;
+
+/** What an API key may do: `<resource>:read|write`, reading events and reports, posting inbound messages. */
+export const SCOPES = [
+  ...SCOPED_RESOURCES.flatMap((r) => [`${r}:read`, `${r}:write`] as const),
+  'events:read',
+  'reports:read',
+  'channels:inbound',
+] as const;
+export type Scope = (typeof SCOPES)[number];
+
+/**
+ * Whether `held` scopes allow `needed`: the scope itself, or `<resource>:write` for
+ * `<resource>:read` (a key that may change a record may read it).
+ */
+export function hasScope(held: readonly Scope[], needed: Scope): boolean {
+  if (held.includes(needed)) return true;
+  return needed.endsWith(':read') && held.includes(needed.replace(/:read$/, ':write') as Scope);
+}
+
 /** The rate-limit bucket a route counts in. */
 export type Bucket = 'standard' | 'bulk' | 'channels';
 
@@ -13,8 +42,12 @@ export const ANY_ROLE: readonly Role[] = ['admin', 'manager', 'staff'];
 export const ADMIN: readonly Role[] = ['admin'];
 export const ADMIN_MANAGER: readonly Role[] = ['admin', 'manager'];
 
-/** The authenticated caller, as the gate admitted them from their token and staff row. */
+/**
+ * The authenticated caller, as the gate admitted them: a staff member from their token and staff
+ * row, or an API key (kind api_key: its id, admin reach within its scopes).
+ */
 export interface AuthUser {
+  kind: 'staff' | 'api_key';
   id: string;
   role: Role;
   name: string;
@@ -24,4 +57,6 @@ export interface AuthUser {
   exp: number;
   /** When the token was issued (seconds); a refresh never dates its new token earlier. */
   iat?: number;
+  /** An API key's scopes (kind api_key only). */
+  scopes?: readonly Scope[];
 }

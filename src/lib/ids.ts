@@ -12,6 +12,8 @@ export const ID_PREFIX = {
   staff: 'stf',
   webhook: 'whk',
   delivery: 'whd',
+  apiKey: 'key',
+  audit: 'aud',
 } as const;
 
 export type IdPrefix = (typeof ID_PREFIX)[keyof typeof ID_PREFIX];

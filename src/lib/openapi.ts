@@ -1,9 +1,11 @@
 // Owns what the OpenAPI document says about every route that its own schema cannot: the headers
 // the gate puts on every counted response (X-RateLimit-*, Retry-After) and the X-Request-Id on
-// every response, who may call it (`x-roles`, from the route's own `config.access`), and what a
-// success answer holds.
+// every response, who may call it (`x-roles` from the route's own `config.access`, `x-scopes`: the
+// API key scope from its `config.scope`, empty when keys may not call it), and what a success
+// answer holds.
 import type { FastifySchema, RouteOptions } from 'fastify';
 import { withExample } from './openapi-examples.js';
+import { integrationDocs } from './openapi-integration.js';
 
 const int = (description: string, format: 'int32' | 'int64', maximum: number) => ({
   type: 'integer',
@@ -25,7 +27,6 @@ const RATE_LIMIT = {
   'X-RateLimit-Reset': int('Unix time in seconds when the window resets', 'int64', 253402300799),
 };
 const RETRY_AFTER = { 'Retry-After': int('Seconds to wait before retrying', 'int32', 86_400) };
-
 type Schema = Record<string, unknown>;
 
 /** What a success answer holds, named from the operation's verb (the document's "Default Response" otherwise). */
@@ -43,6 +44,7 @@ const SUCCESS: [RegExp, string][] = [
   [/^check/, 'The probe answer'],
   [/^streamEvents$/, 'A text/event-stream of events, each `id:` + `data:` (JSON as in the feed)'],
   [/^rotateWebhookSecret$/, 'The webhook with its new signing secret (shown this once)'],
+  [/^rotateApiKey$/, 'The API key with its new key text (shown this once)'],
   [/^testWebhook$/, 'The delivery queued for the test event'],
   [/^redeliver/, 'The delivery, due again now'],
 ];
@@ -61,11 +63,18 @@ export function documentRoute({ schema, url, route }: { schema: FastifySchema; u
   const base = schema as Schema;
   const counted = route.config?.bucket !== false;
   const access = route.config?.access;
+  const extra = integrationDocs(route, base);
+  const declared = { ...((base.response ?? {}) as Record<string, Schema>) };
+  for (const [status, res] of Object.entries(extra.responses)) {
+    const own = declared[status];
+    declared[status] = own === undefined ? res : { ...own, description: `${own.description}; or ${res.description}` };
+  }
   const response: Record<string, Schema> = {};
-  for (const [status, res] of Object.entries((base.response ?? {}) as Record<string, Schema>)) {
+  for (const [status, res] of Object.entries(declared)) {
     const headers: Schema = { 'X-Request-Id': REQUEST_ID };
     if (counted) Object.assign(headers, RATE_LIMIT);
-    if (status === '429' || status === '503') Object.assign(headers, RETRY_AFTER);
+    if (status === '429' || status === '503' || extra.retryAfter.includes(status)) Object.assign(headers, RETRY_AFTER);
+    if (status.startsWith('2')) Object.assign(headers, extra.successHeaders);
     // A copy: the route's own schema also drives the response serializer.
     response[status] = { ...res, headers };
     if (status.startsWith('2')) {
@@ -74,7 +83,20 @@ export function documentRoute({ schema, url, route }: { schema: FastifySchema; u
     }
   }
   const out: Schema = { ...base, response };
+  if (Object.keys(extra.requestHeaders).length > 0) {
+    const own = (base.headers ?? { type: 'object', properties: {} }) as Schema;
+    out.headers = { ...own, properties: { ...(own.properties as Schema | undefined), ...extra.requestHeaders } };
+  }
   if (base.body !== undefined) out.body = withExample(base.body);
-  if (Array.isArray(access)) out['x-roles'] = [...access];
+  if (Array.isArray(access)) {
+    out['x-roles'] = [...access];
+    const scope = route.config?.scope;
+    out['x-scopes'] = scope === undefined ? [] : [scope];
+    const said = typeof base.description === 'string' ? `${base.description}\n\n` : '';
+    out.description =
+      scope === undefined
+        ? `${said}Staff token only: API keys may not call this operation.`
+        : `${said}API key scope: \`${scope}\`.`;
+  }
   return { schema: out as FastifySchema, url };
 }

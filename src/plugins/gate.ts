@@ -1,18 +1,26 @@
-// Owns the one hook every request passes: authenticate the bearer token, count the request in its
-// rate-limit bucket (keyed by staff id, else IP), set the X-RateLimit-* headers, then enforce the
-// roles the route declared in `config.access`. Routes declare; this file enforces.
+// Owns the one hook every request passes: authenticate the bearer token or API key, count the
+// request in its rate-limit bucket (keyed by staff id or API key id, else IP), set the
+// X-RateLimit-* headers, then enforce what the route declared: the roles in `config.access` for a
+// staff token, the scope in `config.scope` for an API key. Routes declare; this file enforces.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { sql } from 'kysely';
 import { type Param, prepared, type RowOf } from '../db/prepared.js';
-import type { Access, AuthUser, Bucket } from '../lib/auth.js';
+import { type Access, type AuthUser, type Bucket, hasScope, type Scope } from '../lib/auth.js';
 import { AppError, authError, forbidden } from '../lib/errors.js';
 import { type Hit, MemoryCounter } from '../lib/rate-limiter.js';
+import { keyAuthenticator } from '../modules/api-keys/authenticate.js';
+import { looksLikeKey } from '../modules/api-keys/secret.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
     /** Who may call the route; every route under /api/v1 must say. */
     access?: Access;
+    /**
+     * The scope an API key needs to call the route (CONTRACT §11); without one, API keys are
+     * refused (403) and only staff tokens get in.
+     */
+    scope?: Scope;
     /** Which rate-limit bucket the route counts in (default standard); false: not counted. */
     bucket?: Bucket | false;
   }
@@ -80,23 +88,37 @@ type StaffRows = ReturnType<typeof staffRows>;
 
 const BEARER = /^Bearer +([A-Za-z0-9_\-.=]+) *$/i;
 
-/** The verified claims of the bearer token in an Authorization header; throws when refused. */
-function claimsOf(app: FastifyInstance, header: string | undefined) {
+/** The bearer credential of an Authorization header (a JWT or an API key); throws when absent. */
+function bearerOf(header: string | undefined): string {
   if (header === undefined || header === '') {
     throw authError('TOKEN_MISSING', 'The Authorization header is required: Bearer <token>', false);
   }
   const m = BEARER.exec(header);
   if (m === null) throw authError('TOKEN_INVALID', 'The Authorization header must be "Bearer <token>"', true);
-  const result = app.ctx.tokens.verify(m[1]!);
+  return m[1]!;
+}
+
+/** The verified claims of a bearer JWT; throws when refused. */
+function claimsOf(app: FastifyInstance, token: string) {
+  const result = app.ctx.tokens.verify(token);
   if (!result.ok) {
     throw authError(result.reason === 'expired' ? 'TOKEN_EXPIRED' : 'TOKEN_INVALID', result.message, true);
   }
   return result.claims;
 }
 
+type KeyAuthenticator = ReturnType<typeof keyAuthenticator>;
+
 /** The caller, at once when the token's staff row is kept, else a promise; throws when refused. */
-function authenticate(app: FastifyInstance, request: FastifyRequest, staff: StaffRows): AuthUser | Promise<AuthUser> {
-  const { sub, jti, iat, exp } = claimsOf(app, request.headers.authorization);
+function authenticate(
+  app: FastifyInstance,
+  request: FastifyRequest,
+  staff: StaffRows,
+  keys: KeyAuthenticator,
+): AuthUser | Promise<AuthUser> {
+  const credential = bearerOf(request.headers.authorization);
+  if (looksLikeKey(credential)) return keys(credential);
+  const { sub, jti, iat, exp } = claimsOf(app, credential);
   // One round trip (or none while the store is unchanged): the staff member as stored now, and
   // whether this token was revoked.
   const kept = staff.kept(sub, jti);
@@ -114,7 +136,17 @@ function admit(row: StaffRow, jti: string, iat: number, exp: number): AuthUser {
     throw authError('TOKEN_INVALID', 'The token was issued before a password change; log in again', true);
   }
   if (!row.active) throw authError('UNAUTHORIZED', 'This account is deactivated', true);
-  return { id: row.id, role: row.role, name: row.name, email: row.email, department: row.department, jti, exp, iat };
+  return {
+    kind: 'staff',
+    id: row.id,
+    role: row.role,
+    name: row.name,
+    email: row.email,
+    department: row.department,
+    jti,
+    exp,
+    iat,
+  };
 }
 
 /** The X-RateLimit-* headers for a request counted as `hit` in a bucket of `limit`. */
@@ -148,12 +180,18 @@ function count(
   bucket: Bucket,
 ): void | Promise<void> {
   const { counter } = app.ctx;
-  const { limit, windowMs, key } = bucketOf(app, bucket, request.user ? `stf:${request.user.id}` : `ip:${request.ip}`);
+  // A request the router never matched (a malformed URL) has no `user` decoration at all.
+  const user = request.user ?? null;
+  const caller = user === null ? `ip:${request.ip}` : `${user.kind === 'api_key' ? 'key' : 'stf'}:${user.id}`;
+  const { limit, windowMs, key } = bucketOf(app, bucket, caller);
   if (counter instanceof MemoryCounter) return limitTo(reply, limit, counter.hitSync(key, windowMs, Date.now()));
   return counter.hit(key, windowMs).then((hit) => limitTo(reply, limit, hit));
 }
 
-/** A bucket's limit and window, and the counter key of a caller (`stf:<id>` or `ip:<address>`) in it. */
+/**
+ * A bucket's limit and window, and the counter key of a caller (`stf:<id>`, `key:<id>` or
+ * `ip:<address>`) in it: an API key counts on its own, apart from the admin who made it.
+ */
 function bucketOf(app: FastifyInstance, bucket: Bucket, caller: string) {
   const { config } = app.ctx;
   return {
@@ -178,11 +216,21 @@ function limitTo(reply: FastifyReply, limit: number, hit: Hit): void {
   }
 }
 
+/** Why an API key holding `held` may not call a route needing `needed`, or undefined if it may. */
+function scopeRefusal(needed: Scope | undefined, held: readonly Scope[]): AppError | undefined {
+  if (needed === undefined) {
+    return new AppError('FORBIDDEN', 'API keys may not call this operation; it takes a staff token');
+  }
+  if (hasScope(held, needed)) return undefined;
+  return new AppError('FORBIDDEN', `This API key lacks the scope ${needed}`, { requiredScope: needed });
+}
+
 export default fp(
   async function gate(app: FastifyInstance) {
     app.decorateRequest('user', null);
     app.decorateRequest('storeVersion', null);
     const staff = staffRows(app);
+    const keys = keyAuthenticator(app);
 
     app.addHook('onRoute', (route) => {
       if (route.url.startsWith('/api/v1') && route.config?.access === undefined) {
@@ -199,7 +247,10 @@ export default fp(
       // Whether the request may go on, once authenticated (or refused) and counted.
       const verdict = (failure: unknown): Error | undefined => {
         if (failure !== null) return failure as Error;
-        if (access !== 'public' && !access.includes(request.user!.role)) return forbidden();
+        if (access === 'public') return undefined;
+        const user = request.user!;
+        if (user.kind === 'api_key') return scopeRefusal(cfg.scope, user.scopes ?? []);
+        if (!access.includes(user.role)) return forbidden();
         return undefined;
       };
       // A request that fails authentication (a bad token, or the store not answering: 503) is
@@ -217,7 +268,7 @@ export default fp(
       if (access === 'public') return counted(null);
       let user: AuthUser | Promise<AuthUser>;
       try {
-        user = authenticate(app, request, staff);
+        user = authenticate(app, request, staff, keys);
       } catch (err) {
         return counted(err);
       }

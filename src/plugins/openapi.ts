@@ -1,6 +1,8 @@
 // Owns generating the OpenAPI 3.1 document: @fastify/swagger set up with the API's description and
-// bearer security scheme, every route documented through src/lib/openapi.ts, and the bearer
-// requirement put on each route whose `config.access` is not public. docs.ts serves the document.
+// its two security schemes (a staff JWT, an API key), every route documented through
+// src/lib/openapi.ts, and on each route whose `config.access` is not public the bearer requirement,
+// plus the API key requirement with its scope where the route declares `config.scope`. docs.ts
+// serves the document.
 
 import swagger from '@fastify/swagger';
 import type { FastifyInstance } from 'fastify';
@@ -52,6 +54,16 @@ export default fp(
               description:
                 'HTTP Basic auth for the inbound e-mail relay: any user name, the password EMAIL_INBOUND_SECRET.',
             },
+            apiKeyAuth: {
+              type: 'http',
+              scheme: 'bearer',
+              bearerFormat: 'gma_<id>_<secret>',
+              description:
+                'An API key made by an admin (POST /api-keys), sent as `Authorization: Bearer gma_…`, for ' +
+                'server-to-server use. It may call an operation only when it holds the scope the operation ' +
+                'names in `x-scopes` and its description (`<resource>:write` includes `<resource>:read`); ' +
+                'otherwise 403 FORBIDDEN naming the scope. Operations without this scheme take a staff token only.',
+            },
           },
         },
       },
@@ -63,7 +75,10 @@ export default fp(
     app.addHook('onRoute', (route) => {
       const access = route.config?.access;
       if (route.schema && access !== undefined && access !== 'public') {
-        route.schema.security = [{ bearerAuth: [] }];
+        const scope = route.config?.scope;
+        // The scope itself is in `x-scopes` and the description (src/lib/openapi.ts): OpenAPI lists
+        // scopes in a requirement only for OAuth2 and OpenID Connect schemes.
+        route.schema.security = scope === undefined ? [{ bearerAuth: [] }] : [{ bearerAuth: [] }, { apiKeyAuth: [] }];
       }
     });
   },

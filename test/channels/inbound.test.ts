@@ -492,3 +492,29 @@ test('the auto reply goes once per conversation while the hotel is closed, and n
   );
   assert.equal(msgs[1]!.deliveryStatus, 'sent', 'a web reply is sent at once');
 });
+
+test("an API key with channels:inbound posts the widget's messages; a text sent with a key names the key", async (t) => {
+  const { app, admin } = await setup(t);
+  const made = async (scopes: string[]) => {
+    const res = await call(app, 'POST', '/api-keys', {
+      token: admin.token,
+      body: { name: `widget ${scopes}`, scopes },
+    });
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    return res.data as { id: string; key: string };
+  };
+  const widget = await made(['channels:inbound']);
+  const body = { guest: { name: 'Key Visitor', email: 'key.visitor@example.test' }, content: 'Hello from the widget' };
+  const res = await call(app, 'POST', '/channels/web/inbound', { token: widget.key, body });
+  assert.equal(res.status, 201, JSON.stringify(res.body));
+  const reader = await made(['conversations:read']);
+  assertError(await call(app, 'POST', '/channels/web/inbound', { token: reader.key, body }), 403, 'FORBIDDEN');
+
+  const writer = await made(['conversations:write']);
+  const sent = await call(app, 'POST', `/conversations/${res.data.conversationId}/messages`, {
+    token: writer.key,
+    body: { content: 'Hello from the PMS' },
+  });
+  assert.equal(sent.status, 201, JSON.stringify(sent.body));
+  assert.deepEqual(sent.data.sender, { type: 'api_key', id: writer.id });
+});

@@ -202,11 +202,20 @@ export function namesInStore(databaseUrl: string): Promise<Set<string>> {
 }
 
 async function columnInStore(databaseUrl: string, table: string, column: string): Promise<Set<string>> {
+  return new Set(await columnValues(databaseUrl, table, column));
+}
+
+/** Every message's content, duplicates kept (a retry must not have stored one twice). */
+export function messageContents(databaseUrl: string): Promise<string[]> {
+  return columnValues(databaseUrl, 'messages', 'content');
+}
+
+async function columnValues(databaseUrl: string, table: string, column: string): Promise<string[]> {
   if (databaseUrl.startsWith('sqlite:')) {
     const { default: SQLite } = await import('better-sqlite3');
     const db = new SQLite(databaseUrl.slice('sqlite:'.length), { readonly: true });
     try {
-      return new Set((db.prepare(`select ${column} as v from ${table}`).all() as { v: string }[]).map((r) => r.v));
+      return (db.prepare(`select ${column} as v from ${table}`).all() as { v: string }[]).map((r) => r.v);
     } finally {
       db.close();
     }
@@ -214,7 +223,7 @@ async function columnInStore(databaseUrl: string, table: string, column: string)
   const c = new pg.Client({ connectionString: databaseUrl });
   await c.connect();
   try {
-    return new Set((await c.query(`select ${column} as v from ${table}`)).rows.map((r: { v: string }) => r.v));
+    return (await c.query(`select ${column} as v from ${table}`)).rows.map((r: { v: string }) => r.v);
   } finally {
     await c.end();
   }

@@ -76,3 +76,50 @@ test('credentials are never accepted outside the body: no basic auth, no token c
   assertError(await call(app, 'GET', '/auth/me', { headers: { cookie: `token=${user.token}` } }), 401, 'TOKEN_MISSING');
   assertError(await call(app, 'GET', `/auth/me?access_token=${user.token}`), 401, 'TOKEN_MISSING', 'query');
 });
+
+test('API keys: a forged, truncated, spliced or query-string key is 401, and a key never becomes a session', async (t) => {
+  const app = await buildTestApp(t);
+  const admin = await createStaff(app, 'admin');
+  const mk = async (scopes: string[]) =>
+    (await call(app, 'POST', '/api-keys', { token: admin.token, body: { name: 'k', scopes } })).data as {
+      id: string;
+      key: string;
+    };
+  const a = await mk(['guests:read']);
+  const b = await mk(['guests:read', 'staff:write']);
+  const secretOf = (k: string) => k.slice(-43);
+  const forged = [
+    a.key.slice(0, -1),
+    `${a.key}A`,
+    a.key.toUpperCase(),
+    `gma_${a.id}_${secretOf(b.key)}`, // a's id with b's secret: no widening by splicing
+    `gma_${b.id}_${secretOf(a.key)}`,
+    `gma_${a.id}_${'A'.repeat(43)}`,
+    'gma_',
+    `gma_${a.id}`,
+  ];
+  for (const key of forged) {
+    assertError(await call(app, 'GET', '/guests', { token: key }), 401, 'TOKEN_INVALID', key);
+  }
+  assertError(await call(app, 'GET', `/guests?api_key=${a.key}`), 401, 'TOKEN_MISSING', 'query');
+  assertError(
+    await call(app, 'GET', '/guests', {
+      headers: { authorization: `Basic ${Buffer.from(`x:${a.key}`).toString('base64')}` },
+    }),
+    401,
+    'TOKEN_INVALID',
+    'basic',
+  );
+  // A key cannot trade itself for a session or escalate through the key routes.
+  for (const [method, url] of [
+    ['POST', '/auth/refresh'],
+    ['POST', '/auth/logout'],
+    ['POST', '/api-keys'],
+    ['POST', `/api-keys/${b.id}/rotate`],
+    ['PATCH', `/api-keys/${a.id}`],
+  ] as const) {
+    const res = await call(app, method, url, { token: b.key, body: {} });
+    assertError(res, 403, 'FORBIDDEN', `${method} ${url}`);
+  }
+  assert.equal((await call(app, 'GET', '/guests', { token: a.key })).status, 200, 'the real key still works');
+});

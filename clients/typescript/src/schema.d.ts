@@ -67,7 +67,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Exchange a valid token for a new one with a fresh expiry; the old token is revoked */
+        /**
+         * Exchange a valid token for a new one with a fresh expiry; the old token is revoked
+         * @description Staff token only: API keys may not call this operation.
+         */
         post: operations["refreshToken"];
         delete?: never;
         options?: never;
@@ -84,7 +87,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Revoke the token used for this request */
+        /**
+         * Revoke the token used for this request
+         * @description Staff token only: API keys may not call this operation.
+         */
         post: operations["logout"];
         delete?: never;
         options?: never;
@@ -99,7 +105,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The staff member the token belongs to */
+        /**
+         * The staff member the token belongs to
+         * @description Staff token only: API keys may not call this operation.
+         */
         get: operations["getCurrentUser"];
         put?: never;
         post?: never;
@@ -118,7 +127,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Change your password; every other token of yours stops working, a new one is returned */
+        /**
+         * Change your password; every other token of yours stops working, a new one is returned
+         * @description Staff token only: API keys may not call this operation.
+         */
         post: operations["changePassword"];
         delete?: never;
         options?: never;
@@ -133,10 +145,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List staff members, by name (a staff-role caller sees only themselves) */
+        /**
+         * List staff members, by name (a staff-role caller sees only themselves)
+         * @description API key scope: `staff:read`.
+         */
         get: operations["listStaff"];
         put?: never;
-        /** Create a staff member (admin); without a password a one-time temporaryPassword is returned */
+        /**
+         * Create a staff member (admin); without a password a one-time temporaryPassword is returned
+         * @description API key scope: `staff:write`.
+         */
         post: operations["createStaff"];
         delete?: never;
         options?: never;
@@ -151,14 +169,20 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a staff member (a staff-role caller may get only themselves) */
+        /**
+         * Get a staff member (a staff-role caller may get only themselves)
+         * @description API key scope: `staff:read`.
+         */
         get: operations["getStaff"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
         head?: never;
-        /** Update a staff member: name, role, department, active (admin) */
+        /**
+         * Update a staff member: name, role, department, active (admin)
+         * @description API key scope: `staff:write`.
+         */
         patch: operations["updateStaff"];
         trace?: never;
     };
@@ -169,7 +193,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List settings: every known key (its default if never set) and every custom key set */
+        /**
+         * List settings: every known key (its default if never set) and every custom key set
+         * @description API key scope: `settings:read`.
+         */
         get: operations["listSettings"];
         put?: never;
         post?: never;
@@ -186,15 +213,23 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a setting; a known key never set returns its default */
+        /**
+         * Get a setting; a known key never set returns its default
+         * @description API key scope: `settings:read`.
+         */
         get: operations["getSetting"];
         /**
          * Set a setting (admin)
          * @description Keys: hotel, departments, business_hours, auto_reply, whatsapp_templates, sla, and custom.<name> for any JSON value up to 64 KiB (at most 100 custom keys; one more is 409 CONFLICT).
+         *
+         *     API key scope: `settings:write`.
          */
         put: operations["setSetting"];
         post?: never;
-        /** Reset a known key to its default, or remove a custom key (admin) */
+        /**
+         * Reset a known key to its default, or remove a custom key (admin)
+         * @description API key scope: `settings:write`.
+         */
         delete: operations["resetSetting"];
         options?: never;
         head?: never;
@@ -208,12 +243,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List conversations, latest activity first (a staff-role caller sees only their own) */
+        /**
+         * List conversations, latest activity first (a staff-role caller sees only their own)
+         * @description API key scope: `conversations:read`.
+         */
         get: operations["listConversations"];
         put?: never;
         /**
          * Start a conversation with a guest, optionally with a first outbound message
          * @description Starts open. A staff-role caller may only create a conversation assigned to themselves (the default for them); for admin and manager the default is unassigned.
+         *
+         *     API key scope: `conversations:write`.
          */
         post: operations["createConversation"];
         delete?: never;
@@ -238,6 +278,8 @@ export interface paths {
         /**
          * Update up to 100 conversations; each item succeeds or fails on its own
          * @description Each item is `{ id, status?, assignee? }` with at least one change and follows the rules of PATCH /conversations/:id. Counts in the bulk rate-limit bucket.
+         *
+         *     API key scope: `conversations:write`.
          */
         patch: operations["bulkUpdateConversations"];
         trace?: never;
@@ -249,14 +291,20 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a conversation (a staff-role caller: only one assigned to them) */
+        /**
+         * Get a conversation (a staff-role caller: only one assigned to them)
+         * @description API key scope: `conversations:read`.
+         */
         get: operations["getConversation"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
         head?: never;
-        /** Change the status and/or assignee (a staff-role caller: status of their own only) */
+        /**
+         * Change the status and/or assignee (a staff-role caller: status of their own only)
+         * @description API key scope: `conversations:write`.
+         */
         patch: operations["updateConversation"];
         trace?: never;
     };
@@ -267,12 +315,17 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List a conversation's messages, oldest first */
+        /**
+         * List a conversation's messages, oldest first
+         * @description API key scope: `conversations:read`.
+         */
         get: operations["listMessages"];
         put?: never;
         /**
          * Send a message to the guest, or add an internal note
          * @description A `text` is stored outbound with deliveryStatus `queued` and sent over the conversation channel after commit (`web`: `sent` at once); its progress arrives as `message.updated` events. A `note` is internal to the team, never sent to the guest, and stored as `delivered`. Either updates the conversation's lastMessageAt and messageCount.
+         *
+         *     API key scope: `conversations:write`.
          */
         post: operations["sendMessage"];
         delete?: never;
@@ -288,7 +341,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get one message with its delivery state */
+        /**
+         * Get one message with its delivery state
+         * @description API key scope: `conversations:read`.
+         */
         get: operations["getMessage"];
         put?: never;
         post?: never;
@@ -310,6 +366,8 @@ export interface paths {
         /**
          * Send a failed text again
          * @description The same message goes back to `queued` (its error cleared) and is sent again; no second message is created. 409 CONFLICT for anything but a failed outbound text.
+         *
+         *     API key scope: `conversations:write`.
          */
         post: operations["retryMessage"];
         delete?: never;
@@ -325,10 +383,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List guests, newest first; search name/e-mail/phone, filter by tag (staff: own guests only) */
+        /**
+         * List guests, newest first; search name/e-mail/phone, filter by tag (staff: own guests only)
+         * @description API key scope: `guests:read`.
+         */
         get: operations["listGuests"];
         put?: never;
-        /** Create a guest (admin, manager); a taken e-mail or phone is a 409 naming the existing guest */
+        /**
+         * Create a guest (admin, manager); a taken e-mail or phone is a 409 naming the existing guest
+         * @description API key scope: `guests:write`.
+         */
         post: operations["createGuest"];
         delete?: never;
         options?: never;
@@ -343,14 +407,20 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a guest (staff: only a guest of a conversation or task assigned to them) */
+        /**
+         * Get a guest (staff: only a guest of a conversation or task assigned to them)
+         * @description API key scope: `guests:read`.
+         */
         get: operations["getGuest"];
         put?: never;
         post?: never;
         delete?: never;
         options?: never;
         head?: never;
-        /** Update a guest: name, email, phone, tags (replace the set), notes (admin, manager) */
+        /**
+         * Update a guest: name, email, phone, tags (replace the set), notes (admin, manager)
+         * @description API key scope: `guests:write`.
+         */
         patch: operations["updateGuest"];
         trace?: never;
     };
@@ -363,7 +433,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Create 1–100 guests; each item is validated and created on its own, results in item order */
+        /**
+         * Create 1–100 guests; each item is validated and created on its own, results in item order
+         * @description API key scope: `guests:write`.
+         */
         post: operations["bulkCreateGuests"];
         delete?: never;
         options?: never;
@@ -378,10 +451,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List tasks, newest first (a staff-role caller sees only tasks assigned to them) */
+        /**
+         * List tasks, newest first (a staff-role caller sees only tasks assigned to them)
+         * @description API key scope: `tasks:read`.
+         */
         get: operations["listTasks"];
         put?: never;
-        /** Create a task (admin, manager); it starts open */
+        /**
+         * Create a task (admin, manager); it starts open
+         * @description API key scope: `tasks:write`.
+         */
         post: operations["createTask"];
         delete?: never;
         options?: never;
@@ -396,7 +475,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a task (a staff-role caller may get only tasks assigned to them) */
+        /**
+         * Get a task (a staff-role caller may get only tasks assigned to them)
+         * @description API key scope: `tasks:read`.
+         */
         get: operations["getTask"];
         put?: never;
         post?: never;
@@ -406,6 +488,8 @@ export interface paths {
         /**
          * Update a task (a staff-role caller: only status and notes of a task assigned to them)
          * @description Any status may move to any other. completedAt is set when the task moves to completed and cleared when it leaves completed.
+         *
+         *     API key scope: `tasks:write`.
          */
         patch: operations["updateTask"];
         trace?: never;
@@ -419,7 +503,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Create 1–100 tasks (admin, manager); each item is validated and created on its own */
+        /**
+         * Create 1–100 tasks (admin, manager); each item is validated and created on its own
+         * @description API key scope: `tasks:write`.
+         */
         post: operations["bulkCreateTasks"];
         delete?: never;
         options?: never;
@@ -434,10 +521,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List knowledge entries by title, or search them full-text, best match first */
+        /**
+         * List knowledge entries by title, or search them full-text, best match first
+         * @description API key scope: `knowledge:read`.
+         */
         get: operations["listKnowledgeEntries"];
         put?: never;
-        /** Create a knowledge entry (admin, manager); category defaults to general */
+        /**
+         * Create a knowledge entry (admin, manager); category defaults to general
+         * @description API key scope: `knowledge:write`.
+         */
         post: operations["createKnowledgeEntry"];
         delete?: never;
         options?: never;
@@ -452,12 +545,21 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a knowledge entry */
+        /**
+         * Get a knowledge entry
+         * @description API key scope: `knowledge:read`.
+         */
         get: operations["getKnowledgeEntry"];
-        /** Replace a knowledge entry’s title and content, and its category when given (admin, manager) */
+        /**
+         * Replace a knowledge entry’s title and content, and its category when given (admin, manager)
+         * @description API key scope: `knowledge:write`.
+         */
         put: operations["replaceKnowledgeEntry"];
         post?: never;
-        /** Delete a knowledge entry (admin, manager); it leaves search at once */
+        /**
+         * Delete a knowledge entry (admin, manager); it leaves search at once
+         * @description API key scope: `knowledge:write`.
+         */
         delete: operations["deleteKnowledgeEntry"];
         options?: never;
         head?: never;
@@ -474,6 +576,8 @@ export interface paths {
         /**
          * Read events oldest first after a cursor (a staff-role caller: only their conversations and tasks)
          * @description Poll with `after` = the previous `meta.nextCursor`. Events are kept EVENT_RETENTION_DAYS days (30 by default).
+         *
+         *     API key scope: `events:read`.
          */
         get: operations["listEvents"];
         put?: never;
@@ -494,6 +598,8 @@ export interface paths {
         /**
          * Live events as Server-Sent Events, resumable with Last-Event-ID
          * @description Each event is `id: <event id>` and `data: <event JSON>`; a `: heartbeat` comment comes every 15 s. Same filters as GET /events. Without `after` or Last-Event-ID the stream starts at the newest event (no history is replayed); `after=0` replays every event kept. The stream ends when the token expires or the server shuts down; reconnect with Last-Event-ID to continue without gaps. At most 10 streams per caller may be open at once (STREAMS_PER_CALLER); the next is refused with 429 RATE_LIMITED.
+         *
+         *     API key scope: `events:read`.
          */
         get: operations["streamEvents"];
         put?: never;
@@ -511,10 +617,16 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List webhook endpoints, newest first (admin) */
+        /**
+         * List webhook endpoints, newest first (admin)
+         * @description API key scope: `webhooks:read`.
+         */
         get: operations["listWebhooks"];
         put?: never;
-        /** Register a webhook endpoint (admin); the signing secret is in this response only */
+        /**
+         * Register a webhook endpoint (admin); the signing secret is in this response only
+         * @description API key scope: `webhooks:write`.
+         */
         post: operations["createWebhook"];
         delete?: never;
         options?: never;
@@ -529,15 +641,24 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a webhook endpoint (admin); the secret is never shown again */
+        /**
+         * Get a webhook endpoint (admin); the secret is never shown again
+         * @description API key scope: `webhooks:read`.
+         */
         get: operations["getWebhook"];
         put?: never;
         post?: never;
-        /** Delete a webhook endpoint and its delivery history (admin) */
+        /**
+         * Delete a webhook endpoint and its delivery history (admin)
+         * @description API key scope: `webhooks:write`.
+         */
         delete: operations["deleteWebhook"];
         options?: never;
         head?: never;
-        /** Change a webhook endpoint: url, events, description, active (admin) */
+        /**
+         * Change a webhook endpoint: url, events, description, active (admin)
+         * @description API key scope: `webhooks:write`.
+         */
         patch: operations["updateWebhook"];
         trace?: never;
     };
@@ -550,7 +671,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Replace the signing secret (admin); the new one is shown once and signs from now on */
+        /**
+         * Replace the signing secret (admin); the new one is shown once and signs from now on
+         * @description API key scope: `webhooks:write`.
+         */
         post: operations["rotateWebhookSecret"];
         delete?: never;
         options?: never;
@@ -567,7 +691,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Send a webhook.test event to this endpoint only (admin); answers the queued delivery */
+        /**
+         * Send a webhook.test event to this endpoint only (admin); answers the queued delivery
+         * @description API key scope: `webhooks:write`.
+         */
         post: operations["testWebhook"];
         delete?: never;
         options?: never;
@@ -582,7 +709,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List an endpoint's deliveries, newest first, with the last attempt's outcome (admin) */
+        /**
+         * List an endpoint's deliveries, newest first, with the last attempt's outcome (admin)
+         * @description API key scope: `webhooks:read`.
+         */
         get: operations["listWebhookDeliveries"];
         put?: never;
         post?: never;
@@ -604,6 +734,8 @@ export interface paths {
         /**
          * Attempt a delivery again now, with the same Webhook-Id and body (admin)
          * @description The delivery becomes pending and due at once; its attempts keep counting. A failed delivery that fails again with a retryable error is retried on the usual schedule while attempts remain.
+         *
+         *     API key scope: `webhooks:write`.
          */
         post: operations["redeliverWebhookDelivery"];
         delete?: never;
@@ -708,8 +840,104 @@ export interface paths {
         /**
          * Receive a message from the web chat widget
          * @description Called by the hotel's chat widget backend: name a known guest by `guestId`, or describe the visitor in `guest` (matched by phone or e-mail, else a new guest). The message joins the guest’s latest web conversation (a closed one reopens), else a new one. The same `externalId` is stored once: a repeat answers 200 with `duplicate: true` and changes nothing.
+         *
+         *     API key scope: `channels:inbound`.
          */
         post: operations["receiveWebMessage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/api-keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List API keys, newest first, revoked ones included (admin); secrets are never shown
+         * @description Staff token only: API keys may not call this operation.
+         */
+        get: operations["listApiKeys"];
+        put?: never;
+        /**
+         * Create an API key (admin); the key (gma_…) is in this response only
+         * @description Staff token only: API keys may not call this operation.
+         */
+        post: operations["createApiKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/api-keys/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get an API key (admin); the secret is never shown again
+         * @description Staff token only: API keys may not call this operation.
+         */
+        get: operations["getApiKey"];
+        put?: never;
+        post?: never;
+        /**
+         * Revoke an API key (admin): refused with 401 TOKEN_INVALID from the next request, everywhere
+         * @description Staff token only: API keys may not call this operation.
+         */
+        delete: operations["deleteApiKey"];
+        options?: never;
+        head?: never;
+        /**
+         * Rename an API key or replace its scopes (admin); narrowed scopes hold from the next request
+         * @description Staff token only: API keys may not call this operation.
+         */
+        patch: operations["updateApiKey"];
+        trace?: never;
+    };
+    "/api/v1/api-keys/{id}/rotate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Give an API key a new secret (admin); the old one works for graceSeconds more
+         * @description Staff token only: API keys may not call this operation.
+         */
+        post: operations["rotateApiKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/audit-log": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List audit entries, newest first; filter by actor id, action and time (admin)
+         * @description Entries are kept AUDIT_RETENTION_DAYS days (365 by default) and can never be edited.
+         *
+         *     Staff token only: API keys may not call this operation.
+         */
+        get: operations["listAuditLog"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -729,7 +957,7 @@ export interface components {
                  * @example VALIDATION_ERROR
                  * @enum {unknown}
                  */
-                code: "VALIDATION_ERROR" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "TOKEN_EXPIRED" | "TOKEN_INVALID" | "TOKEN_MISSING" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "REQUEST_TIMEOUT" | "CONFLICT" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "HEADERS_TOO_LARGE" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
+                code: "VALIDATION_ERROR" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "TOKEN_EXPIRED" | "TOKEN_INVALID" | "TOKEN_MISSING" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "REQUEST_TIMEOUT" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "IDEMPOTENCY_KEY_REUSED" | "HEADERS_TOO_LARGE" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
                 message: string;
                 details?: unknown;
             };
@@ -832,6 +1060,20 @@ export interface components {
                 details?: unknown;
             };
         };
+        /** @description Error envelope of a 412 */
+        Error412: {
+            /** @enum {boolean} */
+            success: false;
+            error: {
+                /**
+                 * @example PRECONDITION_FAILED
+                 * @enum {unknown}
+                 */
+                code: "PRECONDITION_FAILED";
+                message: string;
+                details?: unknown;
+            };
+        };
         /** @description Error envelope of a 413 */
         Error413: {
             /** @enum {boolean} */
@@ -856,6 +1098,20 @@ export interface components {
                  * @enum {unknown}
                  */
                 code: "UNSUPPORTED_MEDIA_TYPE";
+                message: string;
+                details?: unknown;
+            };
+        };
+        /** @description Error envelope of a 422 */
+        Error422: {
+            /** @enum {boolean} */
+            success: false;
+            error: {
+                /**
+                 * @example IDEMPOTENCY_KEY_REUSED
+                 * @enum {unknown}
+                 */
+                code: "IDEMPOTENCY_KEY_REUSED";
                 message: string;
                 details?: unknown;
             };
@@ -990,7 +1246,7 @@ export interface components {
             content: string;
             sender: {
                 /** @enum {unknown} */
-                type: "guest" | "staff" | "system";
+                type: "guest" | "staff" | "system" | "api_key";
                 id: string | null;
             };
             /**
@@ -1071,7 +1327,7 @@ export interface components {
             occurredAt: string;
             actor: {
                 /** @enum {unknown} */
-                type: "staff" | "system" | "guest";
+                type: "staff" | "system" | "guest" | "api_key";
                 id: string | null;
             };
             /** @description The record after the change, in its API shape */
@@ -1141,6 +1397,53 @@ export interface components {
             createdAt: string;
             /** Format: date-time */
             updatedAt: string;
+        };
+        ApiKeyWithSecret: {
+            /** @example key_01jd8x3k5q7w9e2r4t6y8u0i1o */
+            id: string;
+            name: string;
+            scopes: ("conversations:read" | "conversations:write" | "guests:read" | "guests:write" | "tasks:read" | "tasks:write" | "knowledge:read" | "knowledge:write" | "staff:read" | "staff:write" | "settings:read" | "settings:write" | "webhooks:read" | "webhooks:write" | "events:read" | "reports:read" | "channels:inbound")[];
+            expiresAt: string | null;
+            lastUsedAt: string | null;
+            revokedAt: string | null;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+            /** @description The key, shown only in this response: send it as `Authorization: Bearer gma_…` */
+            key: string;
+        };
+        ApiKey: {
+            /** @example key_01jd8x3k5q7w9e2r4t6y8u0i1o */
+            id: string;
+            name: string;
+            scopes: ("conversations:read" | "conversations:write" | "guests:read" | "guests:write" | "tasks:read" | "tasks:write" | "knowledge:read" | "knowledge:write" | "staff:read" | "staff:write" | "settings:read" | "settings:write" | "webhooks:read" | "webhooks:write" | "events:read" | "reports:read" | "channels:inbound")[];
+            expiresAt: string | null;
+            lastUsedAt: string | null;
+            revokedAt: string | null;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        AuditEntry: {
+            /** @example aud_01jd8x3k5q7w9e2r4t6y8u0i1o */
+            id: string;
+            /** @enum {unknown} */
+            action: "auth.login" | "auth.login_failed" | "auth.logout" | "auth.password_changed" | "staff.created" | "staff.updated" | "settings.updated" | "api_key.created" | "api_key.updated" | "api_key.rotated" | "api_key.revoked" | "webhook.secret_rotated" | "access.denied";
+            actor: {
+                type: string;
+                id: string | null;
+            } | null;
+            target: {
+                type: string;
+                id: string | null;
+            } | null;
+            ip: string | null;
+            userAgent: string | null;
+            requestId: string | null;
+            /** Format: date-time */
+            createdAt: string;
         };
     };
     responses: never;
@@ -1299,6 +1602,8 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix time in seconds when the window resets */
                     "X-RateLimit-Reset"?: number;
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1433,7 +1738,10 @@ export interface operations {
     refreshToken: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key (yours, on this operation) within 24 h replays the first answer instead of making the change again (Idempotent-Replayed: true). 1–255 visible ASCII characters, e.g. a UUID. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -1450,6 +1758,10 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix time in seconds when the window resets */
                     "X-RateLimit-Reset"?: number;
+                    /** @description Present on the replay of an earlier answer to the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1509,6 +1821,59 @@ export interface operations {
                     "application/json": components["schemas"]["Error401"];
                 };
             };
+            /** @description FORBIDDEN: an API key has no session; these routes take a staff token */
+            403: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error403"];
+                };
+            };
+            /** @description CONFLICT: the Idempotency-Key is in flight (retry after Retry-After) */
+            409: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error409"];
+                };
+            };
+            /** @description IDEMPOTENCY_KEY_REUSED: the key was used with another request */
+            422: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error422"];
+                };
+            };
             /** @description RATE_LIMITED */
             429: {
                 headers: {
@@ -1550,7 +1915,10 @@ export interface operations {
     logout: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key (yours, on this operation) within 24 h replays the first answer instead of making the change again (Idempotent-Replayed: true). 1–255 visible ASCII characters, e.g. a UUID. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -1567,6 +1935,10 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix time in seconds when the window resets */
                     "X-RateLimit-Reset"?: number;
+                    /** @description Present on the replay of an earlier answer to the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1622,6 +1994,59 @@ export interface operations {
                     "application/json": components["schemas"]["Error401"];
                 };
             };
+            /** @description FORBIDDEN: an API key has no session; these routes take a staff token */
+            403: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error403"];
+                };
+            };
+            /** @description CONFLICT: the Idempotency-Key is in flight (retry after Retry-After) */
+            409: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error409"];
+                };
+            };
+            /** @description IDEMPOTENCY_KEY_REUSED: the key was used with another request */
+            422: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error422"];
+                };
+            };
             /** @description RATE_LIMITED */
             429: {
                 headers: {
@@ -1663,7 +2088,10 @@ export interface operations {
     getCurrentUser: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description ETags of copies you hold; when one is current the answer is 304 Not Modified without a body */
+                "If-None-Match"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -1680,6 +2108,8 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix time in seconds when the window resets */
                     "X-RateLimit-Reset"?: number;
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1703,6 +2133,23 @@ export interface operations {
                         success: true;
                         data: components["schemas"]["Staff"];
                     };
+                };
+            };
+            /** @description Not Modified: the copy named in If-None-Match is current (no body) */
+            304: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
                 };
             };
             /** @description VALIDATION_ERROR: the request is malformed or a field is invalid */
@@ -1737,6 +2184,23 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error401"];
+                };
+            };
+            /** @description FORBIDDEN: an API key has no session; these routes take a staff token */
+            403: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error403"];
                 };
             };
             /** @description RATE_LIMITED */
@@ -1780,7 +2244,10 @@ export interface operations {
     changePassword: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key (yours, on this operation) within 24 h replays the first answer instead of making the change again (Idempotent-Replayed: true). 1–255 visible ASCII characters, e.g. a UUID. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -1810,6 +2277,10 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix time in seconds when the window resets */
                     "X-RateLimit-Reset"?: number;
+                    /** @description Present on the replay of an earlier answer to the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1869,6 +2340,42 @@ export interface operations {
                     "application/json": components["schemas"]["Error401"];
                 };
             };
+            /** @description FORBIDDEN: an API key has no session; these routes take a staff token */
+            403: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error403"];
+                };
+            };
+            /** @description CONFLICT: the Idempotency-Key is in flight (retry after Retry-After) */
+            409: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error409"];
+                };
+            };
             /** @description PAYLOAD_TOO_LARGE: the body is over 1 MiB */
             413: {
                 headers: {
@@ -1901,6 +2408,23 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error415"];
+                };
+            };
+            /** @description IDEMPOTENCY_KEY_REUSED: the key was used with another request */
+            422: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error422"];
                 };
             };
             /** @description RATE_LIMITED */
@@ -2145,7 +2669,10 @@ export interface operations {
     createStaff: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key (yours, on this operation) within 24 h replays the first answer instead of making the change again (Idempotent-Replayed: true). 1–255 visible ASCII characters, e.g. a UUID. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -2182,6 +2709,10 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix time in seconds when the window resets */
                     "X-RateLimit-Reset"?: number;
+                    /** @description Present on the replay of an earlier answer to the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2291,7 +2822,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error404"];
                 };
             };
-            /** @description CONFLICT: a unique value is taken */
+            /** @description CONFLICT: a unique value is taken; or CONFLICT: the Idempotency-Key is in flight (retry after Retry-After) */
             409: {
                 headers: {
                     /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
@@ -2302,6 +2833,8 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix time in seconds when the window resets */
                     "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2340,6 +2873,23 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error415"];
+                };
+            };
+            /** @description IDEMPOTENCY_KEY_REUSED: the key was used with another request */
+            422: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error422"];
                 };
             };
             /** @description RATE_LIMITED */
@@ -2402,7 +2952,10 @@ export interface operations {
     getStaff: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description ETags of copies you hold; when one is current the answer is 304 Not Modified without a body */
+                "If-None-Match"?: string;
+            };
             path: {
                 id: string;
             };
@@ -2421,6 +2974,8 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix time in seconds when the window resets */
                     "X-RateLimit-Reset"?: number;
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2444,6 +2999,23 @@ export interface operations {
                         success: true;
                         data: components["schemas"]["Staff"];
                     };
+                };
+            };
+            /** @description Not Modified: the copy named in If-None-Match is current (no body) */
+            304: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
                 };
             };
             /** @description VALIDATION_ERROR: the request is malformed or a field is invalid */
@@ -2574,7 +3146,10 @@ export interface operations {
     updateStaff: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Change the record only if it is still at this ETag (from a GET or write answer); otherwise 412 PRECONDITION_FAILED and nothing changes. Checked in the same transaction as the write. */
+                "If-Match"?: string;
+            };
             path: {
                 id: string;
             };
@@ -2610,6 +3185,8 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix time in seconds when the window resets */
                     "X-RateLimit-Reset"?: number;
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2718,6 +3295,23 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error409"];
+                };
+            };
+            /** @description PRECONDITION_FAILED: the record changed since the ETag in If-Match */
+            412: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error412"];
                 };
             };
             /** @description PAYLOAD_TOO_LARGE: the body is over 1 MiB */
@@ -2982,7 +3576,10 @@ export interface operations {
     getSetting: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description ETags of copies you hold; when one is current the answer is 304 Not Modified without a body */
+                "If-None-Match"?: string;
+            };
             path: {
                 key: string;
             };
@@ -3001,6 +3598,8 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix time in seconds when the window resets */
                     "X-RateLimit-Reset"?: number;
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3020,6 +3619,23 @@ export interface operations {
                         success: true;
                         data: components["schemas"]["Setting"];
                     };
+                };
+            };
+            /** @description Not Modified: the copy named in If-None-Match is current (no body) */
+            304: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
                 };
             };
             /** @description VALIDATION_ERROR: the request is malformed or a field is invalid */
@@ -3150,7 +3766,10 @@ export interface operations {
     setSetting: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Change the record only if it is still at this ETag (from a GET or write answer); otherwise 412 PRECONDITION_FAILED and nothing changes. Checked in the same transaction as the write. */
+                "If-Match"?: string;
+            };
             path: {
                 key: string;
             };
@@ -3180,6 +3799,8 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix time in seconds when the window resets */
                     "X-RateLimit-Reset"?: number;
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3286,6 +3907,23 @@ export interface operations {
                     "application/json": components["schemas"]["Error409"];
                 };
             };
+            /** @description PRECONDITION_FAILED: the record changed since the ETag in If-Match */
+            412: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error412"];
+                };
+            };
             /** @description PAYLOAD_TOO_LARGE: the body is over 1 MiB */
             413: {
                 headers: {
@@ -3380,7 +4018,10 @@ export interface operations {
     resetSetting: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Change the record only if it is still at this ETag (from a GET or write answer); otherwise 412 PRECONDITION_FAILED and nothing changes. Checked in the same transaction as the write. */
+                "If-Match"?: string;
+            };
             path: {
                 key: string;
             };
@@ -3487,6 +4128,23 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error404"];
+                };
+            };
+            /** @description PRECONDITION_FAILED: the record changed since the ETag in If-Match */
+            412: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error412"];
                 };
             };
             /** @description RATE_LIMITED */
@@ -3757,7 +4415,10 @@ export interface operations {
     createConversation: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key (yours, on this operation) within 24 h replays the first answer instead of making the change again (Idempotent-Replayed: true). 1–255 visible ASCII characters, e.g. a UUID. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -3796,6 +4457,10 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix time in seconds when the window resets */
                     "X-RateLimit-Reset"?: number;
+                    /** @description Present on the replay of an earlier answer to the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3895,6 +4560,25 @@ export interface operations {
                     "application/json": components["schemas"]["Error404"];
                 };
             };
+            /** @description CONFLICT: a first text on WhatsApp meets the closed 24-hour window; or CONFLICT: the Idempotency-Key is in flight (retry after Retry-After) */
+            409: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error409"];
+                };
+            };
             /** @description PAYLOAD_TOO_LARGE: the body is over 1 MiB */
             413: {
                 headers: {
@@ -3927,6 +4611,23 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error415"];
+                };
+            };
+            /** @description IDEMPOTENCY_KEY_REUSED: the key was used with another request */
+            422: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error422"];
                 };
             };
             /** @description RATE_LIMITED */
@@ -3989,7 +4690,10 @@ export interface operations {
     bulkUpdateConversations: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key (yours, on this operation) within 24 h replays the first answer instead of making the change again (Idempotent-Replayed: true). 1–255 visible ASCII characters, e.g. a UUID. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -4022,6 +4726,8 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix time in seconds when the window resets */
                     "X-RateLimit-Reset"?: number;
+                    /** @description Present on the replay of an earlier answer to the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -4142,6 +4848,25 @@ export interface operations {
                     "application/json": components["schemas"]["Error404"];
                 };
             };
+            /** @description CONFLICT: the Idempotency-Key is in flight (retry after Retry-After) */
+            409: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error409"];
+                };
+            };
             /** @description PAYLOAD_TOO_LARGE: the body is over 1 MiB */
             413: {
                 headers: {
@@ -4174,6 +4899,23 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error415"];
+                };
+            };
+            /** @description IDEMPOTENCY_KEY_REUSED: the key was used with another request */
+            422: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error422"];
                 };
             };
             /** @description RATE_LIMITED */
@@ -4236,7 +4978,10 @@ export interface operations {
     getConversation: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description ETags of copies you hold; when one is current the answer is 304 Not Modified without a body */
+                "If-None-Match"?: string;
+            };
             path: {
                 id: string;
             };
@@ -4255,6 +5000,8 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix time in seconds when the window resets */
                     "X-RateLimit-Reset"?: number;
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4284,6 +5031,23 @@ export interface operations {
                         success: true;
                         data: components["schemas"]["Conversation"];
                     };
+                };
+            };
+            /** @description Not Modified: the copy named in If-None-Match is current (no body) */
+            304: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
                 };
             };
             /** @description VALIDATION_ERROR: the request is malformed or a field is invalid */
@@ -4414,7 +5178,10 @@ export interface operations {
     updateConversation: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Change the record only if it is still at this ETag (from a GET or write answer); otherwise 412 PRECONDITION_FAILED and nothing changes. Checked in the same transaction as the write. */
+                "If-Match"?: string;
+            };
             path: {
                 id: string;
             };
@@ -4450,6 +5217,8 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix time in seconds when the window resets */
                     "X-RateLimit-Reset"?: number;
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4547,6 +5316,23 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error404"];
+                };
+            };
+            /** @description PRECONDITION_FAILED: the record changed since the ETag in If-Match */
+            412: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error412"];
                 };
             };
             /** @description PAYLOAD_TOO_LARGE: the body is over 1 MiB */
@@ -4854,7 +5640,10 @@ export interface operations {
     sendMessage: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key (yours, on this operation) within 24 h replays the first answer instead of making the change again (Idempotent-Replayed: true). 1–255 visible ASCII characters, e.g. a UUID. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -4908,6 +5697,10 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix time in seconds when the window resets */
                     "X-RateLimit-Reset"?: number;
+                    /** @description Present on the replay of an earlier answer to the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5012,6 +5805,25 @@ export interface operations {
                     "application/json": components["schemas"]["Error404"];
                 };
             };
+            /** @description CONFLICT: WhatsApp 24-hour window closed; send a template message; or CONFLICT: the Idempotency-Key is in flight (retry after Retry-After) */
+            409: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error409"];
+                };
+            };
             /** @description PAYLOAD_TOO_LARGE: the body is over 1 MiB */
             413: {
                 headers: {
@@ -5044,6 +5856,23 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error415"];
+                };
+            };
+            /** @description IDEMPOTENCY_KEY_REUSED: the key was used with another request */
+            422: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error422"];
                 };
             };
             /** @description RATE_LIMITED */
@@ -5106,7 +5935,10 @@ export interface operations {
     getMessage: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description ETags of copies you hold; when one is current the answer is 304 Not Modified without a body */
+                "If-None-Match"?: string;
+            };
             path: {
                 id: string;
                 messageId: string;
@@ -5126,6 +5958,8 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix time in seconds when the window resets */
                     "X-RateLimit-Reset"?: number;
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5160,6 +5994,23 @@ export interface operations {
                         success: true;
                         data: components["schemas"]["Message"];
                     };
+                };
+            };
+            /** @description Not Modified: the copy named in If-None-Match is current (no body) */
+            304: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
                 };
             };
             /** @description VALIDATION_ERROR: the request is malformed or a field is invalid */
@@ -5290,7 +6141,10 @@ export interface operations {
     retryMessage: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key (yours, on this operation) within 24 h replays the first answer instead of making the change again (Idempotent-Replayed: true). 1–255 visible ASCII characters, e.g. a UUID. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
                 messageId: string;
@@ -5310,6 +6164,10 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix time in seconds when the window resets */
                     "X-RateLimit-Reset"?: number;
+                    /** @description Present on the replay of an earlier answer to the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5414,8 +6272,27 @@ export interface operations {
                     "application/json": components["schemas"]["Error404"];
                 };
             };
-            /** @description CONFLICT: not a failed text */
+            /** @description CONFLICT: not a failed text; or CONFLICT: the Idempotency-Key is in flight (retry after Retry-After) */
             409: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error409"];
+                };
+            };
+            /** @description IDEMPOTENCY_KEY_REUSED: the key was used with another request */
+            422: {
                 headers: {
                     /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
                     "X-Request-Id"?: string;
@@ -5428,7 +6305,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error409"];
+                    "application/json": components["schemas"]["Error422"];
                 };
             };
             /** @description RATE_LIMITED */
@@ -5695,7 +6572,10 @@ export interface operations {
     createGuest: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key (yours, on this operation) within 24 h replays the first answer instead of making the change again (Idempotent-Replayed: true). 1–255 visible ASCII characters, e.g. a UUID. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -5734,6 +6614,10 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix time in seconds when the window resets */
                     "X-RateLimit-Reset"?: number;
+                    /** @description Present on the replay of an earlier answer to the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5829,7 +6713,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error404"];
                 };
             };
-            /** @description CONFLICT: a unique value is taken */
+            /** @description CONFLICT: a unique value is taken; or CONFLICT: the Idempotency-Key is in flight (retry after Retry-After) */
             409: {
                 headers: {
                     /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
@@ -5840,6 +6724,8 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix time in seconds when the window resets */
                     "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5878,6 +6764,23 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error415"];
+                };
+            };
+            /** @description IDEMPOTENCY_KEY_REUSED: the key was used with another request */
+            422: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error422"];
                 };
             };
             /** @description RATE_LIMITED */
@@ -5940,7 +6843,10 @@ export interface operations {
     getGuest: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description ETags of copies you hold; when one is current the answer is 304 Not Modified without a body */
+                "If-None-Match"?: string;
+            };
             path: {
                 id: string;
             };
@@ -5959,6 +6865,8 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix time in seconds when the window resets */
                     "X-RateLimit-Reset"?: number;
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5984,6 +6892,23 @@ export interface operations {
                         success: true;
                         data: components["schemas"]["Guest"];
                     };
+                };
+            };
+            /** @description Not Modified: the copy named in If-None-Match is current (no body) */
+            304: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
                 };
             };
             /** @description VALIDATION_ERROR: the request is malformed or a field is invalid */
@@ -6114,7 +7039,10 @@ export interface operations {
     updateGuest: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Change the record only if it is still at this ETag (from a GET or write answer); otherwise 412 PRECONDITION_FAILED and nothing changes. Checked in the same transaction as the write. */
+                "If-Match"?: string;
+            };
             path: {
                 id: string;
             };
@@ -6155,6 +7083,8 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix time in seconds when the window resets */
                     "X-RateLimit-Reset"?: number;
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6267,6 +7197,23 @@ export interface operations {
                     "application/json": components["schemas"]["Error409"];
                 };
             };
+            /** @description PRECONDITION_FAILED: the record changed since the ETag in If-Match */
+            412: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error412"];
+                };
+            };
             /** @description PAYLOAD_TOO_LARGE: the body is over 1 MiB */
             413: {
                 headers: {
@@ -6361,7 +7308,10 @@ export interface operations {
     bulkCreateGuests: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key (yours, on this operation) within 24 h replays the first answer instead of making the change again (Idempotent-Replayed: true). 1–255 visible ASCII characters, e.g. a UUID. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -6394,6 +7344,8 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix time in seconds when the window resets */
                     "X-RateLimit-Reset"?: number;
+                    /** @description Present on the replay of an earlier answer to the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -6510,6 +7462,25 @@ export interface operations {
                     "application/json": components["schemas"]["Error404"];
                 };
             };
+            /** @description CONFLICT: the Idempotency-Key is in flight (retry after Retry-After) */
+            409: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error409"];
+                };
+            };
             /** @description PAYLOAD_TOO_LARGE: the body is over 1 MiB */
             413: {
                 headers: {
@@ -6542,6 +7513,23 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error415"];
+                };
+            };
+            /** @description IDEMPOTENCY_KEY_REUSED: the key was used with another request */
+            422: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error422"];
                 };
             };
             /** @description RATE_LIMITED */
@@ -6813,7 +7801,10 @@ export interface operations {
     createTask: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key (yours, on this operation) within 24 h replays the first answer instead of making the change again (Idempotent-Replayed: true). 1–255 visible ASCII characters, e.g. a UUID. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -6860,6 +7851,10 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix time in seconds when the window resets */
                     "X-RateLimit-Reset"?: number;
+                    /** @description Present on the replay of an earlier answer to the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6959,6 +7954,25 @@ export interface operations {
                     "application/json": components["schemas"]["Error404"];
                 };
             };
+            /** @description CONFLICT: the Idempotency-Key is in flight (retry after Retry-After) */
+            409: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error409"];
+                };
+            };
             /** @description PAYLOAD_TOO_LARGE: the body is over 1 MiB */
             413: {
                 headers: {
@@ -6991,6 +8005,23 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error415"];
+                };
+            };
+            /** @description IDEMPOTENCY_KEY_REUSED: the key was used with another request */
+            422: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error422"];
                 };
             };
             /** @description RATE_LIMITED */
@@ -7053,7 +8084,10 @@ export interface operations {
     getTask: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description ETags of copies you hold; when one is current the answer is 304 Not Modified without a body */
+                "If-None-Match"?: string;
+            };
             path: {
                 id: string;
             };
@@ -7072,6 +8106,8 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix time in seconds when the window resets */
                     "X-RateLimit-Reset"?: number;
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7101,6 +8137,23 @@ export interface operations {
                         success: true;
                         data: components["schemas"]["Task"];
                     };
+                };
+            };
+            /** @description Not Modified: the copy named in If-None-Match is current (no body) */
+            304: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
                 };
             };
             /** @description VALIDATION_ERROR: the request is malformed or a field is invalid */
@@ -7231,7 +8284,10 @@ export interface operations {
     updateTask: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Change the record only if it is still at this ETag (from a GET or write answer); otherwise 412 PRECONDITION_FAILED and nothing changes. Checked in the same transaction as the write. */
+                "If-Match"?: string;
+            };
             path: {
                 id: string;
             };
@@ -7278,6 +8334,8 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix time in seconds when the window resets */
                     "X-RateLimit-Reset"?: number;
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7377,6 +8435,23 @@ export interface operations {
                     "application/json": components["schemas"]["Error404"];
                 };
             };
+            /** @description PRECONDITION_FAILED: the record changed since the ETag in If-Match */
+            412: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error412"];
+                };
+            };
             /** @description PAYLOAD_TOO_LARGE: the body is over 1 MiB */
             413: {
                 headers: {
@@ -7471,7 +8546,10 @@ export interface operations {
     bulkCreateTasks: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key (yours, on this operation) within 24 h replays the first answer instead of making the change again (Idempotent-Replayed: true). 1–255 visible ASCII characters, e.g. a UUID. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -7504,6 +8582,8 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix time in seconds when the window resets */
                     "X-RateLimit-Reset"?: number;
+                    /** @description Present on the replay of an earlier answer to the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
                 };
                 content: {
@@ -7624,6 +8704,25 @@ export interface operations {
                     "application/json": components["schemas"]["Error404"];
                 };
             };
+            /** @description CONFLICT: the Idempotency-Key is in flight (retry after Retry-After) */
+            409: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error409"];
+                };
+            };
             /** @description PAYLOAD_TOO_LARGE: the body is over 1 MiB */
             413: {
                 headers: {
@@ -7656,6 +8755,23 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error415"];
+                };
+            };
+            /** @description IDEMPOTENCY_KEY_REUSED: the key was used with another request */
+            422: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error422"];
                 };
             };
             /** @description RATE_LIMITED */
@@ -7917,7 +9033,10 @@ export interface operations {
     createKnowledgeEntry: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key (yours, on this operation) within 24 h replays the first answer instead of making the change again (Idempotent-Replayed: true). 1–255 visible ASCII characters, e.g. a UUID. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -7950,6 +9069,10 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix time in seconds when the window resets */
                     "X-RateLimit-Reset"?: number;
+                    /** @description Present on the replay of an earlier answer to the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8041,6 +9164,25 @@ export interface operations {
                     "application/json": components["schemas"]["Error404"];
                 };
             };
+            /** @description CONFLICT: the Idempotency-Key is in flight (retry after Retry-After) */
+            409: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error409"];
+                };
+            };
             /** @description PAYLOAD_TOO_LARGE: the body is over 1 MiB */
             413: {
                 headers: {
@@ -8073,6 +9215,23 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error415"];
+                };
+            };
+            /** @description IDEMPOTENCY_KEY_REUSED: the key was used with another request */
+            422: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error422"];
                 };
             };
             /** @description RATE_LIMITED */
@@ -8135,7 +9294,10 @@ export interface operations {
     getKnowledgeEntry: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description ETags of copies you hold; when one is current the answer is 304 Not Modified without a body */
+                "If-None-Match"?: string;
+            };
             path: {
                 id: string;
             };
@@ -8154,6 +9316,8 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix time in seconds when the window resets */
                     "X-RateLimit-Reset"?: number;
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8175,6 +9339,23 @@ export interface operations {
                         success: true;
                         data: components["schemas"]["KnowledgeEntry"];
                     };
+                };
+            };
+            /** @description Not Modified: the copy named in If-None-Match is current (no body) */
+            304: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
                 };
             };
             /** @description VALIDATION_ERROR: the request is malformed or a field is invalid */
@@ -8305,7 +9486,10 @@ export interface operations {
     replaceKnowledgeEntry: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Change the record only if it is still at this ETag (from a GET or write answer); otherwise 412 PRECONDITION_FAILED and nothing changes. Checked in the same transaction as the write. */
+                "If-Match"?: string;
+            };
             path: {
                 id: string;
             };
@@ -8340,6 +9524,8 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix time in seconds when the window resets */
                     "X-RateLimit-Reset"?: number;
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8429,6 +9615,23 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error404"];
+                };
+            };
+            /** @description PRECONDITION_FAILED: the record changed since the ETag in If-Match */
+            412: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error412"];
                 };
             };
             /** @description PAYLOAD_TOO_LARGE: the body is over 1 MiB */
@@ -8525,7 +9728,10 @@ export interface operations {
     deleteKnowledgeEntry: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Change the record only if it is still at this ETag (from a GET or write answer); otherwise 412 PRECONDITION_FAILED and nothing changes. Checked in the same transaction as the write. */
+                "If-Match"?: string;
+            };
             path: {
                 id: string;
             };
@@ -8633,6 +9839,23 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error404"];
+                };
+            };
+            /** @description PRECONDITION_FAILED: the record changed since the ETag in If-Match */
+            412: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error412"];
                 };
             };
             /** @description RATE_LIMITED */
@@ -9265,7 +10488,10 @@ export interface operations {
     createWebhook: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key (yours, on this operation) within 24 h replays the first answer instead of making the change again (Idempotent-Replayed: true). 1–255 visible ASCII characters, e.g. a UUID. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -9304,6 +10530,10 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix time in seconds when the window resets */
                     "X-RateLimit-Reset"?: number;
+                    /** @description Present on the replay of an earlier answer to the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9400,6 +10630,25 @@ export interface operations {
                     "application/json": components["schemas"]["Error404"];
                 };
             };
+            /** @description CONFLICT: the Idempotency-Key is in flight (retry after Retry-After) */
+            409: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error409"];
+                };
+            };
             /** @description PAYLOAD_TOO_LARGE: the body is over 1 MiB */
             413: {
                 headers: {
@@ -9432,6 +10681,23 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error415"];
+                };
+            };
+            /** @description IDEMPOTENCY_KEY_REUSED: the key was used with another request */
+            422: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error422"];
                 };
             };
             /** @description RATE_LIMITED */
@@ -9494,7 +10760,10 @@ export interface operations {
     getWebhook: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description ETags of copies you hold; when one is current the answer is 304 Not Modified without a body */
+                "If-None-Match"?: string;
+            };
             path: {
                 id: string;
             };
@@ -9513,6 +10782,8 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix time in seconds when the window resets */
                     "X-RateLimit-Reset"?: number;
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9538,6 +10809,23 @@ export interface operations {
                         success: true;
                         data: components["schemas"]["Webhook"];
                     };
+                };
+            };
+            /** @description Not Modified: the copy named in If-None-Match is current (no body) */
+            304: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
                 };
             };
             /** @description VALIDATION_ERROR: the request is malformed or a field is invalid */
@@ -9668,7 +10956,10 @@ export interface operations {
     deleteWebhook: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Change the record only if it is still at this ETag (from a GET or write answer); otherwise 412 PRECONDITION_FAILED and nothing changes. Checked in the same transaction as the write. */
+                "If-Match"?: string;
+            };
             path: {
                 id: string;
             };
@@ -9778,6 +11069,23 @@ export interface operations {
                     "application/json": components["schemas"]["Error404"];
                 };
             };
+            /** @description PRECONDITION_FAILED: the record changed since the ETag in If-Match */
+            412: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error412"];
+                };
+            };
             /** @description RATE_LIMITED */
             429: {
                 headers: {
@@ -9838,7 +11146,10 @@ export interface operations {
     updateWebhook: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Change the record only if it is still at this ETag (from a GET or write answer); otherwise 412 PRECONDITION_FAILED and nothing changes. Checked in the same transaction as the write. */
+                "If-Match"?: string;
+            };
             path: {
                 id: string;
             };
@@ -9879,6 +11190,8 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix time in seconds when the window resets */
                     "X-RateLimit-Reset"?: number;
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9972,6 +11285,23 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error404"];
+                };
+            };
+            /** @description PRECONDITION_FAILED: the record changed since the ETag in If-Match */
+            412: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error412"];
                 };
             };
             /** @description PAYLOAD_TOO_LARGE: the body is over 1 MiB */
@@ -10068,7 +11398,10 @@ export interface operations {
     rotateWebhookSecret: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key (yours, on this operation) within 24 h replays the first answer instead of making the change again (Idempotent-Replayed: true). 1–255 visible ASCII characters, e.g. a UUID. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -10087,6 +11420,10 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix time in seconds when the window resets */
                     "X-RateLimit-Reset"?: number;
+                    /** @description Present on the replay of an earlier answer to the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10183,6 +11520,42 @@ export interface operations {
                     "application/json": components["schemas"]["Error404"];
                 };
             };
+            /** @description CONFLICT: the Idempotency-Key is in flight (retry after Retry-After) */
+            409: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error409"];
+                };
+            };
+            /** @description IDEMPOTENCY_KEY_REUSED: the key was used with another request */
+            422: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error422"];
+                };
+            };
             /** @description RATE_LIMITED */
             429: {
                 headers: {
@@ -10243,7 +11616,10 @@ export interface operations {
     testWebhook: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key (yours, on this operation) within 24 h replays the first answer instead of making the change again (Idempotent-Replayed: true). 1–255 visible ASCII characters, e.g. a UUID. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
             };
@@ -10262,6 +11638,10 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix time in seconds when the window resets */
                     "X-RateLimit-Reset"?: number;
+                    /** @description Present on the replay of an earlier answer to the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10360,8 +11740,27 @@ export interface operations {
                     "application/json": components["schemas"]["Error404"];
                 };
             };
-            /** @description CONFLICT: the webhook is inactive */
+            /** @description CONFLICT: the webhook is inactive; or CONFLICT: the Idempotency-Key is in flight (retry after Retry-After) */
             409: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error409"];
+                };
+            };
+            /** @description IDEMPOTENCY_KEY_REUSED: the key was used with another request */
+            422: {
                 headers: {
                     /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
                     "X-Request-Id"?: string;
@@ -10374,7 +11773,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error409"];
+                    "application/json": components["schemas"]["Error422"];
                 };
             };
             /** @description RATE_LIMITED */
@@ -10643,7 +12042,10 @@ export interface operations {
     redeliverWebhookDelivery: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key (yours, on this operation) within 24 h replays the first answer instead of making the change again (Idempotent-Replayed: true). 1–255 visible ASCII characters, e.g. a UUID. */
+                "Idempotency-Key"?: string;
+            };
             path: {
                 id: string;
                 deliveryId: string;
@@ -10663,6 +12065,10 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix time in seconds when the window resets */
                     "X-RateLimit-Reset"?: number;
+                    /** @description Present on the replay of an earlier answer to the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -10761,8 +12167,27 @@ export interface operations {
                     "application/json": components["schemas"]["Error404"];
                 };
             };
-            /** @description CONFLICT: the webhook is inactive or an attempt is in progress */
+            /** @description CONFLICT: the webhook is inactive or an attempt is in progress; or CONFLICT: the Idempotency-Key is in flight (retry after Retry-After) */
             409: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error409"];
+                };
+            };
+            /** @description IDEMPOTENCY_KEY_REUSED: the key was used with another request */
+            422: {
                 headers: {
                     /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
                     "X-Request-Id"?: string;
@@ -10775,7 +12200,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error409"];
+                    "application/json": components["schemas"]["Error422"];
                 };
             };
             /** @description RATE_LIMITED */
@@ -11344,6 +12769,8 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix time in seconds when the window resets */
                     "X-RateLimit-Reset"?: number;
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -11536,6 +12963,8 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix time in seconds when the window resets */
                     "X-RateLimit-Reset"?: number;
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -11620,7 +13049,7 @@ export interface operations {
                                 content: string;
                                 sender: {
                                     /** @enum {unknown} */
-                                    type: "guest" | "staff" | "system";
+                                    type: "guest" | "staff" | "system" | "api_key";
                                     id: string | null;
                                 };
                                 /**
@@ -11659,6 +13088,8 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix time in seconds when the window resets */
                     "X-RateLimit-Reset"?: number;
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -11743,7 +13174,7 @@ export interface operations {
                                 content: string;
                                 sender: {
                                     /** @enum {unknown} */
-                                    type: "guest" | "staff" | "system";
+                                    type: "guest" | "staff" | "system" | "api_key";
                                     id: string | null;
                                 };
                                 /**
@@ -11899,7 +13330,10 @@ export interface operations {
     receiveWebMessage: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key (yours, on this operation) within 24 h replays the first answer instead of making the change again (Idempotent-Replayed: true). 1–255 visible ASCII characters, e.g. a UUID. */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -11944,6 +13378,10 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix time in seconds when the window resets */
                     "X-RateLimit-Reset"?: number;
+                    /** @description Present on the replay of an earlier answer to the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -12028,7 +13466,7 @@ export interface operations {
                                 content: string;
                                 sender: {
                                     /** @enum {unknown} */
-                                    type: "guest" | "staff" | "system";
+                                    type: "guest" | "staff" | "system" | "api_key";
                                     id: string | null;
                                 };
                                 /**
@@ -12067,6 +13505,10 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix time in seconds when the window resets */
                     "X-RateLimit-Reset"?: number;
+                    /** @description Present on the replay of an earlier answer to the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -12151,7 +13593,7 @@ export interface operations {
                                 content: string;
                                 sender: {
                                     /** @enum {unknown} */
-                                    type: "guest" | "staff" | "system";
+                                    type: "guest" | "staff" | "system" | "api_key";
                                     id: string | null;
                                 };
                                 /**
@@ -12247,6 +13689,25 @@ export interface operations {
                     "application/json": components["schemas"]["Error404"];
                 };
             };
+            /** @description CONFLICT: the Idempotency-Key is in flight (retry after Retry-After) */
+            409: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error409"];
+                };
+            };
             /** @description PAYLOAD_TOO_LARGE: the body is over 1 MiB */
             413: {
                 headers: {
@@ -12279,6 +13740,1621 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error415"];
+                };
+            };
+            /** @description IDEMPOTENCY_KEY_REUSED: the key was used with another request */
+            422: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error422"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error429"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error500"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: the store cannot be reached; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error503"];
+                };
+            };
+        };
+    };
+    listApiKeys: {
+        parameters: {
+            query?: {
+                /** @description Page number, from 1 (default 1) */
+                page?: number;
+                limit?: number;
+                /** @description Walk the list: the previous page's meta.nextCursor, for the next `limit` items after it (instead of `page`; with the same filters). */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of the list, with `meta` (page, limit, total, pages, nextCursor) */
+            200: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": [
+                     *         {
+                     *           "id": "key_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "name": "Ana Lopes",
+                     *           "scopes": [
+                     *             "conversations:read"
+                     *           ],
+                     *           "expiresAt": "2026-11-22T06:33:12.000Z",
+                     *           "lastUsedAt": "2026-11-22T06:33:12.000Z",
+                     *           "revokedAt": "2026-11-22T06:33:12.000Z",
+                     *           "createdAt": "2026-11-22T06:33:12.000Z",
+                     *           "updatedAt": "2026-11-22T06:33:12.000Z"
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "page": 1,
+                     *         "limit": 1,
+                     *         "total": 1,
+                     *         "pages": 1,
+                     *         "nextCursor": "WyIyMDI2LTExLTIyVDA2OjMzOjEyLjAwMFoiLCJjbnZfMDFqZDh4M2s1cTd3OWUycjR0Nnk4dTBpMW8iXQ.bm8tc2ln"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["ApiKey"][];
+                        /** @description A numbered page has page, limit, total, pages and nextCursor; a cursor page (asked with `cursor`) has limit and nextCursor only. */
+                        meta: {
+                            /** Format: int32 */
+                            page?: number;
+                            /** Format: int32 */
+                            limit: number;
+                            /** Format: int64 */
+                            total?: number;
+                            /** Format: int64 */
+                            pages?: number;
+                            /** @description Pass as `cursor` for the page after this one; null on the last page */
+                            nextCursor: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description VALIDATION_ERROR: the request is malformed or a field is invalid */
+            400: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error400"];
+                };
+            };
+            /** @description TOKEN_MISSING, TOKEN_INVALID, TOKEN_EXPIRED or UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error401"];
+                };
+            };
+            /** @description FORBIDDEN: the role may not do this */
+            403: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error403"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error404"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error429"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error500"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: the store cannot be reached; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error503"];
+                };
+            };
+        };
+    };
+    createApiKey: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key (yours, on this operation) within 24 h replays the first answer instead of making the change again (Idempotent-Replayed: true). 1–255 visible ASCII characters, e.g. a UUID. */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Ana Lopes",
+                 *       "scopes": [
+                 *         "conversations:read"
+                 *       ],
+                 *       "expiresAt": "2026-11-22T06:33:12.000Z"
+                 *     }
+                 */
+                "application/json": {
+                    /** @description What the key is for (e.g. "PMS sync") */
+                    name: string;
+                    /** @description What the key may do. `<resource>:write` includes `<resource>:read`. Each operation names the scope it needs (`x-scopes`); a key without it gets 403 FORBIDDEN naming the scope. */
+                    scopes: ("conversations:read" | "conversations:write" | "guests:read" | "guests:write" | "tasks:read" | "tasks:write" | "knowledge:read" | "knowledge:write" | "staff:read" | "staff:write" | "settings:read" | "settings:write" | "webhooks:read" | "webhooks:write" | "events:read" | "reports:read" | "channels:inbound")[];
+                    expiresAt?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Created: the new record */
+            201: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Present on the replay of an earlier answer to the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "key_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "name": "Ana Lopes",
+                     *         "scopes": [
+                     *           "conversations:read"
+                     *         ],
+                     *         "expiresAt": "2026-11-22T06:33:12.000Z",
+                     *         "lastUsedAt": "2026-11-22T06:33:12.000Z",
+                     *         "revokedAt": "2026-11-22T06:33:12.000Z",
+                     *         "createdAt": "2026-11-22T06:33:12.000Z",
+                     *         "updatedAt": "2026-11-22T06:33:12.000Z",
+                     *         "key": "hotel"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["ApiKeyWithSecret"];
+                    };
+                };
+            };
+            /** @description VALIDATION_ERROR: the request is malformed or a field is invalid */
+            400: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error400"];
+                };
+            };
+            /** @description TOKEN_MISSING, TOKEN_INVALID, TOKEN_EXPIRED or UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error401"];
+                };
+            };
+            /** @description FORBIDDEN: the role may not do this */
+            403: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error403"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error404"];
+                };
+            };
+            /** @description CONFLICT: the Idempotency-Key is in flight (retry after Retry-After) */
+            409: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error409"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: the body is over 1 MiB */
+            413: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error413"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE: the body is not JSON, or is sent with a Content-Encoding */
+            415: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error415"];
+                };
+            };
+            /** @description IDEMPOTENCY_KEY_REUSED: the key was used with another request */
+            422: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error422"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error429"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error500"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: the store cannot be reached; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error503"];
+                };
+            };
+        };
+    };
+    getApiKey: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description ETags of copies you hold; when one is current the answer is 304 Not Modified without a body */
+                "If-None-Match"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The record */
+            200: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "key_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "name": "Ana Lopes",
+                     *         "scopes": [
+                     *           "conversations:read"
+                     *         ],
+                     *         "expiresAt": "2026-11-22T06:33:12.000Z",
+                     *         "lastUsedAt": "2026-11-22T06:33:12.000Z",
+                     *         "revokedAt": "2026-11-22T06:33:12.000Z",
+                     *         "createdAt": "2026-11-22T06:33:12.000Z",
+                     *         "updatedAt": "2026-11-22T06:33:12.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["ApiKey"];
+                    };
+                };
+            };
+            /** @description Not Modified: the copy named in If-None-Match is current (no body) */
+            304: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                };
+            };
+            /** @description VALIDATION_ERROR: the request is malformed or a field is invalid */
+            400: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error400"];
+                };
+            };
+            /** @description TOKEN_MISSING, TOKEN_INVALID, TOKEN_EXPIRED or UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error401"];
+                };
+            };
+            /** @description FORBIDDEN: the role may not do this */
+            403: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error403"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error404"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error429"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error500"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: the store cannot be reached; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error503"];
+                };
+            };
+        };
+    };
+    deleteApiKey: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Change the record only if it is still at this ETag (from a GET or write answer); otherwise 412 PRECONDITION_FAILED and nothing changes. Checked in the same transaction as the write. */
+                "If-Match"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted: `{ id, deleted: true }` */
+            200: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "deleted": true
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            id: string;
+                            /** @enum {boolean} */
+                            deleted: true;
+                        };
+                    };
+                };
+            };
+            /** @description VALIDATION_ERROR: the request is malformed or a field is invalid */
+            400: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error400"];
+                };
+            };
+            /** @description TOKEN_MISSING, TOKEN_INVALID, TOKEN_EXPIRED or UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error401"];
+                };
+            };
+            /** @description FORBIDDEN: the role may not do this */
+            403: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error403"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error404"];
+                };
+            };
+            /** @description PRECONDITION_FAILED: the record changed since the ETag in If-Match */
+            412: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error412"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error429"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error500"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: the store cannot be reached; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error503"];
+                };
+            };
+        };
+    };
+    updateApiKey: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Change the record only if it is still at this ETag (from a GET or write answer); otherwise 412 PRECONDITION_FAILED and nothing changes. Checked in the same transaction as the write. */
+                "If-Match"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Ana Lopes",
+                 *       "scopes": [
+                 *         "conversations:read"
+                 *       ]
+                 *     }
+                 */
+                "application/json": {
+                    /** @description What the key is for (e.g. "PMS sync") */
+                    name?: string;
+                    /** @description What the key may do. `<resource>:write` includes `<resource>:read`. Each operation names the scope it needs (`x-scopes`); a key without it gets 403 FORBIDDEN naming the scope. */
+                    scopes?: ("conversations:read" | "conversations:write" | "guests:read" | "guests:write" | "tasks:read" | "tasks:write" | "knowledge:read" | "knowledge:write" | "staff:read" | "staff:write" | "settings:read" | "settings:write" | "webhooks:read" | "webhooks:write" | "events:read" | "reports:read" | "channels:inbound")[];
+                };
+            };
+        };
+        responses: {
+            /** @description The record as stored after the change */
+            200: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "key_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "name": "Ana Lopes",
+                     *         "scopes": [
+                     *           "conversations:read"
+                     *         ],
+                     *         "expiresAt": "2026-11-22T06:33:12.000Z",
+                     *         "lastUsedAt": "2026-11-22T06:33:12.000Z",
+                     *         "revokedAt": "2026-11-22T06:33:12.000Z",
+                     *         "createdAt": "2026-11-22T06:33:12.000Z",
+                     *         "updatedAt": "2026-11-22T06:33:12.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["ApiKey"];
+                    };
+                };
+            };
+            /** @description VALIDATION_ERROR: the request is malformed or a field is invalid */
+            400: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error400"];
+                };
+            };
+            /** @description TOKEN_MISSING, TOKEN_INVALID, TOKEN_EXPIRED or UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error401"];
+                };
+            };
+            /** @description FORBIDDEN: the role may not do this */
+            403: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error403"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error404"];
+                };
+            };
+            /** @description CONFLICT: the key is revoked */
+            409: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error409"];
+                };
+            };
+            /** @description PRECONDITION_FAILED: the record changed since the ETag in If-Match */
+            412: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error412"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: the body is over 1 MiB */
+            413: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error413"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE: the body is not JSON, or is sent with a Content-Encoding */
+            415: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error415"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error429"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error500"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: the store cannot be reached; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error503"];
+                };
+            };
+        };
+    };
+    rotateApiKey: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key (yours, on this operation) within 24 h replays the first answer instead of making the change again (Idempotent-Replayed: true). 1–255 visible ASCII characters, e.g. a UUID. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "graceSeconds": 0
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * Format: int32
+                     * @description How long the replaced secret keeps working (0: it stops at once; at most 7 days)
+                     * @default 0
+                     */
+                    graceSeconds?: number;
+                };
+            };
+        };
+        responses: {
+            /** @description The API key with its new key text (shown this once) */
+            200: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Present on the replay of an earlier answer to the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "key_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "name": "Ana Lopes",
+                     *         "scopes": [
+                     *           "conversations:read"
+                     *         ],
+                     *         "expiresAt": "2026-11-22T06:33:12.000Z",
+                     *         "lastUsedAt": "2026-11-22T06:33:12.000Z",
+                     *         "revokedAt": "2026-11-22T06:33:12.000Z",
+                     *         "createdAt": "2026-11-22T06:33:12.000Z",
+                     *         "updatedAt": "2026-11-22T06:33:12.000Z",
+                     *         "key": "hotel"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["ApiKeyWithSecret"];
+                    };
+                };
+            };
+            /** @description VALIDATION_ERROR: the request is malformed or a field is invalid */
+            400: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error400"];
+                };
+            };
+            /** @description TOKEN_MISSING, TOKEN_INVALID, TOKEN_EXPIRED or UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error401"];
+                };
+            };
+            /** @description FORBIDDEN: the role may not do this */
+            403: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error403"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error404"];
+                };
+            };
+            /** @description CONFLICT: the key is revoked; or CONFLICT: the Idempotency-Key is in flight (retry after Retry-After) */
+            409: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error409"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: the body is over 1 MiB */
+            413: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error413"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE: the body is not JSON, or is sent with a Content-Encoding */
+            415: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error415"];
+                };
+            };
+            /** @description IDEMPOTENCY_KEY_REUSED: the key was used with another request */
+            422: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error422"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error429"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error500"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: the store cannot be reached; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error503"];
+                };
+            };
+        };
+    };
+    listAuditLog: {
+        parameters: {
+            query?: {
+                /** @description Page number, from 1 (default 1) */
+                page?: number;
+                limit?: number;
+                /** @description Walk the list: the previous page's meta.nextCursor, for the next `limit` items after it (instead of `page`; with the same filters). */
+                cursor?: string;
+                /** @description Actor id (staff or API key) */
+                actor?: string;
+                action?: "auth.login" | "auth.login_failed" | "auth.logout" | "auth.password_changed" | "staff.created" | "staff.updated" | "settings.updated" | "api_key.created" | "api_key.updated" | "api_key.rotated" | "api_key.revoked" | "webhook.secret_rotated" | "access.denied";
+                /** @description Entries at or after this time */
+                from?: string;
+                /** @description Entries before this time */
+                to?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of the list, with `meta` (page, limit, total, pages, nextCursor) */
+            200: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": [
+                     *         {
+                     *           "id": "aud_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "action": "auth.login",
+                     *           "actor": {
+                     *             "type": "text",
+                     *             "id": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o"
+                     *           },
+                     *           "target": {
+                     *             "type": "text",
+                     *             "id": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o"
+                     *           },
+                     *           "ip": "text",
+                     *           "userAgent": "text",
+                     *           "requestId": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "createdAt": "2026-11-22T06:33:12.000Z"
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "page": 1,
+                     *         "limit": 1,
+                     *         "total": 1,
+                     *         "pages": 1,
+                     *         "nextCursor": "WyIyMDI2LTExLTIyVDA2OjMzOjEyLjAwMFoiLCJjbnZfMDFqZDh4M2s1cTd3OWUycjR0Nnk4dTBpMW8iXQ.bm8tc2ln"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["AuditEntry"][];
+                        /** @description A numbered page has page, limit, total, pages and nextCursor; a cursor page (asked with `cursor`) has limit and nextCursor only. */
+                        meta: {
+                            /** Format: int32 */
+                            page?: number;
+                            /** Format: int32 */
+                            limit: number;
+                            /** Format: int64 */
+                            total?: number;
+                            /** Format: int64 */
+                            pages?: number;
+                            /** @description Pass as `cursor` for the page after this one; null on the last page */
+                            nextCursor: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description VALIDATION_ERROR: the request is malformed or a field is invalid */
+            400: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error400"];
+                };
+            };
+            /** @description TOKEN_MISSING, TOKEN_INVALID, TOKEN_EXPIRED or UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error401"];
+                };
+            };
+            /** @description FORBIDDEN: the role may not do this */
+            403: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error403"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error404"];
                 };
             };
             /** @description RATE_LIMITED */

@@ -1,10 +1,12 @@
 // Owns the schema of channel delivery: a message's delivery state (provider id, error, the times
-// it was sent / delivered / read, `read` as a status), the key that stores a provider's inbound
+// it was sent / delivered / read, `read` as a status, an API key as a sender), the key that stores a provider's inbound
 // message once, and the send jobs the channel dispatcher claims.
 import { sql } from 'kysely';
 import type { MigrationDef } from './helpers.js';
 
 const STATUSES = sql`delivery_status in ('received', 'queued', 'sent', 'delivered', 'read', 'failed')`;
+// A message an integration sends with an API key names the key as its sender.
+const SENDERS = sql`sender_type in ('guest', 'staff', 'system', 'api_key')`;
 
 export const channels: MigrationDef = {
   name: '006-channels',
@@ -12,6 +14,8 @@ export const channels: MigrationDef = {
     if (t.dialect === 'postgres') {
       await sql`alter table messages drop constraint if exists messages_delivery_status_check`.execute(db);
       await sql`alter table messages add constraint messages_delivery_status_check check (${STATUSES})`.execute(db);
+      await sql`alter table messages drop constraint if exists messages_sender_type_check`.execute(db);
+      await sql`alter table messages add constraint messages_sender_type_check check (${SENDERS})`.execute(db);
     } else {
       // SQLite cannot alter a CHECK: the table is rebuilt (nothing references messages, no triggers).
       await db.schema
@@ -21,7 +25,7 @@ export const channels: MigrationDef = {
         .addColumn('direction', 'text', (c) => c.notNull().check(sql`direction in ('inbound', 'outbound')`))
         .addColumn('type', 'text', (c) => c.notNull().check(sql`type in ('text', 'note')`))
         .addColumn('content', 'text', (c) => c.notNull())
-        .addColumn('sender_type', 'text', (c) => c.notNull().check(sql`sender_type in ('guest', 'staff', 'system')`))
+        .addColumn('sender_type', 'text', (c) => c.notNull().check(SENDERS))
         .addColumn('sender_id', 'text')
         .addColumn('delivery_status', 'text', (c) => c.notNull().check(STATUSES))
         .addColumn('created_at', t.ts, (c) => c.notNull())

@@ -3,7 +3,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { ANY_ROLE } from '../../lib/auth.js';
-import { BODY_ERRORS, Ok, ok, STANDARD_ERRORS } from '../../lib/schemas.js';
+import { BODY_ERRORS, errorResponse, Ok, ok, STANDARD_ERRORS } from '../../lib/schemas.js';
 import { Password, RoleSchema, Staff } from '../staff/schemas.js';
 import { changePassword, login, logout, me, refresh } from './service.js';
 
@@ -35,6 +35,11 @@ const AUTH_ERRORS = {
   401: STANDARD_ERRORS[401],
   429: STANDARD_ERRORS[429],
   500: STANDARD_ERRORS[500],
+};
+/** The routes of a session (not login): an API key is refused there, as it has no session. */
+const SESSION_ERRORS = {
+  ...AUTH_ERRORS,
+  403: errorResponse('FORBIDDEN: an API key has no session; these routes take a staff token', 403),
 };
 
 export const authRoutes: FastifyPluginAsyncTypebox = async (app) => {
@@ -68,7 +73,7 @@ export const authRoutes: FastifyPluginAsyncTypebox = async (app) => {
         tags: ['auth'],
         operationId: 'refreshToken',
         summary: 'Exchange a valid token for a new one with a fresh expiry; the old token is revoked',
-        response: { 200: Ok(Session), ...AUTH_ERRORS },
+        response: { 200: Ok(Session), ...SESSION_ERRORS },
       },
     },
     async (request) => ok(await refresh(ctx, request.user!)),
@@ -82,7 +87,7 @@ export const authRoutes: FastifyPluginAsyncTypebox = async (app) => {
         tags: ['auth'],
         operationId: 'logout',
         summary: 'Revoke the token used for this request',
-        response: { 200: Ok(Type.Object({ loggedOut: Type.Literal(true) })), ...AUTH_ERRORS },
+        response: { 200: Ok(Type.Object({ loggedOut: Type.Literal(true) })), ...SESSION_ERRORS },
       },
     },
     async (request) => {
@@ -99,7 +104,7 @@ export const authRoutes: FastifyPluginAsyncTypebox = async (app) => {
         tags: ['auth'],
         operationId: 'getCurrentUser',
         summary: 'The staff member the token belongs to',
-        response: { 200: Ok(Staff), ...AUTH_ERRORS },
+        response: { 200: Ok(Staff), ...SESSION_ERRORS },
       },
     },
     async (request) => ok(await me(ctx.store, request.user!)),
@@ -114,7 +119,7 @@ export const authRoutes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'changePassword',
         summary: 'Change your password; every other token of yours stops working, a new one is returned',
         body: PasswordBody,
-        response: { 200: Ok(Session), ...AUTH_ERRORS, ...BODY_ERRORS },
+        response: { 200: Ok(Session), ...SESSION_ERRORS, ...BODY_ERRORS },
       },
     },
     async (request) => {

@@ -327,7 +327,7 @@ export const channelsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/web/inbound',
     {
-      config: { access: ADMIN_MANAGER, bucket: 'channels' },
+      config: { access: ADMIN_MANAGER, scope: 'channels:inbound', bucket: 'channels' },
       schema: {
         tags: ['channels'],
         operationId: 'receiveWebMessage',

@@ -17,7 +17,7 @@ export const messagesRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/:id/messages',
     {
-      config: { access: ANY_ROLE, cache: true },
+      config: { access: ANY_ROLE, scope: 'conversations:read', cache: true },
       schema: {
         tags: ['conversations'],
         operationId: 'listMessages',
@@ -37,7 +37,7 @@ export const messagesRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/:id/messages',
     {
-      config: { access: ANY_ROLE },
+      config: { access: ANY_ROLE, scope: 'conversations:write' },
       schema: {
         tags: ['conversations'],
         operationId: 'sendMessage',
@@ -72,7 +72,7 @@ export const messagesRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/:id/messages/:messageId',
     {
-      config: { access: ANY_ROLE },
+      config: { access: ANY_ROLE, scope: 'conversations:read' },
       schema: {
         tags: ['conversations'],
         operationId: 'getMessage',
@@ -93,7 +93,7 @@ export const messagesRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/:id/messages/:messageId/retry',
     {
-      config: { access: ANY_ROLE },
+      config: { access: ANY_ROLE, scope: 'conversations:write' },
       schema: {
         tags: ['conversations'],
         operationId: 'retryMessage',

@@ -4,10 +4,11 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ownerFilter } from '../../lib/access.js';
 import { ANY_ROLE } from '../../lib/auth.js';
 import { BulkBody, BulkResponse, runBulk } from '../../lib/bulk.js';
+import { currentById } from '../../lib/etag.js';
 import { listPage } from '../../lib/pages.js';
 import { BODY_ERRORS, errorResponse, IdParams, Ok, OkList, ok, STANDARD_ERRORS } from '../../lib/schemas.js';
 import { messagesRoutes } from './messages-routes.js';
-import { listConversations, toConversation } from './repository.js';
+import { findConversation, listConversations, toConversation } from './repository.js';
 import {
   type BulkUpdateItem,
   BulkUpdateItem as BulkUpdateItemSchema,
@@ -25,7 +26,7 @@ export const conversationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/',
     {
-      config: { access: ANY_ROLE, cache: true },
+      config: { access: ANY_ROLE, scope: 'conversations:read', cache: true },
       schema: {
         tags: ['conversations'],
         operationId: 'listConversations',
@@ -50,7 +51,7 @@ export const conversationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.patch(
     '/bulk',
     {
-      config: { access: ANY_ROLE, bucket: 'bulk' },
+      config: { access: ANY_ROLE, scope: 'conversations:write', bucket: 'bulk', idempotent: true },
       schema: {
         tags: ['conversations'],
         operationId: 'bulkUpdateConversations',
@@ -76,7 +77,7 @@ export const conversationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/:id',
     {
-      config: { access: ANY_ROLE },
+      config: { access: ANY_ROLE, scope: 'conversations:read' },
       schema: {
         tags: ['conversations'],
         operationId: 'getConversation',
@@ -91,7 +92,7 @@ export const conversationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/',
     {
-      config: { access: ANY_ROLE },
+      config: { access: ANY_ROLE, scope: 'conversations:write' },
       schema: {
         tags: ['conversations'],
         operationId: 'createConversation',
@@ -118,7 +119,11 @@ export const conversationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.patch(
     '/:id',
     {
-      config: { access: ANY_ROLE },
+      config: {
+        access: ANY_ROLE,
+        scope: 'conversations:write',
+        current: currentById('conversations', findConversation),
+      },
       schema: {
         tags: ['conversations'],
         operationId: 'updateConversation',

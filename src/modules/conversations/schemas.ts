@@ -43,8 +43,10 @@ export const Message = Type.Object(
     type: Type.Enum(['text', 'note'], { description: 'text goes to the guest; note is internal and never sent' }),
     content: Type.String({ maxLength: 4096 }),
     sender: Type.Object({
-      type: Type.Enum(['guest', 'staff', 'system']),
-      id: Nullable(Type.String({ maxLength: 64, description: 'Guest id or staff id; null for the system' })),
+      type: Type.Enum(['guest', 'staff', 'system', 'api_key']),
+      id: Nullable(
+        Type.String({ maxLength: 64, description: 'Guest, staff or API key id; null for the system (an auto reply)' }),
+      ),
     }),
     deliveryStatus: Type.Enum(['received', 'queued', 'sent', 'delivered', 'read', 'failed'], {
       description:

@@ -93,7 +93,7 @@ export async function createConversation(store: Store, user: AuthUser, body: Cre
       at,
     });
     const first = hasFirst
-      ? await storeOutbound(tx, body.channel, outbound(id, 'text', body.content!, user.id, at))
+      ? await storeOutbound(tx, body.channel, outbound(id, 'text', body.content!, user, at))
       : null;
     const created: ConversationView = {
       id,
@@ -114,14 +114,15 @@ export async function createConversation(store: Store, user: AuthUser, body: Cre
   });
 }
 
-function outbound(conversationId: string, type: 'text' | 'note', content: string, staffId: string, at: string) {
+function outbound(conversationId: string, type: 'text' | 'note', content: string, by: AuthUser, at: string) {
   return {
     conversation_id: conversationId,
     direction: 'outbound' as const,
     type,
     content,
-    sender_type: 'staff' as const,
-    sender_id: staffId,
+    // An integration's API key is named as itself, never as a staff member.
+    sender_type: by.kind === 'api_key' ? ('api_key' as const) : ('staff' as const),
+    sender_id: by.id,
     // A text waits for channel delivery to send it; a note never leaves the team.
     delivery_status: type === 'note' ? ('delivered' as const) : ('queued' as const),
     created_at: at,
@@ -186,7 +187,7 @@ export async function sendMessage(store: Store, user: AuthUser, conversationId: 
     const message = await storeOutbound(
       tx,
       ref.channel,
-      outbound(conversationId, parts.type === 'note' ? 'note' : 'text', content, user.id, at),
+      outbound(conversationId, parts.type === 'note' ? 'note' : 'text', content, user, at),
       template,
     );
     await touchConversation(tx, conversationId, at, false);

@@ -7,7 +7,11 @@ import type { TaskView } from '../tasks/schemas.js';
 import type { Outbox } from './outbox.js';
 import type { Actor, Changes } from './schemas.js';
 
-export const staffActor = (user: { id: string }): Actor => ({ type: 'staff', id: user.id });
+/** Who made a change: the staff member, or the API key (CONTRACT §11) that called. */
+export const staffActor = (user: { id: string; kind?: 'staff' | 'api_key' }): Actor => ({
+  type: user.kind === 'api_key' ? 'api_key' : 'staff',
+  id: user.id,
+});
 export const SYSTEM: Actor = { type: 'system', id: null };
 
 /**

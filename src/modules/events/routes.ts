@@ -51,7 +51,7 @@ export const eventsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/',
     {
-      config: { access: ANY_ROLE },
+      config: { access: ANY_ROLE, scope: 'events:read' },
       schema: {
         tags: ['events'],
         operationId: 'listEvents',
@@ -88,7 +88,7 @@ export const eventsRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       // A HEAD would open a stream that sends nothing and never ends.
       exposeHeadRoute: false,
-      config: { access: ANY_ROLE },
+      config: { access: ANY_ROLE, scope: 'events:read' },
       schema: {
         tags: ['events'],
         operationId: 'streamEvents',

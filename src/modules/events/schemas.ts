@@ -37,8 +37,8 @@ export const CURSOR_PATTERN = '^(0|[1-9][0-9]{0,14})$';
 export const Cursor = Type.String({ pattern: CURSOR_PATTERN, maxLength: 15, examples: ['1042'] });
 
 export const Actor = Type.Object({
-  type: Type.Enum(['staff', 'system', 'guest']),
-  id: Nullable(Type.String({ maxLength: 64, description: 'Staff or guest id; null for the system' })),
+  type: Type.Enum(['staff', 'system', 'guest', 'api_key']),
+  id: Nullable(Type.String({ maxLength: 64, description: 'Staff, guest or API key id; null for the system' })),
 });
 export type Actor = Static<typeof Actor>;
 

@@ -5,9 +5,10 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ownerFilter } from '../../lib/access.js';
 import { ADMIN_MANAGER, ANY_ROLE } from '../../lib/auth.js';
 import { BulkBody, BulkResponse, runBulk } from '../../lib/bulk.js';
+import { currentById } from '../../lib/etag.js';
 import { listPage } from '../../lib/pages.js';
 import { BODY_ERRORS, CONFLICT_ERROR, IdParams, Ok, OkList, ok, STANDARD_ERRORS } from '../../lib/schemas.js';
-import { type GuestView, listGuests, toGuest } from './repository.js';
+import { findGuest, type GuestView, listGuests, toGuest } from './repository.js';
 import { CreateGuestBody, Guest, ListGuestsQuery, UpdateGuestBody } from './schemas.js';
 import { type CreateGuest, createGuest, updateGuest, visibleGuest } from './service.js';
 
@@ -17,7 +18,7 @@ export const guestsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/',
     {
-      config: { access: ANY_ROLE, cache: true },
+      config: { access: ANY_ROLE, scope: 'guests:read', cache: true },
       schema: {
         tags: ['guests'],
         operationId: 'listGuests',
@@ -36,7 +37,7 @@ export const guestsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/:id',
     {
-      config: { access: ANY_ROLE },
+      config: { access: ANY_ROLE, scope: 'guests:read' },
       schema: {
         tags: ['guests'],
         operationId: 'getGuest',
@@ -53,7 +54,7 @@ export const guestsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/',
     {
-      config: { access: ADMIN_MANAGER },
+      config: { access: ADMIN_MANAGER, scope: 'guests:write' },
       schema: {
         tags: ['guests'],
         operationId: 'createGuest',
@@ -72,7 +73,7 @@ export const guestsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/bulk',
     {
-      config: { access: ADMIN_MANAGER, bucket: 'bulk' },
+      config: { access: ADMIN_MANAGER, scope: 'guests:write', bucket: 'bulk' },
       schema: {
         tags: ['guests'],
         operationId: 'bulkCreateGuests',
@@ -95,7 +96,7 @@ export const guestsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.patch(
     '/:id',
     {
-      config: { access: ADMIN_MANAGER },
+      config: { access: ADMIN_MANAGER, scope: 'guests:write', current: currentById('guests', findGuest) },
       schema: {
         tags: ['guests'],
         operationId: 'updateGuest',

@@ -2,9 +2,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { PageRequest } from '../../db/paginate.js';
 import { ADMIN_MANAGER, ANY_ROLE } from '../../lib/auth.js';
+import { currentById } from '../../lib/etag.js';
 import { listPage } from '../../lib/pages.js';
 import { BODY_ERRORS, IdParams, Ok, OkList, ok, STANDARD_ERRORS } from '../../lib/schemas.js';
-import { listEntries, toEntry } from './repository.js';
+import { findEntry, listEntries, toEntry } from './repository.js';
 import { CreateEntryBody, DeletedEntry, KnowledgeEntry, ListEntriesQuery, UpdateEntryBody } from './schemas.js';
 import { createEntry, deleteEntry, getEntry, updateEntry } from './service.js';
 
@@ -14,7 +15,7 @@ export const knowledgeRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/',
     {
-      config: { access: ANY_ROLE, cache: true },
+      config: { access: ANY_ROLE, scope: 'knowledge:read', cache: true },
       schema: {
         tags: ['knowledge'],
         operationId: 'listKnowledgeEntries',
@@ -36,7 +37,7 @@ export const knowledgeRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/:id',
     {
-      config: { access: ANY_ROLE },
+      config: { access: ANY_ROLE, scope: 'knowledge:read' },
       schema: {
         tags: ['knowledge'],
         operationId: 'getKnowledgeEntry',
@@ -51,7 +52,7 @@ export const knowledgeRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/',
     {
-      config: { access: ADMIN_MANAGER },
+      config: { access: ADMIN_MANAGER, scope: 'knowledge:write' },
       schema: {
         tags: ['knowledge'],
         operationId: 'createKnowledgeEntry',
@@ -70,7 +71,7 @@ export const knowledgeRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.put(
     '/:id',
     {
-      config: { access: ADMIN_MANAGER },
+      config: { access: ADMIN_MANAGER, scope: 'knowledge:write', current: currentById('knowledge_entries', findEntry) },
       schema: {
         tags: ['knowledge'],
         operationId: 'replaceKnowledgeEntry',
@@ -86,7 +87,7 @@ export const knowledgeRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.delete(
     '/:id',
     {
-      config: { access: ADMIN_MANAGER },
+      config: { access: ADMIN_MANAGER, scope: 'knowledge:write', current: currentById('knowledge_entries', findEntry) },
       schema: {
         tags: ['knowledge'],
         operationId: 'deleteKnowledgeEntry',

@@ -3,9 +3,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { ADMIN, ADMIN_MANAGER } from '../../lib/auth.js';
+import type { Current } from '../../lib/etag.js';
 import { BODY_ERRORS, errorResponse, Nullable, Ok, ok, STANDARD_ERRORS } from '../../lib/schemas.js';
-import { MAX_CUSTOM_KEYS, SETTINGS } from './registry.js';
-import { listSettings } from './repository.js';
+import { isKnownKey, MAX_CUSTOM_KEYS, SETTINGS } from './registry.js';
+import { getSetting as findSetting, listSettings } from './repository.js';
 import { getSetting, resetSetting, setSetting } from './service.js';
 
 const Setting = Type.Object(
@@ -20,11 +21,19 @@ const Setting = Type.Object(
 const KeyParams = Type.Object({ key: Type.String({ minLength: 1, maxLength: 100 }) });
 const PutBody = Type.Object({ value: Type.Unknown() }, { additionalProperties: false, required: ['value'] });
 
+/** A setting as GET /settings/:key shows it (its default when never set), for If-Match. */
+const CURRENT_SETTING: Current = {
+  table: 'settings',
+  column: 'key',
+  param: 'key',
+  read: async (x, key) => (isKnownKey(key) ? findSetting(x, key) : undefined),
+};
+
 export const settingsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/',
     {
-      config: { access: ADMIN_MANAGER },
+      config: { access: ADMIN_MANAGER, scope: 'settings:read' },
       schema: {
         tags: ['settings'],
         operationId: 'listSettings',
@@ -38,7 +47,7 @@ export const settingsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/:key',
     {
-      config: { access: ADMIN_MANAGER },
+      config: { access: ADMIN_MANAGER, scope: 'settings:read' },
       schema: {
         tags: ['settings'],
         operationId: 'getSetting',
@@ -53,7 +62,7 @@ export const settingsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.put(
     '/:key',
     {
-      config: { access: ADMIN },
+      config: { access: ADMIN, scope: 'settings:write', current: CURRENT_SETTING },
       schema: {
         tags: ['settings'],
         operationId: 'setSetting',
@@ -78,7 +87,7 @@ export const settingsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.delete(
     '/:key',
     {
-      config: { access: ADMIN },
+      config: { access: ADMIN, scope: 'settings:write', current: CURRENT_SETTING },
       schema: {
         tags: ['settings'],
         operationId: 'resetSetting',

@@ -3,9 +3,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ownerFilter } from '../../lib/access.js';
 import { ADMIN, ANY_ROLE } from '../../lib/auth.js';
+import { currentById } from '../../lib/etag.js';
 import { listPage } from '../../lib/pages.js';
 import { BODY_ERRORS, CONFLICT_ERROR, IdParams, Ok, OkList, ok, STANDARD_ERRORS } from '../../lib/schemas.js';
-import { listStaff, toStaff } from './repository.js';
+import { findStaff, listStaff, toStaff } from './repository.js';
 import { CreatedStaff, CreateStaffBody, ListStaffQuery, Staff, UpdateStaffBody } from './schemas.js';
 import { createStaff, updateStaff, visibleStaff } from './service.js';
 
@@ -15,7 +16,7 @@ export const staffRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/',
     {
-      config: { access: ANY_ROLE },
+      config: { access: ANY_ROLE, scope: 'staff:read' },
       schema: {
         tags: ['staff'],
         operationId: 'listStaff',
@@ -34,7 +35,7 @@ export const staffRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/:id',
     {
-      config: { access: ANY_ROLE },
+      config: { access: ANY_ROLE, scope: 'staff:read' },
       schema: {
         tags: ['staff'],
         operationId: 'getStaff',
@@ -51,7 +52,7 @@ export const staffRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/',
     {
-      config: { access: ADMIN },
+      config: { access: ADMIN, scope: 'staff:write' },
       schema: {
         tags: ['staff'],
         operationId: 'createStaff',
@@ -70,7 +71,7 @@ export const staffRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.patch(
     '/:id',
     {
-      config: { access: ADMIN },
+      config: { access: ADMIN, scope: 'staff:write', current: currentById('staff', findStaff) },
       schema: {
         tags: ['staff'],
         operationId: 'updateStaff',

@@ -4,9 +4,10 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ownerFilter } from '../../lib/access.js';
 import { ADMIN_MANAGER, ANY_ROLE } from '../../lib/auth.js';
 import { BulkBody, BulkResponse, runBulk } from '../../lib/bulk.js';
+import { currentById } from '../../lib/etag.js';
 import { listPage } from '../../lib/pages.js';
 import { BODY_ERRORS, IdParams, Ok, OkList, ok, STANDARD_ERRORS } from '../../lib/schemas.js';
-import { listTasks, toTask } from './repository.js';
+import { findTask, listTasks, toTask } from './repository.js';
 import {
   CreateTaskBody,
   type CreateTaskInput,
@@ -23,7 +24,7 @@ export const tasksRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/',
     {
-      config: { access: ANY_ROLE, cache: true },
+      config: { access: ANY_ROLE, scope: 'tasks:read', cache: true },
       schema: {
         tags: ['tasks'],
         operationId: 'listTasks',
@@ -42,7 +43,7 @@ export const tasksRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/:id',
     {
-      config: { access: ANY_ROLE },
+      config: { access: ANY_ROLE, scope: 'tasks:read' },
       schema: {
         tags: ['tasks'],
         operationId: 'getTask',
@@ -59,7 +60,7 @@ export const tasksRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/',
     {
-      config: { access: ADMIN_MANAGER },
+      config: { access: ADMIN_MANAGER, scope: 'tasks:write' },
       schema: {
         tags: ['tasks'],
         operationId: 'createTask',
@@ -78,7 +79,7 @@ export const tasksRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/bulk',
     {
-      config: { access: ADMIN_MANAGER, bucket: 'bulk' },
+      config: { access: ADMIN_MANAGER, scope: 'tasks:write', bucket: 'bulk' },
       schema: {
         tags: ['tasks'],
         operationId: 'bulkCreateTasks',
@@ -101,7 +102,7 @@ export const tasksRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.patch(
     '/:id',
     {
-      config: { access: ANY_ROLE },
+      config: { access: ANY_ROLE, scope: 'tasks:write', current: currentById('tasks', findTask) },
       schema: {
         tags: ['tasks'],
         operationId: 'updateTask',

@@ -29,7 +29,7 @@ export const deliveriesRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/:id/deliveries',
     {
-      config: { access: ADMIN },
+      config: { access: ADMIN, scope: 'webhooks:read' },
       schema: {
         tags: ['webhooks'],
         operationId: 'listWebhookDeliveries',
@@ -51,7 +51,7 @@ export const deliveriesRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/:id/deliveries/:deliveryId/redeliver',
     {
-      config: { access: ADMIN },
+      config: { access: ADMIN, scope: 'webhooks:write' },
       schema: {
         tags: ['webhooks'],
         operationId: 'redeliverWebhookDelivery',

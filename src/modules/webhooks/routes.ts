@@ -2,10 +2,11 @@
 // (shown once, like at creation), send it a test event, and mount its deliveries routes.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ADMIN } from '../../lib/auth.js';
+import { currentById } from '../../lib/etag.js';
 import { listPage } from '../../lib/pages.js';
 import { BODY_ERRORS, errorResponse, IdParams, Ok, OkList, ok, STANDARD_ERRORS } from '../../lib/schemas.js';
 import { deliveriesRoutes, webhookDeps } from './deliveries-routes.js';
-import { listWebhooks, toWebhook } from './repository.js';
+import { findWebhook, listWebhooks, toWebhook } from './repository.js';
 import {
   CreateWebhookBody,
   DeletedWebhook,
@@ -26,7 +27,7 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/',
     {
-      config: { access: ADMIN },
+      config: { access: ADMIN, scope: 'webhooks:write' },
       schema: {
         tags: ['webhooks'],
         operationId: 'createWebhook',
@@ -45,7 +46,7 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/',
     {
-      config: { access: ADMIN },
+      config: { access: ADMIN, scope: 'webhooks:read' },
       schema: {
         tags: ['webhooks'],
         operationId: 'listWebhooks',
@@ -60,7 +61,7 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/:id',
     {
-      config: { access: ADMIN },
+      config: { access: ADMIN, scope: 'webhooks:read' },
       schema: {
         tags: ['webhooks'],
         operationId: 'getWebhook',
@@ -75,7 +76,7 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.patch(
     '/:id',
     {
-      config: { access: ADMIN },
+      config: { access: ADMIN, scope: 'webhooks:write', current: currentById('webhooks', findWebhook) },
       schema: {
         tags: ['webhooks'],
         operationId: 'updateWebhook',
@@ -91,7 +92,7 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.delete(
     '/:id',
     {
-      config: { access: ADMIN },
+      config: { access: ADMIN, scope: 'webhooks:write', current: currentById('webhooks', findWebhook) },
       schema: {
         tags: ['webhooks'],
         operationId: 'deleteWebhook',
@@ -110,7 +111,7 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/:id/rotate-secret',
     {
-      config: { access: ADMIN },
+      config: { access: ADMIN, scope: 'webhooks:write' },
       schema: {
         tags: ['webhooks'],
         operationId: 'rotateWebhookSecret',
@@ -125,7 +126,7 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/:id/test',
     {
-      config: { access: ADMIN },
+      config: { access: ADMIN, scope: 'webhooks:write' },
       schema: {
         tags: ['webhooks'],
         operationId: 'testWebhook',

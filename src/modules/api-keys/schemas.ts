@@ -1,0 +1,83 @@
+// Owns the API key resource's request and response schemas.
+import { type Static, Type } from 'typebox';
+import { SCOPES } from '../../lib/auth.js';
+import { Nullable, PageQuery } from '../../lib/schemas.js';
+
+const DateTime = Type.String({ format: 'date-time', maxLength: 30 });
+const Name = Type.String({ minLength: 1, maxLength: 200, description: 'What the key is for (e.g. "PMS sync")' });
+const Scopes = Type.Array(Type.Enum([...SCOPES]), {
+  minItems: 1,
+  maxItems: SCOPES.length,
+  uniqueItems: true,
+  description:
+    'What the key may do. `<resource>:write` includes `<resource>:read`. Each operation names the scope it ' +
+    'needs (`x-scopes`); a key without it gets 403 FORBIDDEN naming the scope.',
+});
+
+export const ApiKey = Type.Object(
+  {
+    id: Type.String({ maxLength: 64, examples: ['key_01jd8x3k5q7w9e2r4t6y8u0i1o'] }),
+    name: Type.String({ maxLength: 200 }),
+    scopes: Type.Array(Type.Enum([...SCOPES]), { maxItems: SCOPES.length }),
+    expiresAt: Nullable({ ...DateTime, description: 'After this the key answers 401 TOKEN_EXPIRED; null: never' }),
+    lastUsedAt: Nullable({ ...DateTime, description: 'Last authenticated use, to the minute' }),
+    revokedAt: Nullable({ ...DateTime, description: 'When the key was revoked (DELETE); it is refused since' }),
+    createdAt: DateTime,
+    updatedAt: DateTime,
+  },
+  { $id: 'ApiKey' },
+);
+export type ApiKeyView = Static<typeof ApiKey>;
+
+export const ApiKeyWithSecret = Type.Object(
+  {
+    ...ApiKey.properties,
+    key: Type.String({
+      maxLength: 100,
+      description: 'The key, shown only in this response: send it as `Authorization: Bearer gma_…`',
+    }),
+  },
+  { $id: 'ApiKeyWithSecret' },
+);
+
+export const CreateApiKeyBody = Type.Object(
+  {
+    name: Name,
+    scopes: Scopes,
+    expiresAt: Type.Optional(
+      Nullable({ ...DateTime, description: 'When the key stops working (in the future); omitted or null: never' }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type CreateApiKeyInput = Static<typeof CreateApiKeyBody>;
+
+export const UpdateApiKeyBody = Type.Object(
+  {
+    name: Type.Optional(Name),
+    scopes: Type.Optional(Scopes),
+  },
+  { additionalProperties: false, minProperties: 1 },
+);
+export type UpdateApiKeyInput = Static<typeof UpdateApiKeyBody>;
+
+export const MAX_GRACE_SECONDS = 7 * 86400;
+
+export const RotateApiKeyBody = Type.Object(
+  {
+    graceSeconds: Type.Optional(
+      Type.Integer({
+        format: 'int32',
+        minimum: 0,
+        maximum: MAX_GRACE_SECONDS,
+        default: 0,
+        description: 'How long the replaced secret keeps working (0: it stops at once; at most 7 days)',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export const ListApiKeysQuery = Type.Object(PageQuery, { additionalProperties: false });
+
+export const RevokedApiKey = Type.Object({ id: Type.String({ maxLength: 64 }), deleted: Type.Literal(true) });
