@@ -8,6 +8,8 @@ import type { MessageView } from '../conversations/schemas.js';
 import { changesOf } from '../events/emit.js';
 import type { Outbox } from '../events/outbox.js';
 import type { Actor } from '../events/schemas.js';
+import { SETTINGS } from '../settings/registry.js';
+import { getSetting } from '../settings/repository.js';
 import type { Channel, Outgoing } from './providers.js';
 
 type Status = MessageView['deliveryStatus'];
@@ -65,8 +67,8 @@ export async function loadForSend(db: Executor, messageId: string): Promise<Send
           .map((r) => r.external_id!)
           .filter((id) => id.startsWith('<'))
       : [];
-  const hotel = await db.selectFrom('settings').where('key', '=', 'hotel').select('value').executeTakeFirst();
-  const hotelName = hotelNameOf(hotel?.value);
+  // The setting as the API shows it: its default ('My Hotel') until an admin sets one.
+  const hotelName = hotelNameOf((await getSetting(db, 'hotel'))?.value);
   return {
     message: {
       id: row.id,
@@ -90,13 +92,8 @@ export async function loadForSend(db: Executor, messageId: string): Promise<Send
 }
 
 function hotelNameOf(value: unknown): string {
-  try {
-    const v = typeof value === 'string' ? JSON.parse(value) : value;
-    const name = (v as { name?: unknown } | null)?.name;
-    return typeof name === 'string' && name !== '' ? name : 'Your hotel';
-  } catch {
-    return 'Your hotel';
-  }
+  const name = (value as { name?: unknown } | null | undefined)?.name;
+  return typeof name === 'string' && name !== '' ? name : (SETTINGS.hotel!.default as { name: string }).name;
 }
 
 export interface StatusChange {
