@@ -10,7 +10,7 @@ import type { AuthUser } from '../../lib/auth.js';
 import { type FieldError, forbidden, validation } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
 import { assertWhatsAppWindow, type RenderedTemplate, renderTemplate } from '../channels/rules.js';
-import { insertSend } from '../channels/sends-repository.js';
+import { insertSend, nextMessageTime } from '../channels/sends-repository.js';
 import { conversationEvents, messageCreated, staffActor } from '../events/emit.js';
 import { withEvents } from '../events/outbox.js';
 import { insertMessage, type NewMessage } from './messages-repository.js';
@@ -183,7 +183,8 @@ export async function sendMessage(store: Store, user: AuthUser, conversationId: 
       content = parts.content;
       if (parts.type === 'text' && ref.channel === 'whatsapp') await assertWhatsAppWindow(tx, ref.guest_id);
     }
-    const at = nowIso();
+    // Under the conversation's lock: its texts commit in the order of their times (delivery order).
+    const at = await nextMessageTime(tx, conversationId);
     const message = await storeOutbound(
       tx,
       ref.channel,
