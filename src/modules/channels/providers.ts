@@ -60,7 +60,27 @@ export class Providers {
     return fail(false, 'CHANNEL_NOT_CONFIGURED', `no provider is configured for the ${o.channel} channel`);
   }
 
+  /**
+   * nodemailer's timeouts bound each step of the SMTP dialogue, not the whole of it: a server
+   * answering just slowly enough could hold a send past the dispatcher's lease. The attempt ends at
+   * the send timeout whatever the dialogue's state (retryable: the server may yet have taken it).
+   */
   private async email(o: Outgoing): Promise<SendResult> {
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<SendResult>((resolve) => {
+      timer = setTimeout(
+        () => resolve(fail(true, 'SMTP_TIMEOUT', `no answer from the SMTP server within ${this.c.sendTimeoutMs} ms`)),
+        this.c.sendTimeoutMs,
+      );
+    });
+    try {
+      return await Promise.race([this.smtpSend(o), deadline]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private async smtpSend(o: Outgoing): Promise<SendResult> {
     if (o.email === null) return fail(false, 'NO_ADDRESS', 'the guest has no e-mail address');
     const cfg = this.c.email!;
     this.smtp ??= createTransport({
