@@ -16,8 +16,16 @@ import { emailMessageId, Providers, providerFor, type SendResult } from './provi
 import { type ClaimedSend, claimSends, nextSendDueAt, recordSend, releaseSends } from './sends-repository.js';
 
 const CONCURRENCY = 8;
-/** Longer than a send can take (the send timeout, at most 120 s). */
-const LOCK_MS = 180_000;
+
+/**
+ * How long a claim lasts. An attempt is reading the message, the send (cut off at the send
+ * timeout, src/modules/channels/providers.ts) and recording the outcome, so it ends well inside
+ * this; and an instance that crashed mid-send holds its texts no longer than this before another
+ * instance (or itself, restarted) sends them. 35 s with the default 15 s send timeout.
+ */
+export function leaseMs(sendTimeoutMs: number): number {
+  return 2 * sendTimeoutMs + 5000;
+}
 
 export interface ChannelDispatcherOptions {
   db: Store;
@@ -59,8 +67,10 @@ export class ChannelDispatcher {
   private async step(): Promise<number | undefined> {
     const free = CONCURRENCY - this.inFlight.size;
     if (free <= 0) return undefined;
-    const claimed = await claimSends(this.o.db, this.instance, free, LOCK_MS);
-    for (const s of claimed) this.launch(s);
+    const claimed = await claimSends(this.o.db, this.instance, free, leaseMs(this.o.config.sendTimeoutMs));
+    // A claim of ours that is still in flight (its lease ran out under a very slow store, and we
+    // claimed it again) is renewed, not sent a second time.
+    for (const s of claimed) if (!this.inFlight.has(s.messageId)) this.launch(s);
     if (claimed.length === free) return undefined;
     const next = await nextSendDueAt(this.o.db);
     return next === null ? undefined : Math.max(0, next - Date.now());
