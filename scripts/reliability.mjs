@@ -1,7 +1,8 @@
-// Runs the slow reliability suite: crash durability, faults (private PostgreSQL and Redis, SIGTERM
-// under load), load, and the fuzzer. Full length by default (5 crash rounds, 60 s of load, 10,000
-// fuzz requests); --short is what CI runs (2 crash rounds, 8 s of load; the fuzzer's 300-request
-// sample is already part of `npm test`). TEST_STORE=postgres runs it on PostgreSQL + Redis.
+// Runs the slow reliability suite: crash durability, delivery across a crash (SIGKILL mid-send),
+// faults (private PostgreSQL and Redis, SIGTERM under load), load, and the fuzzer. Full length by
+// default (5 crash rounds, 60 s of load, 10,000 fuzz requests); --short is what CI runs (2 crash
+// rounds, 8 s of load; the fuzzer's 300-request sample is already part of `npm test`).
+// TEST_STORE=postgres runs it on PostgreSQL + Redis.
 // Usage: node scripts/reliability.mjs [--short]   (npm run test:reliability)
 import { spawnSync } from 'node:child_process';
 
