@@ -31,6 +31,7 @@ import {
   SMS_FROM,
   smtpEnv,
   twilioEnv,
+  until,
   WHATSAPP_FROM,
 } from './fakes.js';
 
@@ -499,6 +500,41 @@ test('two app instances on one store send every text exactly once, in order per 
     const m = await call(one, 'GET', `/conversations/${w.conversation}/messages/${w.id}`, { token: admin.token });
     assert.equal(m.data.externalId, sids.get(w.content));
   }
+});
+
+test('an instance closing mid-send hands the text back at once: the next one sends it without waiting', async (t) => {
+  const twilio = await fakeTwilio(t);
+  const apps: FastifyInstance[] = [];
+  t.after(() => Promise.all(apps.map((a) => a.close())));
+  const env = {
+    NODE_ENV: 'test',
+    LOG_LEVEL: 'silent',
+    JWT_SECRET,
+    ...redisEnv(),
+    ...FAST_CHANNELS,
+    ...twilioEnv(twilio),
+    // A send (and so a claim) that would outlast the test if the claim were not handed back.
+    CHANNEL_SEND_TIMEOUT_MS: '60000',
+    DATABASE_URL: await freshDatabaseUrl(t),
+  };
+  const first = await buildApp(loadConfig(env));
+  apps.push(first);
+  const admin = await createStaff(first, 'admin');
+  const { open, send } = actions(first, admin);
+  const { conversation } = await open('sms');
+  twilio.failNext('hang');
+  const m = await send(conversation.id, 'Sent by whoever is up');
+  await until('the send reaches the provider', () => twilio.requests.length === 1);
+  await first.close();
+  const second = await buildApp(loadConfig(env));
+  apps.push(second);
+  const sent = await actions(second, admin).until(conversation.id, m.id, 'sent');
+  assert.equal(twilio.accepted.length, 1);
+  assert.equal(sent.externalId, twilio.accepted[0]!.sid);
+  assert.deepEqual(
+    twilio.requests.map((r) => r.answered),
+    ['hang', 201],
+  );
 });
 
 // ---------------------------------------------------------------------------------------------
