@@ -1,7 +1,7 @@
 // Owns a message's delivery state: reading what a send needs (guest address, subject, the e-mail
 // thread), and moving the status forward only (queued → sent → delivered → read, or failed),
 // each change written with its `message.updated` event in the caller's transaction.
-import { nowIso } from '../../db/store.js';
+import { fromJson, nowIso } from '../../db/store.js';
 import type { Executor } from '../../db/types.js';
 import { findMessage } from '../conversations/messages-repository.js';
 import type { MessageView } from '../conversations/schemas.js';
@@ -11,6 +11,7 @@ import type { Actor } from '../events/schemas.js';
 import { SETTINGS } from '../settings/registry.js';
 import { getSetting } from '../settings/repository.js';
 import type { Channel, Outgoing } from './providers.js';
+import type { SendTemplate } from './sends-repository.js';
 
 type Status = MessageView['deliveryStatus'];
 const RANK: Record<Status, number> = { received: -1, queued: 0, sent: 1, delivered: 2, read: 3, failed: 4 };
@@ -34,6 +35,7 @@ export async function loadForSend(db: Executor, messageId: string): Promise<Send
     .selectFrom('messages as m')
     .innerJoin('conversations as c', 'c.id', 'm.conversation_id')
     .innerJoin('guests as g', 'g.id', 'c.guest_id')
+    .leftJoin('channel_sends as s', 's.message_id', 'm.id')
     .where('m.id', '=', messageId)
     .select([
       'm.id',
@@ -47,6 +49,7 @@ export async function loadForSend(db: Executor, messageId: string): Promise<Send
       'c.assignee',
       'g.email',
       'g.phone',
+      's.template',
     ])
     .executeTakeFirst();
   if (row === undefined) return undefined;
@@ -85,9 +88,22 @@ export async function loadForSend(db: Executor, messageId: string): Promise<Send
       phone: row.phone,
       subject: row.subject ?? hotelName,
       references,
+      template: templateOf(row.template),
     },
     assignee: row.assignee,
     hotelName,
+  };
+}
+
+/** The template a send job carries (sends-repository.ts insertSend), or null for free text. */
+function templateOf(json: string | null): SendTemplate | null {
+  if (json === null) return null;
+  const t = fromJson<Partial<SendTemplate>>(json);
+  if (typeof t.name !== 'string' || typeof t.language !== 'string') return null;
+  return {
+    name: t.name,
+    language: t.language,
+    parameters: Array.isArray(t.parameters) ? t.parameters.map(String) : [],
   };
 }
 

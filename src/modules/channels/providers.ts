@@ -3,6 +3,7 @@
 // the provider's id, or a failure that says whether trying again can help and the provider's reason.
 import { createTransport, type Transporter } from 'nodemailer';
 import type { ChannelsConfig } from '../../config-channels.js';
+import type { SendTemplate } from './sends-repository.js';
 
 export type Channel = 'email' | 'sms' | 'whatsapp' | 'web';
 
@@ -15,6 +16,11 @@ export interface Outgoing {
   subject: string;
   /** Message-IDs of the conversation's earlier e-mails, oldest first (threading). */
   references: string[];
+  /**
+   * A WhatsApp template message: Meta gets the template by name (allowed outside the 24-hour
+   * window, where free text is refused); Twilio and the record get `content`, the filled body.
+   */
+  template: SendTemplate | null;
 }
 
 export type SendResult =
@@ -40,6 +46,15 @@ export function providerFor(c: ChannelsConfig, channel: Channel): 'smtp' | 'twil
 export function emailMessageId(c: ChannelsConfig, messageId: string): string {
   const domain = /@([^>\s]+)>?$/.exec(c.email?.from ?? '')?.[1] ?? 'localhost';
   return `<${messageId}@${domain}>`;
+}
+
+/** A template as Meta's Cloud API takes it: by name and language, the body's parameters in order. */
+function metaTemplate(t: SendTemplate) {
+  return {
+    name: t.name,
+    language: { code: t.language },
+    components: [{ type: 'body', parameters: t.parameters.map((text) => ({ type: 'text', text })) }],
+  };
 }
 
 export class Providers {
@@ -137,8 +152,9 @@ export class Providers {
         messaging_product: 'whatsapp',
         recipient_type: 'individual',
         to: phone.slice(1),
-        type: 'text',
-        text: { body: o.content, preview_url: false },
+        ...(o.template === null
+          ? { type: 'text', text: { body: o.content, preview_url: false } }
+          : { type: 'template', template: metaTemplate(o.template) }),
       }),
       idOf: (j) => {
         const m = (j.messages as { id?: unknown }[] | undefined)?.[0];
