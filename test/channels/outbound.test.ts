@@ -34,6 +34,7 @@ import {
   until,
   WHATSAPP_FROM,
 } from './fakes.js';
+import { META_SECRET, metaPayload, postMeta, twilioSign } from './signing.js';
 
 type Channel = 'email' | 'sms' | 'whatsapp' | 'web';
 
@@ -96,8 +97,69 @@ function actions(app: FastifyInstance, admin: TestUser) {
       after = res.body.meta.nextCursor;
     }
   };
-  return { guest, open, send, until, settled, retry, updates };
+  /** The guest writes on WhatsApp (a signed Meta webhook), opening the 24-hour window for free text. */
+  const writesViaMeta = async (phone: string, body = 'Hi, it is me') => {
+    const res = await postMeta(
+      app,
+      metaPayload({
+        contacts: [{ profile: { name: 'Ana Guest' }, wa_id: phone.slice(1) }],
+        messages: [
+          {
+            from: phone.slice(1),
+            id: `wamid.in${Date.now()}${phoneNo}${Math.random().toString(36).slice(2)}`,
+            timestamp: String(Math.floor(Date.now() / 1000)),
+            type: 'text',
+            text: { body },
+          },
+        ],
+      }),
+    );
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+  };
+  /** The same through Twilio's inbound webhook (signed with the fake's token against PUBLIC_URL). */
+  const writesViaTwilio = async (phone: string, authToken: string, body = 'Hi, it is me') => {
+    const url = '/api/v1/channels/twilio/inbound';
+    const params = { MessageSid: `SMin${Date.now()}${phoneNo}`, From: `whatsapp:${phone}`, Body: body };
+    const res = await call(app, 'POST', url, {
+      body: new URLSearchParams(params).toString(),
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        'x-twilio-signature': twilioSign(PUBLIC_URL + url, params, authToken),
+      },
+    });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+  };
+  const putTemplates = async () => {
+    const res = await call(app, 'PUT', '/settings/whatsapp_templates', { token, body: { value: TEMPLATES } });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+  };
+  const sendTemplate = async (conversationId: string, template: object) => {
+    const res = await call(app, 'POST', `/conversations/${conversationId}/messages`, {
+      token,
+      body: { type: 'template', template },
+    });
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    return res.data as { id: string; deliveryStatus: string; content: string };
+  };
+  return {
+    guest,
+    open,
+    send,
+    until,
+    settled,
+    retry,
+    updates,
+    writesViaMeta,
+    writesViaTwilio,
+    putTemplates,
+    sendTemplate,
+  };
 }
+
+const TEMPLATES = [
+  { name: 'room_ready', language: 'en_US', body: 'Hello {{1}}, room {{2}} is ready.' },
+  { name: 'welcome', language: 'en_US', body: 'Welcome to the hotel!' },
+];
 
 const FORWARD = ['queued', 'sent', 'delivered', 'read'];
 /** Statuses seen in order only ever move forward (failed ends a run; a retry starts a new one at queued). */
@@ -348,8 +410,12 @@ test('sms: a provider that keeps failing ends failed after the last attempt, wit
 
 test('whatsapp: Meta Cloud API receives the text as JSON with the bearer token; the wamid is the externalId', async (t) => {
   const meta = await fakeMeta(t);
-  const { open, send, until, updates } = await setup(t, metaEnv(meta));
+  const { open, send, until, updates, writesViaMeta } = await setup(t, {
+    ...metaEnv(meta),
+    WHATSAPP_APP_SECRET: META_SECRET,
+  });
   const { conversation, guest } = await open('whatsapp');
+  await writesViaMeta(guest.phone!);
   meta.failNext({ status: 500, message: 'Service temporarily unavailable' });
   meta.failNext('hang');
   const m = await send(conversation.id, 'Olá! O seu quarto está pronto.');
@@ -381,10 +447,70 @@ test('whatsapp: Meta Cloud API receives the text as JSON with the bearer token; 
   assert.match(failed.error.message, /131026 Message undeliverable/);
 });
 
+test('whatsapp: a template goes to Meta by name and language with its parameters, at any time', async (t) => {
+  const meta = await fakeMeta(t);
+  const { app, admin, open, until, putTemplates, sendTemplate, retry } = await setup(t, metaEnv(meta));
+  await putTemplates();
+  // This guest never wrote on WhatsApp: free text is refused, a template goes.
+  const { conversation, guest } = await open('whatsapp');
+  const free = await call(app, 'POST', `/conversations/${conversation.id}/messages`, {
+    token: admin.token,
+    body: { content: 'free text' },
+  });
+  assertError(free, 409, 'CONFLICT', 'outside the 24-hour window');
+  assert.match(free.body.error.message, /24-hour window/);
+
+  meta.failNext({ status: 400, code: 131008, message: 'Required parameter is missing' });
+  const m = await sendTemplate(conversation.id, { name: 'room_ready', language: 'en_US', parameters: ['Ana', '412'] });
+  assert.equal(m.content, 'Hello Ana, room 412 is ready.');
+  await until(conversation.id, m.id, 'failed');
+  // A retry sends the template again, not its text.
+  assert.equal((await retry(conversation.id, m.id)).status, 200);
+  const sent = await until(conversation.id, m.id, 'sent');
+  const none = await sendTemplate(conversation.id, { name: 'welcome', language: 'en_US' });
+  await until(conversation.id, none.id, 'sent');
+
+  assert.equal(meta.accepted.length, 2);
+  assert.equal(sent.externalId, meta.accepted[0]!.wamid);
+  const expected = (template: object) => ({
+    messaging_product: 'whatsapp',
+    recipient_type: 'individual',
+    to: guest.phone!.slice(1),
+    type: 'template',
+    template,
+  });
+  for (const r of meta.requests.slice(0, 2)) {
+    assert.deepEqual(
+      JSON.parse(r.body),
+      expected({
+        name: 'room_ready',
+        language: { code: 'en_US' },
+        components: [
+          {
+            type: 'body',
+            parameters: [
+              { type: 'text', text: 'Ana' },
+              { type: 'text', text: '412' },
+            ],
+          },
+        ],
+      }),
+    );
+  }
+  assert.deepEqual(
+    meta.accepted[1]!.body,
+    expected({ name: 'welcome', language: { code: 'en_US' }, components: [{ type: 'body', parameters: [] }] }),
+  );
+});
+
 test('whatsapp: through Twilio with whatsapp: addresses when only TWILIO_WHATSAPP_FROM is set', async (t) => {
   const twilio = await fakeTwilio(t);
-  const { open, send, until, settled } = await setup(t, twilioEnv(twilio, { whatsapp: true }));
+  const { open, send, until, settled, writesViaTwilio, putTemplates, sendTemplate } = await setup(
+    t,
+    twilioEnv(twilio, { whatsapp: true }),
+  );
   const { conversation, guest } = await open('whatsapp');
+  await writesViaTwilio(guest.phone!, twilio.authToken);
   const m = await send(conversation.id, 'Your taxi is here');
   const sent = await until(conversation.id, m.id, 'sent');
   assert.equal(twilio.accepted.length, 1);
@@ -395,6 +521,12 @@ test('whatsapp: through Twilio with whatsapp: addresses when only TWILIO_WHATSAP
     StatusCallback: `${PUBLIC_URL}/api/v1/channels/twilio/status`,
   });
   assert.equal(sent.externalId, twilio.accepted[0]!.sid);
+  // A template goes through Twilio as its filled body.
+  await putTemplates();
+  const tm = await sendTemplate(conversation.id, { name: 'room_ready', language: 'en_US', parameters: ['Ana', '7'] });
+  await until(conversation.id, tm.id, 'sent');
+  assert.equal(twilio.accepted[1]!.form.Body, 'Hello Ana, room 7 is ready.');
+  assert.equal(twilio.accepted[1]!.form.To, `whatsapp:${guest.phone}`);
 
   // SMS has no sender number here: not configured, and nothing reaches Twilio.
   const sms = await open('sms');
@@ -402,7 +534,7 @@ test('whatsapp: through Twilio with whatsapp: addresses when only TWILIO_WHATSAP
   const failed = await settled(sms.conversation.id, s.id);
   assert.equal(failed.deliveryStatus, 'failed');
   assert.equal(failed.error.code, 'CHANNEL_NOT_CONFIGURED');
-  assert.equal(twilio.requests.length, 1);
+  assert.equal(twilio.requests.length, 2);
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -541,10 +673,15 @@ test('an instance closing mid-send hands the text back at once: the next one sen
 // Without providers, dry run, notes, web
 
 test('no provider configured: the text is stored and fails with CHANNEL_NOT_CONFIGURED', async (t) => {
-  const { open, send, settled, updates } = await setup(t, {});
+  const { open, send, settled, updates, putTemplates, sendTemplate } = await setup(t, {});
+  await putTemplates();
   for (const channel of ['email', 'sms', 'whatsapp'] as const) {
     const { conversation } = await open(channel);
-    const m = await send(conversation.id, `over ${channel}`);
+    // WhatsApp: a template (free text is refused outside the 24-hour window, before delivery).
+    const m =
+      channel === 'whatsapp'
+        ? await sendTemplate(conversation.id, { name: 'welcome', language: 'en_US' })
+        : await send(conversation.id, `over ${channel}`);
     const failed = await settled(conversation.id, m.id);
     assert.equal(failed.deliveryStatus, 'failed', channel);
     assert.equal(failed.error.code, 'CHANNEL_NOT_CONFIGURED', channel);
@@ -557,15 +694,19 @@ test('CHANNELS_DRY_RUN marks texts sent and sends nothing, even with providers c
   const smtp = await fakeSmtp(t);
   const twilio = await fakeTwilio(t);
   const meta = await fakeMeta(t);
-  const { open, send, until, updates } = await setup(t, {
+  const { open, send, until, updates, putTemplates, sendTemplate } = await setup(t, {
     CHANNELS_DRY_RUN: 'true',
     ...smtpEnv(smtp),
     ...twilioEnv(twilio),
     ...metaEnv(meta),
   });
+  await putTemplates();
   for (const channel of ['email', 'sms', 'whatsapp'] as const) {
     const { conversation } = await open(channel);
-    const m = await send(conversation.id, `dry ${channel}`);
+    const m =
+      channel === 'whatsapp'
+        ? await sendTemplate(conversation.id, { name: 'welcome', language: 'en_US' })
+        : await send(conversation.id, `dry ${channel}`);
     const sent = await until(conversation.id, m.id, 'sent');
     assert.ok(sent.externalId, channel);
     assert.ok(sent.sentAt, channel);
