@@ -179,13 +179,34 @@ export class Providers {
   ): Promise<SendResult> {
     let res: Response;
     let text: string;
+    // One controller, held by the timer and the shutdown listener until the attempt ends. Not
+    // AbortSignal.any([shutdown, AbortSignal.timeout(…)]): on Node 20 that combined signal is only
+    // weakly held (by its sources and by fetch's request), so a garbage collection during the
+    // request dropped it, the timeout never reached fetch, and a provider that never answered held
+    // the send (and a dispatcher slot) for good.
+    const attempt = new AbortController();
+    const timer = setTimeout(
+      () => attempt.abort(new DOMException(`no answer within ${this.c.sendTimeoutMs} ms`, 'TimeoutError')),
+      this.c.sendTimeoutMs,
+    );
+    const onShutdown = () => attempt.abort(shutdown.reason);
+    if (shutdown.aborted) onShutdown();
+    else shutdown.addEventListener('abort', onShutdown, { once: true });
     try {
-      const signal = AbortSignal.any([shutdown, AbortSignal.timeout(this.c.sendTimeoutMs)]);
-      res = await fetch(url, { method: 'POST', headers: r.headers, body: r.body, signal, redirect: 'error' });
+      res = await fetch(url, {
+        method: 'POST',
+        headers: r.headers,
+        body: r.body,
+        signal: attempt.signal,
+        redirect: 'error',
+      });
       text = await res.text();
     } catch (err) {
       const timeout = (err as Error).name === 'TimeoutError';
       return fail(true, timeout ? 'PROVIDER_TIMEOUT' : 'PROVIDER_UNREACHABLE', (err as Error).message);
+    } finally {
+      clearTimeout(timer);
+      shutdown.removeEventListener('abort', onShutdown);
     }
     let json: Record<string, unknown> = {};
     try {
