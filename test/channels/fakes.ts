@@ -16,7 +16,10 @@ import { SMTPServer } from 'smtp-server';
 export const FAST_CHANNELS: Record<string, string> = {
   CHANNEL_POLL_INTERVAL_MS: '50',
   CHANNEL_RETRY_BASE_MS: '20',
-  CHANNEL_SEND_TIMEOUT_MS: '400',
+  // Long enough for a whole SMTP dialogue (with AUTH) in a cold process on a busy machine: an
+  // attempt cut off after the server took the message is retried, and the test would see it twice
+  // (at least once is the contract; these tests count exactly). A hang costs this much.
+  CHANNEL_SEND_TIMEOUT_MS: '2000',
   // Tests poll a message's state many times a second.
   RATE_LIMIT_STANDARD: '1000000',
 };

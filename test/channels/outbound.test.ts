@@ -6,6 +6,8 @@
 // feed) and through what the fakes recorded; waiting is a bounded poll, never a timed assertion.
 import assert from 'node:assert/strict';
 import { type TestContext, test } from 'node:test';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
@@ -368,6 +370,29 @@ test('sms: 429, 500 and a hung request are retried, then the text is sent once',
   assert.equal(sent.externalId, twilio.accepted[0]!.sid);
   assert.equal(sent.error, null);
   assert.deepEqual(await updates(m.id), ['sent']);
+});
+
+test('a provider that never answers is given up on at the send timeout, however often memory is collected', async (t) => {
+  // A garbage collection while a request hangs must not lose the timeout that ends it (on Node 20
+  // a combined AbortSignal could be collected mid-request, and the send then hung for good).
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc') as () => void;
+  const twilio = await fakeTwilio(t);
+  const { open, send, until } = await setup(t, twilioEnv(twilio));
+  const { conversation } = await open('sms');
+  twilio.failNext('hang', 2);
+  const m = await send(conversation.id, 'Are you there?');
+  const collecting = setInterval(gc, 20);
+  try {
+    const sent = await until(conversation.id, m.id, 'sent');
+    assert.equal(sent.externalId, twilio.accepted[0]!.sid);
+  } finally {
+    clearInterval(collecting);
+  }
+  assert.deepEqual(
+    twilio.requests.map((r) => r.answered),
+    ['hang', 'hang', 201],
+  );
 });
 
 test("sms: a 400 fails the text with Twilio's message, and it is not tried again", async (t) => {
