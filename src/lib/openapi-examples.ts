@@ -81,7 +81,7 @@ export function exampleOf(schema: unknown, name = '', depth = 0): unknown {
       if (typeof s.format === 'string' && FORMATS[s.format]) return FORMATS[s.format];
       if (BY_NAME[name]) return BY_NAME[name];
       if (name.endsWith('Id') || name === 'id' || name === 'assignee')
-        return `${ID_PREFIX[name] ?? 'stf'}_01jd8x3k5q7w9e2r4t6y8u0i1o`;
+        return `${ID_PREFIX[name] ?? 'stf'}_01jd8x3k5q7w9e2r4t6y8v0m1n`;
       return typeof s.minLength === 'number' && s.minLength > 8 ? 'x'.repeat(s.minLength) : 'text';
     default:
       return null;

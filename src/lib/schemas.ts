@@ -2,6 +2,7 @@
 // pagination query and the standard error responses, so OpenAPI documents each of them once.
 import { type Static, type TSchema, Type } from 'typebox';
 import { ERROR_STATUS, type ErrorCode } from './errors.js';
+import { type IdPrefix, idPattern } from './ids.js';
 
 const errorEnvelope = (codes: readonly string[], $id: string, description: string) =>
   Type.Object(
@@ -70,6 +71,10 @@ export const PageQuery = {
     }),
   ),
 };
+
+/** A record's id as the API writes it: `<prefix>_` and a 26-character lowercase ULID (src/lib/ids.ts). */
+export const RecordId = (prefix: IdPrefix) =>
+  Type.String({ maxLength: 64, pattern: idPattern(prefix), examples: [`${prefix}_01jd8x3k5q7w9e2r4t6y8v0m1n`] });
 
 export const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64 }) });
 

@@ -1186,7 +1186,7 @@ export interface components {
             };
         };
         Staff: {
-            /** @example stf_01jd8x3k5q7w9e2r4t6y8u0i1o */
+            /** @example stf_01jd8x3k5q7w9e2r4t6y8v0m1n */
             id: string;
             name: string;
             /** Format: email */
@@ -1207,7 +1207,7 @@ export interface components {
             updatedBy: string | null;
         };
         Conversation: {
-            /** @example cnv_01jd8x3k5q7w9e2r4t6y8u0i1o */
+            /** @example cnv_01jd8x3k5q7w9e2r4t6y8v0m1n */
             id: string;
             guestId: string;
             guest: {
@@ -1233,7 +1233,7 @@ export interface components {
             updatedAt: string;
         };
         Message: {
-            /** @example msg_01jd8x3k5q7w9e2r4t6y8u0i1o */
+            /** @example msg_01jd8x3k5q7w9e2r4t6y8v0m1n */
             id: string;
             conversationId: string;
             /** @enum {unknown} */
@@ -1271,7 +1271,7 @@ export interface components {
             createdAt: string;
         };
         Guest: {
-            /** @example gst_01jd8x3k5q7w9e2r4t6y8u0i1o */
+            /** @example gst_01jd8x3k5q7w9e2r4t6y8v0m1n */
             id: string;
             name: string;
             email: string | null;
@@ -1284,7 +1284,7 @@ export interface components {
             updatedAt: string;
         };
         Task: {
-            /** @example tsk_01jd8x3k5q7w9e2r4t6y8u0i1o */
+            /** @example tsk_01jd8x3k5q7w9e2r4t6y8v0m1n */
             id: string;
             title: string;
             description: string | null;
@@ -1305,7 +1305,7 @@ export interface components {
             updatedAt: string;
         };
         KnowledgeEntry: {
-            /** @example kb_01jd8x3k5q7w9e2r4t6y8u0i1o */
+            /** @example kb_01jd8x3k5q7w9e2r4t6y8v0m1n */
             id: string;
             title: string;
             content: string;
@@ -1341,7 +1341,7 @@ export interface components {
             };
         };
         WebhookWithSecret: {
-            /** @example whk_01jd8x3k5q7w9e2r4t6y8u0i1o */
+            /** @example whk_01jd8x3k5q7w9e2r4t6y8v0m1n */
             id: string;
             url: string;
             events: string[];
@@ -1361,7 +1361,7 @@ export interface components {
             secret: string;
         };
         Webhook: {
-            /** @example whk_01jd8x3k5q7w9e2r4t6y8u0i1o */
+            /** @example whk_01jd8x3k5q7w9e2r4t6y8v0m1n */
             id: string;
             url: string;
             events: string[];
@@ -1399,7 +1399,7 @@ export interface components {
             updatedAt: string;
         };
         ApiKeyWithSecret: {
-            /** @example key_01jd8x3k5q7w9e2r4t6y8u0i1o */
+            /** @example key_01jd8x3k5q7w9e2r4t6y8v0m1n */
             id: string;
             name: string;
             scopes: ("conversations:read" | "conversations:write" | "guests:read" | "guests:write" | "tasks:read" | "tasks:write" | "knowledge:read" | "knowledge:write" | "staff:read" | "staff:write" | "settings:read" | "settings:write" | "webhooks:read" | "webhooks:write" | "events:read" | "reports:read" | "channels:inbound")[];
@@ -1414,7 +1414,7 @@ export interface components {
             key: string;
         };
         ApiKey: {
-            /** @example key_01jd8x3k5q7w9e2r4t6y8u0i1o */
+            /** @example key_01jd8x3k5q7w9e2r4t6y8v0m1n */
             id: string;
             name: string;
             scopes: ("conversations:read" | "conversations:write" | "guests:read" | "guests:write" | "tasks:read" | "tasks:write" | "knowledge:read" | "knowledge:write" | "staff:read" | "staff:write" | "settings:read" | "settings:write" | "webhooks:read" | "webhooks:write" | "events:read" | "reports:read" | "channels:inbound")[];
@@ -1427,7 +1427,7 @@ export interface components {
             updatedAt: string;
         };
         AuditEntry: {
-            /** @example aud_01jd8x3k5q7w9e2r4t6y8u0i1o */
+            /** @example aud_01jd8x3k5q7w9e2r4t6y8v0m1n */
             id: string;
             /** @enum {unknown} */
             action: "auth.login" | "auth.login_failed" | "auth.logout" | "auth.password_changed" | "staff.created" | "staff.updated" | "settings.updated" | "api_key.created" | "api_key.updated" | "api_key.rotated" | "api_key.revoked" | "webhook.secret_rotated" | "access.denied";
@@ -1614,7 +1614,7 @@ export interface operations {
                      *         "token": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.…",
                      *         "expiresAt": "2026-11-22T06:33:12.000Z",
                      *         "user": {
-                     *           "id": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *           "name": "Ana Lopes",
                      *           "email": "ana.lopes@example.com",
                      *           "role": "admin"
@@ -1733,6 +1733,25 @@ export interface operations {
                     "application/json": components["schemas"]["Error500"];
                 };
             };
+            /** @description SERVICE_UNAVAILABLE: the store cannot be reached; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error503"];
+                };
+            };
         };
     };
     refreshToken: {
@@ -1772,7 +1791,7 @@ export interface operations {
                      *         "token": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.…",
                      *         "expiresAt": "2026-11-22T06:33:12.000Z",
                      *         "user": {
-                     *           "id": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *           "name": "Ana Lopes",
                      *           "email": "ana.lopes@example.com",
                      *           "role": "admin"
@@ -1908,6 +1927,25 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error500"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: the store cannot be reached; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error503"];
                 };
             };
         };
@@ -2083,6 +2121,25 @@ export interface operations {
                     "application/json": components["schemas"]["Error500"];
                 };
             };
+            /** @description SERVICE_UNAVAILABLE: the store cannot be reached; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error503"];
+                };
+            };
         };
     };
     getCurrentUser: {
@@ -2117,7 +2174,7 @@ export interface operations {
                      * @example {
                      *       "success": true,
                      *       "data": {
-                     *         "id": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "name": "Ana Lopes",
                      *         "email": "ana.lopes@example.com",
                      *         "role": "admin",
@@ -2239,6 +2296,25 @@ export interface operations {
                     "application/json": components["schemas"]["Error500"];
                 };
             };
+            /** @description SERVICE_UNAVAILABLE: the store cannot be reached; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error503"];
+                };
+            };
         };
     };
     changePassword: {
@@ -2291,7 +2367,7 @@ export interface operations {
                      *         "token": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.…",
                      *         "expiresAt": "2026-11-22T06:33:12.000Z",
                      *         "user": {
-                     *           "id": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *           "name": "Ana Lopes",
                      *           "email": "ana.lopes@example.com",
                      *           "role": "admin"
@@ -2463,6 +2539,25 @@ export interface operations {
                     "application/json": components["schemas"]["Error500"];
                 };
             };
+            /** @description SERVICE_UNAVAILABLE: the store cannot be reached; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error503"];
+                };
+            };
         };
     };
     listStaff: {
@@ -2502,7 +2597,7 @@ export interface operations {
                      *       "success": true,
                      *       "data": [
                      *         {
-                     *           "id": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *           "name": "Ana Lopes",
                      *           "email": "ana.lopes@example.com",
                      *           "role": "admin",
@@ -2720,7 +2815,7 @@ export interface operations {
                      * @example {
                      *       "success": true,
                      *       "data": {
-                     *         "id": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "name": "Ana Lopes",
                      *         "email": "ana.lopes@example.com",
                      *         "role": "admin",
@@ -2736,7 +2831,7 @@ export interface operations {
                         /** @enum {boolean} */
                         success: true;
                         data: {
-                            /** @example stf_01jd8x3k5q7w9e2r4t6y8u0i1o */
+                            /** @example stf_01jd8x3k5q7w9e2r4t6y8v0m1n */
                             id: string;
                             name: string;
                             /** Format: email */
@@ -2983,7 +3078,7 @@ export interface operations {
                      * @example {
                      *       "success": true,
                      *       "data": {
-                     *         "id": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "name": "Ana Lopes",
                      *         "email": "ana.lopes@example.com",
                      *         "role": "admin",
@@ -3194,7 +3289,7 @@ export interface operations {
                      * @example {
                      *       "success": true,
                      *       "data": {
-                     *         "id": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "name": "Ana Lopes",
                      *         "email": "ana.lopes@example.com",
                      *         "role": "admin",
@@ -4242,15 +4337,15 @@ export interface operations {
                      *       "success": true,
                      *       "data": [
                      *         {
-                     *           "id": "cnv_01jd8x3k5q7w9e2r4t6y8u0i1o",
-                     *           "guestId": "gst_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "id": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *           "guestId": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *           "guest": {
-                     *             "id": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *             "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *             "name": "Ana Lopes"
                      *           },
                      *           "channel": "whatsapp",
                      *           "status": "open",
-                     *           "assignee": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "assignee": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *           "subject": "Late check-out",
                      *           "lastMessageAt": "2026-11-22T06:33:12.000Z",
                      *           "messageCount": 1,
@@ -4426,10 +4521,10 @@ export interface operations {
             content: {
                 /**
                  * @example {
-                 *       "guestId": "gst_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                 *       "guestId": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
                  *       "channel": "whatsapp",
                  *       "subject": "Late check-out",
-                 *       "assignee": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                 *       "assignee": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
                  *       "content": "Hello! Could we have two extra towels, please?"
                  *     }
                  */
@@ -4468,15 +4563,15 @@ export interface operations {
                      * @example {
                      *       "success": true,
                      *       "data": {
-                     *         "id": "cnv_01jd8x3k5q7w9e2r4t6y8u0i1o",
-                     *         "guestId": "gst_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "id": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *         "guestId": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "guest": {
-                     *           "id": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *           "name": "Ana Lopes"
                      *         },
                      *         "channel": "whatsapp",
                      *         "status": "open",
-                     *         "assignee": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "assignee": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "subject": "Late check-out",
                      *         "lastMessageAt": "2026-11-22T06:33:12.000Z",
                      *         "messageCount": 1,
@@ -4739,15 +4834,15 @@ export interface operations {
                      *           "index": 1,
                      *           "success": true,
                      *           "data": {
-                     *             "id": "cnv_01jd8x3k5q7w9e2r4t6y8u0i1o",
-                     *             "guestId": "gst_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *             "id": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *             "guestId": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *             "guest": {
-                     *               "id": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *               "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *               "name": "Ana Lopes"
                      *             },
                      *             "channel": "whatsapp",
                      *             "status": "open",
-                     *             "assignee": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *             "assignee": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *             "subject": "Late check-out",
                      *             "lastMessageAt": "2026-11-22T06:33:12.000Z",
                      *             "messageCount": 1,
@@ -5009,15 +5104,15 @@ export interface operations {
                      * @example {
                      *       "success": true,
                      *       "data": {
-                     *         "id": "cnv_01jd8x3k5q7w9e2r4t6y8u0i1o",
-                     *         "guestId": "gst_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "id": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *         "guestId": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "guest": {
-                     *           "id": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *           "name": "Ana Lopes"
                      *         },
                      *         "channel": "whatsapp",
                      *         "status": "open",
-                     *         "assignee": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "assignee": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "subject": "Late check-out",
                      *         "lastMessageAt": "2026-11-22T06:33:12.000Z",
                      *         "messageCount": 1,
@@ -5192,7 +5287,7 @@ export interface operations {
                 /**
                  * @example {
                  *       "status": "open",
-                 *       "assignee": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o"
+                 *       "assignee": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n"
                  *     }
                  */
                 "application/json": {
@@ -5226,15 +5321,15 @@ export interface operations {
                      * @example {
                      *       "success": true,
                      *       "data": {
-                     *         "id": "cnv_01jd8x3k5q7w9e2r4t6y8u0i1o",
-                     *         "guestId": "gst_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "id": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *         "guestId": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "guest": {
-                     *           "id": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *           "name": "Ana Lopes"
                      *         },
                      *         "channel": "whatsapp",
                      *         "status": "open",
-                     *         "assignee": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "assignee": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "subject": "Late check-out",
                      *         "lastMessageAt": "2026-11-22T06:33:12.000Z",
                      *         "messageCount": 1,
@@ -5462,17 +5557,17 @@ export interface operations {
                      *       "success": true,
                      *       "data": [
                      *         {
-                     *           "id": "msg_01jd8x3k5q7w9e2r4t6y8u0i1o",
-                     *           "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "id": "msg_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *           "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *           "direction": "inbound",
                      *           "type": "text",
                      *           "content": "Hello! Could we have two extra towels, please?",
                      *           "sender": {
                      *             "type": "guest",
-                     *             "id": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o"
+                     *             "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n"
                      *           },
                      *           "deliveryStatus": "received",
-                     *           "externalId": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "externalId": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *           "error": {
                      *             "code": "CHANNEL_NOT_CONFIGURED",
                      *             "message": "email: must match format \"email\""
@@ -5708,17 +5803,17 @@ export interface operations {
                      * @example {
                      *       "success": true,
                      *       "data": {
-                     *         "id": "msg_01jd8x3k5q7w9e2r4t6y8u0i1o",
-                     *         "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "id": "msg_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *         "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "direction": "inbound",
                      *         "type": "text",
                      *         "content": "Hello! Could we have two extra towels, please?",
                      *         "sender": {
                      *           "type": "guest",
-                     *           "id": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o"
+                     *           "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n"
                      *         },
                      *         "deliveryStatus": "received",
-                     *         "externalId": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "externalId": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "error": {
                      *           "code": "CHANNEL_NOT_CONFIGURED",
                      *           "message": "email: must match format \"email\""
@@ -5967,17 +6062,17 @@ export interface operations {
                      * @example {
                      *       "success": true,
                      *       "data": {
-                     *         "id": "msg_01jd8x3k5q7w9e2r4t6y8u0i1o",
-                     *         "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "id": "msg_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *         "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "direction": "inbound",
                      *         "type": "text",
                      *         "content": "Hello! Could we have two extra towels, please?",
                      *         "sender": {
                      *           "type": "guest",
-                     *           "id": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o"
+                     *           "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n"
                      *         },
                      *         "deliveryStatus": "received",
-                     *         "externalId": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "externalId": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "error": {
                      *           "code": "CHANNEL_NOT_CONFIGURED",
                      *           "message": "email: must match format \"email\""
@@ -6175,17 +6270,17 @@ export interface operations {
                      * @example {
                      *       "success": true,
                      *       "data": {
-                     *         "id": "msg_01jd8x3k5q7w9e2r4t6y8u0i1o",
-                     *         "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "id": "msg_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *         "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "direction": "inbound",
                      *         "type": "text",
                      *         "content": "Hello! Could we have two extra towels, please?",
                      *         "sender": {
                      *           "type": "guest",
-                     *           "id": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o"
+                     *           "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n"
                      *         },
                      *         "deliveryStatus": "received",
-                     *         "externalId": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "externalId": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "error": {
                      *           "code": "CHANNEL_NOT_CONFIGURED",
                      *           "message": "email: must match format \"email\""
@@ -6403,7 +6498,7 @@ export interface operations {
                      *       "success": true,
                      *       "data": [
                      *         {
-                     *           "id": "gst_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "id": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *           "name": "Ana Lopes",
                      *           "email": "ana.lopes@example.com",
                      *           "phone": "+351912345678",
@@ -6625,7 +6720,7 @@ export interface operations {
                      * @example {
                      *       "success": true,
                      *       "data": {
-                     *         "id": "gst_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "id": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "name": "Ana Lopes",
                      *         "email": "ana.lopes@example.com",
                      *         "phone": "+351912345678",
@@ -6874,7 +6969,7 @@ export interface operations {
                      * @example {
                      *       "success": true,
                      *       "data": {
-                     *         "id": "gst_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "id": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "name": "Ana Lopes",
                      *         "email": "ana.lopes@example.com",
                      *         "phone": "+351912345678",
@@ -7092,7 +7187,7 @@ export interface operations {
                      * @example {
                      *       "success": true,
                      *       "data": {
-                     *         "id": "gst_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "id": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "name": "Ana Lopes",
                      *         "email": "ana.lopes@example.com",
                      *         "phone": "+351912345678",
@@ -7357,7 +7452,7 @@ export interface operations {
                      *           "index": 1,
                      *           "success": true,
                      *           "data": {
-                     *             "id": "gst_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *             "id": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *             "name": "Ana Lopes",
                      *             "email": "ana.lopes@example.com",
                      *             "phone": "+351912345678",
@@ -7628,15 +7723,15 @@ export interface operations {
                      *       "success": true,
                      *       "data": [
                      *         {
-                     *           "id": "tsk_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "id": "tsk_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *           "title": "Extra towels for room 412",
                      *           "description": "Two bath towels to room 412",
                      *           "department": "housekeeping",
                      *           "priority": "low",
                      *           "status": "open",
-                     *           "guestId": "gst_01jd8x3k5q7w9e2r4t6y8u0i1o",
-                     *           "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8u0i1o",
-                     *           "assignee": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "guestId": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *           "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *           "assignee": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *           "notes": "Prefers a quiet room",
                      *           "dueAt": "2026-11-22T06:33:12.000Z",
                      *           "completedAt": "2026-11-22T06:33:12.000Z",
@@ -7816,9 +7911,9 @@ export interface operations {
                  *       "department": "housekeeping",
                  *       "priority": "low",
                  *       "description": "Two bath towels to room 412",
-                 *       "guestId": "gst_01jd8x3k5q7w9e2r4t6y8u0i1o",
-                 *       "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8u0i1o",
-                 *       "assignee": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                 *       "guestId": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                 *       "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                 *       "assignee": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
                  *       "dueAt": "2026-11-22T06:33:12.000Z"
                  *     }
                  */
@@ -7862,15 +7957,15 @@ export interface operations {
                      * @example {
                      *       "success": true,
                      *       "data": {
-                     *         "id": "tsk_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "id": "tsk_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "title": "Extra towels for room 412",
                      *         "description": "Two bath towels to room 412",
                      *         "department": "housekeeping",
                      *         "priority": "low",
                      *         "status": "open",
-                     *         "guestId": "gst_01jd8x3k5q7w9e2r4t6y8u0i1o",
-                     *         "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8u0i1o",
-                     *         "assignee": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "guestId": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *         "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *         "assignee": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "notes": "Prefers a quiet room",
                      *         "dueAt": "2026-11-22T06:33:12.000Z",
                      *         "completedAt": "2026-11-22T06:33:12.000Z",
@@ -8115,15 +8210,15 @@ export interface operations {
                      * @example {
                      *       "success": true,
                      *       "data": {
-                     *         "id": "tsk_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "id": "tsk_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "title": "Extra towels for room 412",
                      *         "description": "Two bath towels to room 412",
                      *         "department": "housekeeping",
                      *         "priority": "low",
                      *         "status": "open",
-                     *         "guestId": "gst_01jd8x3k5q7w9e2r4t6y8u0i1o",
-                     *         "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8u0i1o",
-                     *         "assignee": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "guestId": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *         "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *         "assignee": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "notes": "Prefers a quiet room",
                      *         "dueAt": "2026-11-22T06:33:12.000Z",
                      *         "completedAt": "2026-11-22T06:33:12.000Z",
@@ -8303,7 +8398,7 @@ export interface operations {
                  *       "description": "Two bath towels to room 412",
                  *       "department": "housekeeping",
                  *       "priority": "low",
-                 *       "assignee": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                 *       "assignee": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
                  *       "dueAt": "2026-11-22T06:33:12.000Z"
                  *     }
                  */
@@ -8343,15 +8438,15 @@ export interface operations {
                      * @example {
                      *       "success": true,
                      *       "data": {
-                     *         "id": "tsk_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "id": "tsk_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "title": "Extra towels for room 412",
                      *         "description": "Two bath towels to room 412",
                      *         "department": "housekeeping",
                      *         "priority": "low",
                      *         "status": "open",
-                     *         "guestId": "gst_01jd8x3k5q7w9e2r4t6y8u0i1o",
-                     *         "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8u0i1o",
-                     *         "assignee": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "guestId": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *         "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *         "assignee": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "notes": "Prefers a quiet room",
                      *         "dueAt": "2026-11-22T06:33:12.000Z",
                      *         "completedAt": "2026-11-22T06:33:12.000Z",
@@ -8595,15 +8690,15 @@ export interface operations {
                      *           "index": 1,
                      *           "success": true,
                      *           "data": {
-                     *             "id": "tsk_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *             "id": "tsk_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *             "title": "Extra towels for room 412",
                      *             "description": "Two bath towels to room 412",
                      *             "department": "housekeeping",
                      *             "priority": "low",
                      *             "status": "open",
-                     *             "guestId": "gst_01jd8x3k5q7w9e2r4t6y8u0i1o",
-                     *             "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8u0i1o",
-                     *             "assignee": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *             "guestId": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *             "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *             "assignee": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *             "notes": "Prefers a quiet room",
                      *             "dueAt": "2026-11-22T06:33:12.000Z",
                      *             "completedAt": "2026-11-22T06:33:12.000Z",
@@ -8868,7 +8963,7 @@ export interface operations {
                      *       "success": true,
                      *       "data": [
                      *         {
-                     *           "id": "kb_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "id": "kb_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *           "title": "Extra towels for room 412",
                      *           "content": "Hello! Could we have two extra towels, please?",
                      *           "category": "general",
@@ -9080,7 +9175,7 @@ export interface operations {
                      * @example {
                      *       "success": true,
                      *       "data": {
-                     *         "id": "kb_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "id": "kb_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "title": "Extra towels for room 412",
                      *         "content": "Hello! Could we have two extra towels, please?",
                      *         "category": "general",
@@ -9325,7 +9420,7 @@ export interface operations {
                      * @example {
                      *       "success": true,
                      *       "data": {
-                     *         "id": "kb_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "id": "kb_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "title": "Extra towels for room 412",
                      *         "content": "Hello! Could we have two extra towels, please?",
                      *         "category": "general",
@@ -9533,7 +9628,7 @@ export interface operations {
                      * @example {
                      *       "success": true,
                      *       "data": {
-                     *         "id": "kb_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "id": "kb_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "title": "Extra towels for room 412",
                      *         "content": "Hello! Could we have two extra towels, please?",
                      *         "category": "general",
@@ -9757,7 +9852,7 @@ export interface operations {
                      * @example {
                      *       "success": true,
                      *       "data": {
-                     *         "id": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "deleted": true
                      *       }
                      *     }
@@ -9960,7 +10055,7 @@ export interface operations {
                      *           "occurredAt": "2026-11-22T06:33:12.000Z",
                      *           "actor": {
                      *             "type": "staff",
-                     *             "id": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o"
+                     *             "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n"
                      *           },
                      *           "data": null,
                      *           "changes": {}
@@ -10319,7 +10414,7 @@ export interface operations {
                      *       "success": true,
                      *       "data": [
                      *         {
-                     *           "id": "whk_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "id": "whk_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *           "url": "https://hooks.example.com/guest-messaging",
                      *           "events": [
                      *             "text"
@@ -10541,7 +10636,7 @@ export interface operations {
                      * @example {
                      *       "success": true,
                      *       "data": {
-                     *         "id": "whk_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "id": "whk_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "url": "https://hooks.example.com/guest-messaging",
                      *         "events": [
                      *           "text"
@@ -10791,7 +10886,7 @@ export interface operations {
                      * @example {
                      *       "success": true,
                      *       "data": {
-                     *         "id": "whk_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "id": "whk_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "url": "https://hooks.example.com/guest-messaging",
                      *         "events": [
                      *           "text"
@@ -10985,7 +11080,7 @@ export interface operations {
                      * @example {
                      *       "success": true,
                      *       "data": {
-                     *         "id": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "deleted": true
                      *       }
                      *     }
@@ -11199,7 +11294,7 @@ export interface operations {
                      * @example {
                      *       "success": true,
                      *       "data": {
-                     *         "id": "whk_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "id": "whk_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "url": "https://hooks.example.com/guest-messaging",
                      *         "events": [
                      *           "text"
@@ -11431,7 +11526,7 @@ export interface operations {
                      * @example {
                      *       "success": true,
                      *       "data": {
-                     *         "id": "whk_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "id": "whk_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "url": "https://hooks.example.com/guest-messaging",
                      *         "events": [
                      *           "text"
@@ -11649,8 +11744,8 @@ export interface operations {
                      * @example {
                      *       "success": true,
                      *       "data": {
-                     *         "id": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
-                     *         "webhookId": "whk_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *         "webhookId": "whk_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "eventId": "1842",
                      *         "eventType": "text",
                      *         "status": "pending",
@@ -11870,8 +11965,8 @@ export interface operations {
                      *       "success": true,
                      *       "data": [
                      *         {
-                     *           "id": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
-                     *           "webhookId": "whk_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *           "webhookId": "whk_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *           "eventId": "1842",
                      *           "eventType": "text",
                      *           "status": "pending",
@@ -12076,8 +12171,8 @@ export interface operations {
                      * @example {
                      *       "success": true,
                      *       "data": {
-                     *         "id": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
-                     *         "webhookId": "whk_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *         "webhookId": "whk_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "eventId": "1842",
                      *         "eventType": "text",
                      *         "status": "pending",
@@ -12973,17 +13068,17 @@ export interface operations {
                      *       "success": true,
                      *       "data": {
                      *         "message": {
-                     *           "id": "msg_01jd8x3k5q7w9e2r4t6y8u0i1o",
-                     *           "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "id": "msg_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *           "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *           "direction": "inbound",
                      *           "type": "text",
                      *           "content": "Hello! Could we have two extra towels, please?",
                      *           "sender": {
                      *             "type": "guest",
-                     *             "id": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o"
+                     *             "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n"
                      *           },
                      *           "deliveryStatus": "received",
-                     *           "externalId": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "externalId": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *           "error": {
                      *             "code": "CHANNEL_NOT_CONFIGURED",
                      *             "message": "email: must match format \"email\""
@@ -12993,23 +13088,23 @@ export interface operations {
                      *           "readAt": "2026-11-22T06:33:12.000Z",
                      *           "createdAt": "2026-11-22T06:33:12.000Z"
                      *         },
-                     *         "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8u0i1o",
-                     *         "guestId": "gst_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *         "guestId": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "guestCreated": true,
                      *         "conversationCreated": true,
                      *         "duplicate": true,
                      *         "autoReply": {
-                     *           "id": "msg_01jd8x3k5q7w9e2r4t6y8u0i1o",
-                     *           "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "id": "msg_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *           "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *           "direction": "inbound",
                      *           "type": "text",
                      *           "content": "Hello! Could we have two extra towels, please?",
                      *           "sender": {
                      *             "type": "guest",
-                     *             "id": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o"
+                     *             "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n"
                      *           },
                      *           "deliveryStatus": "received",
-                     *           "externalId": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "externalId": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *           "error": {
                      *             "code": "CHANNEL_NOT_CONFIGURED",
                      *             "message": "email: must match format \"email\""
@@ -13036,7 +13131,7 @@ export interface operations {
                             /** @description The message was already stored: nothing changed */
                             duplicate: boolean;
                             autoReply: {
-                                /** @example msg_01jd8x3k5q7w9e2r4t6y8u0i1o */
+                                /** @example msg_01jd8x3k5q7w9e2r4t6y8v0m1n */
                                 id: string;
                                 conversationId: string;
                                 /** @enum {unknown} */
@@ -13098,17 +13193,17 @@ export interface operations {
                      *       "success": true,
                      *       "data": {
                      *         "message": {
-                     *           "id": "msg_01jd8x3k5q7w9e2r4t6y8u0i1o",
-                     *           "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "id": "msg_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *           "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *           "direction": "inbound",
                      *           "type": "text",
                      *           "content": "Hello! Could we have two extra towels, please?",
                      *           "sender": {
                      *             "type": "guest",
-                     *             "id": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o"
+                     *             "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n"
                      *           },
                      *           "deliveryStatus": "received",
-                     *           "externalId": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "externalId": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *           "error": {
                      *             "code": "CHANNEL_NOT_CONFIGURED",
                      *             "message": "email: must match format \"email\""
@@ -13118,23 +13213,23 @@ export interface operations {
                      *           "readAt": "2026-11-22T06:33:12.000Z",
                      *           "createdAt": "2026-11-22T06:33:12.000Z"
                      *         },
-                     *         "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8u0i1o",
-                     *         "guestId": "gst_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *         "guestId": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "guestCreated": true,
                      *         "conversationCreated": true,
                      *         "duplicate": true,
                      *         "autoReply": {
-                     *           "id": "msg_01jd8x3k5q7w9e2r4t6y8u0i1o",
-                     *           "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "id": "msg_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *           "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *           "direction": "inbound",
                      *           "type": "text",
                      *           "content": "Hello! Could we have two extra towels, please?",
                      *           "sender": {
                      *             "type": "guest",
-                     *             "id": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o"
+                     *             "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n"
                      *           },
                      *           "deliveryStatus": "received",
-                     *           "externalId": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "externalId": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *           "error": {
                      *             "code": "CHANNEL_NOT_CONFIGURED",
                      *             "message": "email: must match format \"email\""
@@ -13161,7 +13256,7 @@ export interface operations {
                             /** @description The message was already stored: nothing changed */
                             duplicate: boolean;
                             autoReply: {
-                                /** @example msg_01jd8x3k5q7w9e2r4t6y8u0i1o */
+                                /** @example msg_01jd8x3k5q7w9e2r4t6y8v0m1n */
                                 id: string;
                                 conversationId: string;
                                 /** @enum {unknown} */
@@ -13341,14 +13436,14 @@ export interface operations {
             content: {
                 /**
                  * @example {
-                 *       "guestId": "gst_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                 *       "guestId": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
                  *       "guest": {
                  *         "name": "Ana Lopes",
                  *         "email": "ana.lopes@example.com",
                  *         "phone": "+351912345678"
                  *       },
                  *       "content": "Hello! Could we have two extra towels, please?",
-                 *       "externalId": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o"
+                 *       "externalId": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n"
                  *     }
                  */
                 "application/json": {
@@ -13390,17 +13485,17 @@ export interface operations {
                      *       "success": true,
                      *       "data": {
                      *         "message": {
-                     *           "id": "msg_01jd8x3k5q7w9e2r4t6y8u0i1o",
-                     *           "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "id": "msg_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *           "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *           "direction": "inbound",
                      *           "type": "text",
                      *           "content": "Hello! Could we have two extra towels, please?",
                      *           "sender": {
                      *             "type": "guest",
-                     *             "id": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o"
+                     *             "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n"
                      *           },
                      *           "deliveryStatus": "received",
-                     *           "externalId": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "externalId": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *           "error": {
                      *             "code": "CHANNEL_NOT_CONFIGURED",
                      *             "message": "email: must match format \"email\""
@@ -13410,23 +13505,23 @@ export interface operations {
                      *           "readAt": "2026-11-22T06:33:12.000Z",
                      *           "createdAt": "2026-11-22T06:33:12.000Z"
                      *         },
-                     *         "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8u0i1o",
-                     *         "guestId": "gst_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *         "guestId": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "guestCreated": true,
                      *         "conversationCreated": true,
                      *         "duplicate": true,
                      *         "autoReply": {
-                     *           "id": "msg_01jd8x3k5q7w9e2r4t6y8u0i1o",
-                     *           "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "id": "msg_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *           "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *           "direction": "inbound",
                      *           "type": "text",
                      *           "content": "Hello! Could we have two extra towels, please?",
                      *           "sender": {
                      *             "type": "guest",
-                     *             "id": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o"
+                     *             "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n"
                      *           },
                      *           "deliveryStatus": "received",
-                     *           "externalId": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "externalId": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *           "error": {
                      *             "code": "CHANNEL_NOT_CONFIGURED",
                      *             "message": "email: must match format \"email\""
@@ -13453,7 +13548,7 @@ export interface operations {
                             /** @description The message was already stored: nothing changed */
                             duplicate: boolean;
                             autoReply: {
-                                /** @example msg_01jd8x3k5q7w9e2r4t6y8u0i1o */
+                                /** @example msg_01jd8x3k5q7w9e2r4t6y8v0m1n */
                                 id: string;
                                 conversationId: string;
                                 /** @enum {unknown} */
@@ -13517,17 +13612,17 @@ export interface operations {
                      *       "success": true,
                      *       "data": {
                      *         "message": {
-                     *           "id": "msg_01jd8x3k5q7w9e2r4t6y8u0i1o",
-                     *           "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "id": "msg_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *           "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *           "direction": "inbound",
                      *           "type": "text",
                      *           "content": "Hello! Could we have two extra towels, please?",
                      *           "sender": {
                      *             "type": "guest",
-                     *             "id": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o"
+                     *             "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n"
                      *           },
                      *           "deliveryStatus": "received",
-                     *           "externalId": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "externalId": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *           "error": {
                      *             "code": "CHANNEL_NOT_CONFIGURED",
                      *             "message": "email: must match format \"email\""
@@ -13537,23 +13632,23 @@ export interface operations {
                      *           "readAt": "2026-11-22T06:33:12.000Z",
                      *           "createdAt": "2026-11-22T06:33:12.000Z"
                      *         },
-                     *         "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8u0i1o",
-                     *         "guestId": "gst_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *         "guestId": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "guestCreated": true,
                      *         "conversationCreated": true,
                      *         "duplicate": true,
                      *         "autoReply": {
-                     *           "id": "msg_01jd8x3k5q7w9e2r4t6y8u0i1o",
-                     *           "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "id": "msg_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *           "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *           "direction": "inbound",
                      *           "type": "text",
                      *           "content": "Hello! Could we have two extra towels, please?",
                      *           "sender": {
                      *             "type": "guest",
-                     *             "id": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o"
+                     *             "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n"
                      *           },
                      *           "deliveryStatus": "received",
-                     *           "externalId": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "externalId": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *           "error": {
                      *             "code": "CHANNEL_NOT_CONFIGURED",
                      *             "message": "email: must match format \"email\""
@@ -13580,7 +13675,7 @@ export interface operations {
                             /** @description The message was already stored: nothing changed */
                             duplicate: boolean;
                             autoReply: {
-                                /** @example msg_01jd8x3k5q7w9e2r4t6y8u0i1o */
+                                /** @example msg_01jd8x3k5q7w9e2r4t6y8v0m1n */
                                 id: string;
                                 conversationId: string;
                                 /** @enum {unknown} */
@@ -13850,7 +13945,7 @@ export interface operations {
                      *       "success": true,
                      *       "data": [
                      *         {
-                     *           "id": "key_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "id": "key_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *           "name": "Ana Lopes",
                      *           "scopes": [
                      *             "conversations:read"
@@ -14069,7 +14164,7 @@ export interface operations {
                      * @example {
                      *       "success": true,
                      *       "data": {
-                     *         "id": "key_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "id": "key_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "name": "Ana Lopes",
                      *         "scopes": [
                      *           "conversations:read"
@@ -14319,7 +14414,7 @@ export interface operations {
                      * @example {
                      *       "success": true,
                      *       "data": {
-                     *         "id": "key_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "id": "key_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "name": "Ana Lopes",
                      *         "scopes": [
                      *           "conversations:read"
@@ -14513,7 +14608,7 @@ export interface operations {
                      * @example {
                      *       "success": true,
                      *       "data": {
-                     *         "id": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "deleted": true
                      *       }
                      *     }
@@ -14722,7 +14817,7 @@ export interface operations {
                      * @example {
                      *       "success": true,
                      *       "data": {
-                     *         "id": "key_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "id": "key_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "name": "Ana Lopes",
                      *         "scopes": [
                      *           "conversations:read"
@@ -14987,7 +15082,7 @@ export interface operations {
                      * @example {
                      *       "success": true,
                      *       "data": {
-                     *         "id": "key_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *         "id": "key_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "name": "Ana Lopes",
                      *         "scopes": [
                      *           "conversations:read"
@@ -15244,19 +15339,19 @@ export interface operations {
                      *       "success": true,
                      *       "data": [
                      *         {
-                     *           "id": "aud_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "id": "aud_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *           "action": "auth.login",
                      *           "actor": {
                      *             "type": "text",
-                     *             "id": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o"
+                     *             "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n"
                      *           },
                      *           "target": {
                      *             "type": "text",
-                     *             "id": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o"
+                     *             "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n"
                      *           },
                      *           "ip": "text",
                      *           "userAgent": "text",
-                     *           "requestId": "stf_01jd8x3k5q7w9e2r4t6y8u0i1o",
+                     *           "requestId": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *           "createdAt": "2026-11-22T06:33:12.000Z"
                      *         }
                      *       ],

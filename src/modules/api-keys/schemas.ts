@@ -1,7 +1,7 @@
 // Owns the API key resource's request and response schemas.
 import { type Static, Type } from 'typebox';
 import { SCOPES } from '../../lib/auth.js';
-import { Nullable, PageQuery } from '../../lib/schemas.js';
+import { Nullable, PageQuery, RecordId } from '../../lib/schemas.js';
 
 const DateTime = Type.String({ format: 'date-time', maxLength: 30 });
 const Name = Type.String({ minLength: 1, maxLength: 200, description: 'What the key is for (e.g. "PMS sync")' });
@@ -16,7 +16,7 @@ const Scopes = Type.Array(Type.Enum([...SCOPES]), {
 
 export const ApiKey = Type.Object(
   {
-    id: Type.String({ maxLength: 64, examples: ['key_01jd8x3k5q7w9e2r4t6y8u0i1o'] }),
+    id: RecordId('key'),
     name: Type.String({ maxLength: 200 }),
     scopes: Type.Array(Type.Enum([...SCOPES]), { maxItems: SCOPES.length }),
     expiresAt: Nullable({ ...DateTime, description: 'After this the key answers 401 TOKEN_EXPIRED; null: never' }),

@@ -1,6 +1,6 @@
 // Owns the audit log's schemas: an entry as answered, its actions and the list's filters.
 import { type Static, Type } from 'typebox';
-import { Nullable, PageQuery } from '../../lib/schemas.js';
+import { Nullable, PageQuery, RecordId } from '../../lib/schemas.js';
 
 export const AUDIT_ACTIONS = [
   'auth.login',
@@ -33,7 +33,7 @@ const Ref = (description: string) =>
 
 export const AuditEntry = Type.Object(
   {
-    id: Type.String({ maxLength: 64, examples: ['aud_01jd8x3k5q7w9e2r4t6y8u0i1o'] }),
+    id: RecordId('aud'),
     action: Type.Enum([...AUDIT_ACTIONS]),
     actor: Ref('Who acted: { type: staff | api_key, id }; null when unknown (a failed login)'),
     target: Ref(

@@ -1,6 +1,6 @@
 // Owns the request and response schemas of conversations and their messages.
 import { type Static, Type } from 'typebox';
-import { Nullable, PageQuery } from '../../lib/schemas.js';
+import { Nullable, PageQuery, RecordId } from '../../lib/schemas.js';
 
 // Enums rather than unions of literals: a bad value then reads "must be one of: …" once.
 const CHANNELS = ['whatsapp', 'sms', 'email', 'web'] as const;
@@ -15,7 +15,7 @@ const Id = Type.String({ maxLength: 64 });
 
 export const Conversation = Type.Object(
   {
-    id: Type.String({ maxLength: 64, examples: ['cnv_01jd8x3k5q7w9e2r4t6y8u0i1o'] }),
+    id: RecordId('cnv'),
     guestId: Id,
     guest: Type.Object({ id: Id, name: Type.String({ maxLength: 200 }) }),
     channel: Channel,
@@ -37,7 +37,7 @@ export type ConversationView = Static<typeof Conversation>;
 
 export const Message = Type.Object(
   {
-    id: Type.String({ maxLength: 64, examples: ['msg_01jd8x3k5q7w9e2r4t6y8u0i1o'] }),
+    id: RecordId('msg'),
     conversationId: Id,
     direction: Type.Enum(['inbound', 'outbound']),
     type: Type.Enum(['text', 'note'], { description: 'text goes to the guest; note is internal and never sent' }),

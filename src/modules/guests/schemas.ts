@@ -1,12 +1,12 @@
 // Owns the guest resource's request and response schemas.
 import { Type } from 'typebox';
-import { Nullable, PageQuery } from '../../lib/schemas.js';
+import { Nullable, PageQuery, RecordId } from '../../lib/schemas.js';
 
 export const MAX_TAGS = 50;
 
 export const Guest = Type.Object(
   {
-    id: Type.String({ maxLength: 64, examples: ['gst_01jd8x3k5q7w9e2r4t6y8u0i1o'] }),
+    id: RecordId('gst'),
     name: Type.String({ maxLength: 200 }),
     email: Nullable(Type.String({ format: 'email', maxLength: 254 })),
     phone: Nullable(Type.String({ maxLength: 16, description: 'E.164, e.g. +447700900123' })),

@@ -1,6 +1,6 @@
 // Owns the knowledge resource's request and response schemas.
 import { Type } from 'typebox';
-import { PageQuery } from '../../lib/schemas.js';
+import { PageQuery, RecordId } from '../../lib/schemas.js';
 
 export const DEFAULT_CATEGORY = 'general';
 /** Longer searches add nothing a reader types and only cost the full-text engine work. */
@@ -8,7 +8,7 @@ export const MAX_SEARCH_LENGTH = 200;
 
 export const KnowledgeEntry = Type.Object(
   {
-    id: Type.String({ maxLength: 64, examples: ['kb_01jd8x3k5q7w9e2r4t6y8u0i1o'] }),
+    id: RecordId('kb'),
     title: Type.String({ maxLength: 200 }),
     content: Type.String({ maxLength: 50_000 }),
     category: Type.String({ maxLength: 50 }),

@@ -38,7 +38,14 @@ export const settingsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         tags: ['settings'],
         operationId: 'listSettings',
         summary: 'List settings: every known key (its default if never set) and every custom key set',
-        response: { 200: Type.Object({ success: Type.Literal(true), data: Type.Array(Setting) }), ...STANDARD_ERRORS },
+        response: {
+          200: Type.Object({
+            success: Type.Literal(true),
+            // Every known key, and at most MAX_CUSTOM_KEYS custom ones (one more is refused).
+            data: Type.Array(Setting, { maxItems: Object.keys(SETTINGS).length + MAX_CUSTOM_KEYS }),
+          }),
+          ...STANDARD_ERRORS,
+        },
       },
     },
     async () => ok(await listSettings(app.ctx.store)),

@@ -1,13 +1,13 @@
 // Owns the staff resource's request and response schemas.
 import { Type } from 'typebox';
 import { MIN_PASSWORD_LENGTH } from '../../lib/password.js';
-import { Nullable, PageQuery } from '../../lib/schemas.js';
+import { Nullable, PageQuery, RecordId } from '../../lib/schemas.js';
 
 export const RoleSchema = Type.Union([Type.Literal('admin'), Type.Literal('manager'), Type.Literal('staff')]);
 
 export const Staff = Type.Object(
   {
-    id: Type.String({ maxLength: 64, examples: ['stf_01jd8x3k5q7w9e2r4t6y8u0i1o'] }),
+    id: RecordId('stf'),
     name: Type.String({ maxLength: 200 }),
     email: Type.String({ format: 'email', maxLength: 254 }),
     role: RoleSchema,

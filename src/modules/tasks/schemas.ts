@@ -1,6 +1,6 @@
 // Owns the task resource's request and response schemas.
 import { type Static, Type } from 'typebox';
-import { Nullable, PageQuery } from '../../lib/schemas.js';
+import { Nullable, PageQuery, RecordId } from '../../lib/schemas.js';
 
 // Enums rather than unions of literals, so a bad value is reported once as "must be one of: …".
 export const TASK_PRIORITIES = ['low', 'normal', 'high', 'urgent'] as const;
@@ -13,7 +13,7 @@ const Id = Type.String({ maxLength: 64 });
 
 export const Task = Type.Object(
   {
-    id: Type.String({ maxLength: 64, examples: ['tsk_01jd8x3k5q7w9e2r4t6y8u0i1o'] }),
+    id: RecordId('tsk'),
     title: Type.String({ maxLength: 200 }),
     description: Nullable(Type.String({ maxLength: 5000 })),
     department: Type.String({ maxLength: 50 }),

@@ -1,6 +1,6 @@
 // Owns the webhook resource's request and response schemas, and those of its deliveries.
 import { type Static, Type } from 'typebox';
-import { Nullable, PageQuery } from '../../lib/schemas.js';
+import { Nullable, PageQuery, RecordId } from '../../lib/schemas.js';
 import { EVENT_TYPES } from '../events/schemas.js';
 
 /** What an endpoint may subscribe to: any event type but the test ping (sent on request), or "*". */
@@ -11,7 +11,7 @@ const Id = Type.String({ maxLength: 64 });
 
 export const Webhook = Type.Object(
   {
-    id: Type.String({ maxLength: 64, examples: ['whk_01jd8x3k5q7w9e2r4t6y8u0i1o'] }),
+    id: RecordId('whk'),
     url: Type.String({ maxLength: 2048 }),
     events: Type.Array(Type.String({ maxLength: 64 }), { maxItems: SUBSCRIBABLE.length }),
     description: Nullable(Type.String({ maxLength: 500 })),
