@@ -113,7 +113,7 @@ test('every operation has a 2xx response with a schema and documents its error r
     assert.ok(errors.length > 0, `${name}: no error responses`);
     for (const c of errors) assert.ok(errorRef(op.responses![c]!) !== '{}', `${name} ${c}: no schema`);
     if (path.startsWith('/api/v1/') && path !== '/api/v1/auth/login' && !(name in PROVIDER_SECURITY)) {
-      for (const c of ['401', '429', '500']) assert.ok(codes.includes(c), `${name}: ${c} not documented`);
+      for (const c of ['401', '429', '500', '503']) assert.ok(codes.includes(c), `${name}: ${c} not documented`);
     }
   }
 });

@@ -35,6 +35,7 @@ const AUTH_ERRORS = {
   401: STANDARD_ERRORS[401],
   429: STANDARD_ERRORS[429],
   500: STANDARD_ERRORS[500],
+  503: STANDARD_ERRORS[503],
 };
 /** The routes of a session (not login): an API key is refused there, as it has no session. */
 const SESSION_ERRORS = {
