@@ -19,6 +19,7 @@ import { getSetting } from '../settings/repository.js';
 import { applyStatus, type StatusChange } from './delivery.js';
 import { type BusinessHours, closedSince, isOpen } from './hours.js';
 import type { Channel } from './providers.js';
+import { nextMessageTime } from './sends-repository.js';
 
 /** Longest stored content of a message; a longer inbound text (a long e-mail) is cut there. */
 export const MAX_CONTENT = 4096;
@@ -97,11 +98,13 @@ async function receive(tx: Tx, outbox: Outbox, m: Inbound): Promise<InboundResul
       };
     }
   }
-  const at = nowIso();
   const guest = await guestFor(tx, outbox, m.sender);
   const actor: Actor = { type: 'guest', id: guest.id };
   const target = await conversationFor(tx, guest.id, m);
   const conversationId = target?.id ?? newId('cnv');
+  // Under the conversation's lock, after its latest message: a staff text (or this message's auto
+  // reply) committed alongside keeps the order of its time, which is the order it is sent in.
+  const at = target === undefined ? nowIso() : await nextMessageTime(tx, target.id);
   if (target === undefined) {
     await insertConversation(tx, {
       id: conversationId,
