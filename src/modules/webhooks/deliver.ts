@@ -62,14 +62,28 @@ export function attempt(
   }
   const body = deliveryBody(deliveryId, eventJson);
   const timestamp = Math.floor(Date.now() / 1000);
-  const timeout = AbortSignal.timeout(ATTEMPT_TIMEOUT_MS);
-  const signal = AbortSignal.any([timeout, opts.shutdown]);
+  // One controller, held by the timer and the shutdown listener until the attempt settles. Not
+  // AbortSignal.any([AbortSignal.timeout(…), shutdown]): on Node 20 that combined signal is only
+  // weakly held, so a garbage collection during the request could drop it and a receiver that
+  // never answers would hold the delivery for good.
+  const attempt = new AbortController();
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    attempt.abort();
+  }, ATTEMPT_TIMEOUT_MS);
+  const onShutdown = () => attempt.abort();
+  if (opts.shutdown.aborted) onShutdown();
+  else opts.shutdown.addEventListener('abort', onShutdown, { once: true });
+  const signal = attempt.signal;
 
   return new Promise((resolve) => {
     let settled = false;
     const settle = (r: AttemptResult) => {
       if (!settled) {
         settled = true;
+        clearTimeout(timer);
+        opts.shutdown.removeEventListener('abort', onShutdown);
         resolve(r);
       }
     };
@@ -110,7 +124,7 @@ export function attempt(
     );
     req.on('error', (err: NodeJS.ErrnoException) => {
       if (opts.shutdown.aborted) return settle(fail('interrupted by shutdown', true, true));
-      if (timeout.aborted) return settle(fail(`no response within ${ATTEMPT_TIMEOUT_MS} ms`, true));
+      if (timedOut) return settle(fail(`no response within ${ATTEMPT_TIMEOUT_MS} ms`, true));
       if (err.code === 'EADDRBLOCKED') return settle(fail(err.message, false));
       settle(fail(err.code ? `${err.code}: ${err.message}` : err.message, true));
     });
