@@ -1,6 +1,7 @@
 // Three instances on one PostgreSQL and one Redis behind HAProxy (deploy/haproxy.cfg, as
 // `npm run cluster` runs it): a limit is counted across instances, a logout on one is refused at
-// once on another, each event reaches a webhook once, and a rolling restart under load (SIGTERM:
+// once on another, so is a revoked API key, each event reaches a webhook once, each text reaches the
+// (fake) SMS provider once whichever instance claims it, and a rolling restart under load (SIGTERM:
 // /readyz 503 while still serving for SHUTDOWN_DRAIN_MS, then close) fails no request.
 // PostgreSQL + Redis only (TEST_STORE=postgres); HAProxy from Debian's packages (.ci/run installs it).
 import assert from 'node:assert/strict';
@@ -13,6 +14,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { haproxyConfig } from '../../scripts/cluster.js';
+import { fakeTwilio, twilioEnv, until } from '../channels/fakes.js';
 import { freshDatabaseUrl, TEST_STORE } from '../helpers.js';
 import { adminToken, freePort, type Server, serverEnv, startServer } from './support.js';
 
@@ -28,7 +30,11 @@ const json = (token: string) => ({ authorization: `Bearer ${token}`, 'content-ty
 test('three instances behind HAProxy: shared limits, logout, single delivery, a rolling restart without a failed request', {
   skip,
 }, async (t) => {
+  // Started before the instances, which read its address from their environment.
+  const twilio = skip ? null : await fakeTwilio(t);
   const env = serverEnv(await freshDatabaseUrl(t), {
+    ...(twilio ? twilioEnv(twilio) : {}),
+    CHANNEL_POLL_INTERVAL_MS: '200',
     TRUST_PROXY: 'true',
     SHUTDOWN_DRAIN_MS: '3000',
     RATE_LIMIT_BULK: '4',
@@ -98,6 +104,63 @@ test('three instances behind HAProxy: shared limits, logout, single delivery, a 
     const after = await fetch(`${servers[2]!.base}/api/v1/auth/me`, { headers: json(session) });
     assert.equal(after.status, 401);
     assert.equal(((await after.json()) as { error: { code: string } }).error.code, 'TOKEN_INVALID');
+  });
+
+  await t.test('an API key revoked on one instance is refused at once on the others', async () => {
+    const made = await fetch(`${servers[0]!.base}/api/v1/api-keys`, {
+      method: 'POST',
+      headers: json(token),
+      body: JSON.stringify({ name: 'PMS sync', scopes: ['guests:read'] }),
+    });
+    assert.equal(made.status, 201);
+    const key = ((await made.json()) as { data: { id: string; key: string } }).data;
+    assert.equal((await fetch(`${servers[1]!.base}/api/v1/guests`, { headers: json(key.key) })).status, 200);
+    const revoked = await fetch(`${servers[2]!.base}/api/v1/api-keys/${key.id}`, {
+      method: 'DELETE',
+      headers: { authorization: `Bearer ${token}` },
+    });
+    assert.equal(revoked.status, 200);
+    for (const server of servers) {
+      const res = await fetch(`${server.base}/api/v1/guests`, { headers: json(key.key) });
+      assert.equal(res.status, 401, server.base);
+      assert.equal(((await res.json()) as { error: { code: string } }).error.code, 'TOKEN_INVALID');
+    }
+  });
+
+  await t.test('each text reaches the provider once, in order, whichever instance claims it', async () => {
+    const guest = await fetch(`${lb}/api/v1/guests`, {
+      method: 'POST',
+      headers: json(token),
+      body: JSON.stringify({ name: 'Texted Guest', phone: '+447700900555' }),
+    });
+    const guestId = ((await guest.json()) as { data: { id: string } }).data.id;
+    const conv = await fetch(`${lb}/api/v1/conversations`, {
+      method: 'POST',
+      headers: json(token),
+      body: JSON.stringify({ guestId, channel: 'sms' }),
+    });
+    const conversationId = ((await conv.json()) as { data: { id: string } }).data.id;
+    // Round robin: the texts are written by all three instances, and every dispatcher competes.
+    for (let i = 0; i < 9; i++) {
+      const res = await fetch(`${lb}/api/v1/conversations/${conversationId}/messages`, {
+        method: 'POST',
+        headers: json(token),
+        body: JSON.stringify({ content: `Text ${i}` }),
+      });
+      assert.equal(res.status, 201);
+    }
+    await until('nine texts accepted by the provider', () => twilio!.accepted.length >= 9, 3000);
+    // Time for a duplicate to show, if any instance were to send one.
+    await sleep(1500);
+    assert.deepEqual(
+      twilio!.accepted.map((m) => m.form.Body),
+      Array.from({ length: 9 }, (_, i) => `Text ${i}`),
+    );
+    const list = await fetch(`${lb}/api/v1/conversations/${conversationId}/messages?limit=20`, {
+      headers: json(token),
+    });
+    const statuses = ((await list.json()) as { data: { deliveryStatus: string }[] }).data.map((m) => m.deliveryStatus);
+    assert.deepEqual(statuses, Array(9).fill('sent'));
   });
 
   await t.test('each event reaches a webhook once, whichever instance wrote it', async () => {
