@@ -48,6 +48,9 @@ export interface FanOutFigures {
   /** The kernel's high-water mark, summed over the instances (MiB). */
   rssPeakMiB: number;
   kibPerStream: number;
+  /** CPU per delivery made while the writes ran (µs): the servers' summed, and this client's. */
+  serverUsPerDelivery: number;
+  clientUsPerDelivery: number;
   loadBefore: number;
   loadAfter: number;
   /** Why the size was not measured (descriptors), or null. */
@@ -63,6 +66,17 @@ async function rss(pid: number): Promise<{ now: number; peak: number }> {
 async function rssOf(servers: RunningServer[]): Promise<{ now: number; peak: number }> {
   const all = await Promise.all(servers.map((s) => rss(s.proc.pid)));
   return { now: all.reduce((n, r) => n + r.now, 0), peak: all.reduce((n, r) => n + r.peak, 0) };
+}
+
+/** CPU time a process has used so far (µs), from /proc/<pid>/stat (clock ticks of 10 ms). */
+async function cpuUs(pid: number): Promise<number> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10_000;
+}
+
+async function cpuOf(servers: RunningServer[]): Promise<number> {
+  return (await Promise.all(servers.map((s) => cpuUs(s.proc.pid)))).reduce((a, b) => a + b, 0);
 }
 
 function percentile(sorted: number[], p: number): number {
@@ -121,6 +135,8 @@ export async function measureFanOut(o: FanOutOptions): Promise<FanOutFigures> {
     rssIdleMiB: Number.NaN,
     rssPeakMiB: Number.NaN,
     kibPerStream: Number.NaN,
+    serverUsPerDelivery: Number.NaN,
+    clientUsPerDelivery: Number.NaN,
     skipped: null,
   };
   const limit = await openFilesLimit();
@@ -203,6 +219,8 @@ export async function measureFanOut(o: FanOutOptions): Promise<FanOutFigures> {
         req.end(JSON.stringify({ name: `bench-${i}` }));
       });
     const posts: Promise<void>[] = [];
+    const serverCpu0 = await cpuOf(servers);
+    const clientCpu0 = process.cpuUsage();
     const started = performance.now();
     for (let i = 0; i < o.messages; i++) {
       const wait = started + (i * 1000) / o.rate - performance.now();
@@ -215,6 +233,8 @@ export async function measureFanOut(o: FanOutOptions): Promise<FanOutFigures> {
     // The last deliveries: at most 10 s more.
     const deadline = performance.now() + 10_000;
     while (made() < expected && performance.now() < deadline) await sleep(50);
+    const serverCpu = (await cpuOf(servers)) - serverCpu0;
+    const clientCpu = process.cpuUsage(clientCpu0);
     const latencies = arrivals.flatMap((a, i) => a.map((at) => Math.max(0, at - answered[i]!))).sort((x, y) => x - y);
     const end = await rssOf(servers);
     return {
@@ -227,6 +247,8 @@ export async function measureFanOut(o: FanOutOptions): Promise<FanOutFigures> {
       rssIdleMiB: idle.now,
       rssPeakMiB: end.peak,
       kibPerStream: ((idle.now - before.now) * 1024) / Math.max(1, opened),
+      serverUsPerDelivery: serverCpu / Math.max(1, made()),
+      clientUsPerDelivery: (clientCpu.user + clientCpu.system) / Math.max(1, made()),
       loadBefore,
       loadAfter: loadavg()[0] ?? 0,
     };
@@ -242,7 +264,7 @@ const f0 = (n: number) => (Number.isNaN(n) ? '-' : n.toFixed(0));
 
 export function formatFanOut(rows: FanOutFigures[]): string {
   const head =
-    'store                  streams  deliveries          p50 ms  p99 ms  RSS before  idle  peak MiB  KiB/stream  load before/after';
+    'store                  streams  deliveries          p50 ms  p99 ms  RSS before  idle  peak MiB  KiB/stream  µs/deliv srv cli  load before/after';
   const lines = [
     "\nLive-stream fan-out (issue #21): N streams × M messages at R/s, latency from the POST's answer",
     head,
@@ -264,12 +286,16 @@ export function formatFanOut(rows: FanOutFigures[]): string {
         f0(r.rssIdleMiB).padStart(5),
         f0(r.rssPeakMiB).padStart(9),
         f1(r.kibPerStream).padStart(11),
+        `${f1(r.serverUsPerDelivery).padStart(9)} ${f1(r.clientUsPerDelivery).padStart(4)}`,
         `  ${r.loadBefore.toFixed(2)} / ${r.loadAfter.toFixed(2)}`,
       ].join(' '),
     );
   }
   const msgs = rows[0] === undefined ? '' : ` (${rows[0].messages} messages at ${rows[0].rate}/s)`;
-  lines.push(`RSS summed over the instances; KiB/stream = (idle − before) ÷ streams${msgs}.`);
+  lines.push(
+    `RSS summed over the instances; KiB/stream = (idle − before) ÷ streams; µs/deliv: CPU per delivery while` +
+      ` the writes ran, the servers' (srv) and this client's (cli)${msgs}.`,
+  );
   return lines.join('\n');
 }
 
