@@ -38,9 +38,13 @@ export interface BenchOptions {
   walkRows: number;
   /** The mix, with the server under --cpu-prof; prints the profile's top costs. */
   profileMix: boolean;
+  /** The live-stream fan-out section (issue #21): streams per run, each on each store. */
+  streamSizes: number[];
 }
 
-export const SECTIONS = ['scenarios', 'depth', 'loops', 'mix'] as const;
+export const SECTIONS = ['scenarios', 'depth', 'loops', 'mix', 'streams'] as const;
+/** The sections of a run without --only: the fan-out needs --streams (minutes, and 10k descriptors). */
+const DEFAULT_SECTIONS: Section[] = ['scenarios', 'depth', 'loops', 'mix'];
 export type Section = (typeof SECTIONS)[number];
 
 export const USAGE = `Usage: npm run bench -- [options]
@@ -56,7 +60,11 @@ export const USAGE = `Usage: npm run bench -- [options]
   --wait-quiet S     before each scenario, wait up to S s for the CPUs to be idle (a shared machine)
   --profile          profile the conversation list: server under --cpu-prof, top costs printed
   --profile-mix      profile the realistic mix the same way
-  --only LIST        run only these sections: scenarios,depth,loops,mix (default all)
+  --streams          also the live-stream fan-out: 1,000 / 5,000 / 10,000 streams × 100 messages at
+                     20/s on a fresh store (with --pg: three instances on PostgreSQL + Redis), ~4 min
+  --stream-sizes L   the fan-out's stream counts, e.g. 1000,5000 (default 1000,5000,10000)
+  --only LIST        run only these sections: scenarios,depth,loops,mix,streams (default all but
+                     streams; --only streams skips the ceiling and the seeded runs)
   --sqlite-file F    copy this seeded SQLite file instead of seeding (the run's size is the file's)
   --pg-database DB   use this seeded PostgreSQL database in place (kept) instead of a fresh one
   --walk-rows N      stop each cursor walk after N rows (default: the whole list)
@@ -88,8 +96,8 @@ function parseSizes(raw: string): DataSize[] {
   });
 }
 
-function parseSections(raw: string | undefined): Section[] {
-  if (raw === undefined) return [...SECTIONS];
+function parseSections(raw: string | undefined, streams: boolean): Section[] {
+  if (raw === undefined) return streams ? [...SECTIONS] : [...DEFAULT_SECTIONS];
   const parts = raw.split(',').map((p) => p.trim());
   for (const p of parts) {
     if (!(SECTIONS as readonly string[]).includes(p))
@@ -120,6 +128,8 @@ export function parseOptions(argv: string[]): BenchOptions | 'help' {
       profile: { type: 'boolean', default: false },
       'profile-mix': { type: 'boolean', default: false },
       only: { type: 'string' },
+      streams: { type: 'boolean', default: false },
+      'stream-sizes': { type: 'string' },
       'sqlite-file': { type: 'string' },
       'pg-database': { type: 'string' },
       'hot-messages': { type: 'string' },
@@ -149,11 +159,15 @@ export function parseOptions(argv: string[]): BenchOptions | 'help' {
     profile: values.profile ?? false,
     pgBaseUrl: (values['pg-url'] ?? 'postgres://postgres@127.0.0.1:5432').replace(/\/+$/, ''),
     redisUrl: values['redis-url'] ?? 'redis://127.0.0.1:6379',
-    sections: parseSections(values.only),
+    sections: parseSections(values.only, values.streams ?? false),
     sqliteFile: values['sqlite-file'] ?? null,
     pgDatabase: values['pg-database'] ?? null,
     hotMessages: positive('hot-messages', values['hot-messages'], 100_000),
     profileMix: values['profile-mix'] ?? false,
+    streamSizes:
+      values['stream-sizes'] === undefined
+        ? [1000, 5000, 10_000]
+        : values['stream-sizes'].split(',').map((p) => positive('stream-sizes', p.trim(), 1)),
     walkRows:
       values['walk-rows'] === undefined ? Number.POSITIVE_INFINITY : positive('walk-rows', values['walk-rows'], 0),
   };

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import type { Machine } from './machine.js';
 import type { BenchOptions } from './options.js';
 import { ms, type ScenarioResult } from './scenarios.js';
+import type { FanOutFigures } from './streams.js';
 import type { StoreRun, Verdict } from './targets.js';
 
 export interface RunReport {
@@ -14,6 +15,8 @@ export interface RunReport {
   options: Omit<BenchOptions, 'pgBaseUrl' | 'redisUrl'>;
   ceiling: ScenarioResult;
   runs: StoreRun[];
+  /** The live-stream fan-out (--streams). */
+  fanOut: FanOutFigures[];
   verdicts: Verdict[];
 }
 
@@ -91,7 +94,7 @@ function contention(rows: ScenarioResult[]): string {
 
 export function formatVerdicts(verdicts: Verdict[]): string {
   if (verdicts.length === 0) return '';
-  const lines = ['\nTargets (issues 4, 16, 20):'];
+  const lines = ['\nTargets (issues 4, 16, 20, 21):'];
   for (const v of verdicts) {
     const verdict = v.pass === null ? 'NOTE' : v.pass ? 'PASS' : 'FAIL';
     lines.push(`  ${verdict}  ${v.target.padEnd(58)} ${v.scope.padEnd(26)} ${v.measured}`);

@@ -20,6 +20,7 @@ import { ceilingLoops, runSections } from './sections.js';
 import { startApiServer, startCeilingServer } from './servers.js';
 import { formatSqlCosts, sqlCosts } from './sql-costs.js';
 import { adoptStore, type BenchStore, createStore, seedStore, storeSize } from './stores.js';
+import { type FanOutFigures, formatFanOut, judgeFanOut, runFanOut } from './streams.js';
 import { judge, type StoreRun } from './targets.js';
 import { judgeLists } from './targets-lists.js';
 
@@ -186,6 +187,37 @@ async function reportProfile(
   say(formatProfile(await summariseProfile(kept, window ?? undefined)));
 }
 
+/** `--only streams` measures no ceiling: an empty row stands in the report. */
+function emptyCeiling(): ScenarioResult {
+  return {
+    id: 'ceiling',
+    label: 'not measured (--only streams)',
+    kind: 'diagnostic',
+    durationS: 0,
+    requests: 0,
+    reqPerSec: 0,
+    p50: 0,
+    p90: 0,
+    p99: 0,
+    max: 0,
+    mean: 0,
+    errors: 0,
+    non2xx: 0,
+    socketErrors: 0,
+    statusCodes: {},
+    peakRssMiB: 0,
+    serverCores: null,
+    loadCores: 0,
+    storeCores: null,
+    otherCores: null,
+    machineBusy: null,
+    loadAverage: 0,
+    serverUsPerRequest: null,
+    settledS: 0,
+    window: { fromUs: 0, toUs: 0 },
+  };
+}
+
 async function main(): Promise<void> {
   const parsed = parseOptions(process.argv.slice(2));
   if (parsed === 'help') {
@@ -209,12 +241,20 @@ async function main(): Promise<void> {
   }
   say(formatMachine(m, o));
 
-  const { r: ceiling, loops: ceilingLoop } = await measureCeiling(o, tmp);
+  // `--only streams`: the fan-out alone, on its own fresh stores (no ceiling, no seeding).
+  const streamsOnly = o.sections.length === 1 && o.sections[0] === 'streams';
+  const { r: ceiling, loops: ceilingLoop } = streamsOnly
+    ? { r: emptyCeiling(), loops: [] }
+    : await measureCeiling(o, tmp);
   const runs: StoreRun[] = [];
   const profiling = o.profile || o.profileMix;
   const stores = profiling ? o.stores.slice(0, 1) : o.stores;
   // A seeded file or database is one size, its own.
-  const sizes = profiling || o.sqliteFile !== null || o.pgDatabase !== null ? o.sizes.slice(0, 1) : o.sizes;
+  const sizes = streamsOnly
+    ? []
+    : profiling || o.sqliteFile !== null || o.pgDatabase !== null
+      ? o.sizes.slice(0, 1)
+      : o.sizes;
   for (const size of sizes) {
     for (const kind of stores) {
       if (isInterrupted()) return;
@@ -227,7 +267,16 @@ async function main(): Promise<void> {
     }
   }
 
-  const verdicts = profiling ? [] : [...judge(runs, ceiling, o.connections), ...judgeLists(runs, ceiling)];
+  let fanOut: FanOutFigures[] = [];
+  if (o.sections.includes('streams') && !profiling) {
+    say("\nLive-stream fan-out (a fresh store per size; the streams are this process's sockets) …");
+    fanOut = await runFanOut(stores, { ...o }, tmp);
+    say(formatFanOut(fanOut));
+  }
+
+  const verdicts = profiling
+    ? []
+    : [...judge(runs, ceiling, o.connections), ...judgeLists(runs, ceiling), ...judgeFanOut(fanOut)];
   say(formatVerdicts(verdicts));
   const { pgBaseUrl: _pg, redisUrl: _redis, ...options } = o;
   const report: RunReport = {
@@ -237,6 +286,7 @@ async function main(): Promise<void> {
     options,
     ceiling,
     runs,
+    fanOut,
     verdicts,
   };
   const file = await writeResults(RESULTS, report);

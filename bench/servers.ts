@@ -32,6 +32,8 @@ export interface ApiServerOptions {
   logDir: string;
   /** Extra node flags, e.g. --cpu-prof for the profile run. */
   nodeFlags?: string[];
+  /** Extra environment for this server, e.g. the stream caps of the fan-out section. */
+  env?: NodeJS.ProcessEnv;
 }
 
 /** The node flags of package.json's `start` script, so the bench runs the server as users do. */
@@ -63,6 +65,7 @@ export async function startApiServer(store: BenchStore, o: ApiServerOptions): Pr
     env.REDIS_URL = store.redisUrl;
     env.REDIS_KEY_PREFIX = store.redisKeyPrefix;
   }
+  Object.assign(env, o.env ?? {});
   const logPath = join(o.logDir, `api-${store.kind}-${port}.log`);
   // The compiled server with the flags `npm start` gives it (`npm run bench` compiles first).
   const proc = spawnNode([...(o.nodeFlags ?? []), ...startFlags(o.cwd), 'dist/server.js'], env, logPath, o.cwd);

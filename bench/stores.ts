@@ -68,7 +68,11 @@ async function dropRedisKeys(redisUrl: string, prefix: string): Promise<void> {
   }
 }
 
-export async function createStore(kind: StoreKind, opts: BenchOptions, tmpDir: string): Promise<BenchStore> {
+export async function createStore(
+  kind: StoreKind,
+  opts: Pick<BenchOptions, 'pgBaseUrl' | 'redisUrl'>,
+  tmpDir: string,
+): Promise<BenchStore> {
   const tag = `bench_${Date.now().toString(36)}_${randomBytes(4).toString('hex')}`;
   if (kind === 'sqlite') {
     const file = join(tmpDir, `${tag}.db`);
