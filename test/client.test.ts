@@ -69,3 +69,44 @@ test('verifyWebhook accepts the server scheme and refuses a forged, altered or s
   assert.equal(verifyWebhook(secret, { ...headers, 'webhook-signature': 'v1=00' }, body, 300, now), false);
   assert.equal(verifyWebhook(secret, { ...headers, 'webhook-timestamp': null }, body, 300, now), false);
 });
+
+test('the client sends each write with an Idempotency-Key and retries a lost answer without a second write', async (t) => {
+  const app = await buildTestApp(t, { RATE_LIMIT_STANDARD: '10000' });
+  const admin = await createStaff(app, 'admin');
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const { port } = app.server.address() as { port: number };
+  const keys: (string | null)[] = [];
+  let lose = 1;
+  // The network as an integrator meets it: the server applies the first POST, and its answer is lost.
+  const flaky: typeof fetch = async (input, init) => {
+    const request = new Request(input, init);
+    if (request.method === 'POST' && request.url.endsWith('/messages'))
+      keys.push(request.headers.get('idempotency-key'));
+    const res = await fetch(request);
+    if (request.method === 'POST' && request.url.endsWith('/messages') && lose-- > 0) {
+      await res.arrayBuffer();
+      throw new TypeError('fetch failed: socket hang up');
+    }
+    return res;
+  };
+  const client = createGuestApi({ baseUrl: `http://127.0.0.1:${port}`, token: admin.token, fetch: flaky });
+  const guest = unwrap(await client.api.POST('/api/v1/guests', { body: { name: 'Retry Guest' } }));
+  const conv = unwrap(await client.api.POST('/api/v1/conversations', { body: { guestId: guest.id, channel: 'web' } }));
+  const sent = await client.api.POST('/api/v1/conversations/{id}/messages', {
+    params: { path: { id: conv.id } },
+    body: { content: 'Your table is ready' },
+  });
+  assert.equal(sent.response.headers.get('idempotent-replayed'), 'true', 'the retry replayed the first answer');
+  assert.equal(keys.length, 2);
+  assert.match(keys[0] ?? '', /^[0-9a-f-]{36}$/);
+  assert.equal(keys[1], keys[0], 'the same key on the retry');
+  const listed = unwrap(
+    await client.api.GET('/api/v1/conversations/{id}/messages', { params: { path: { id: conv.id } } }),
+  );
+  assert.deepEqual(
+    listed.map((m) => m.content),
+    ['Your table is ready'],
+    'one message',
+  );
+  assert.equal(unwrap(sent).id, listed[0]!.id);
+});

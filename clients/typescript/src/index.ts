@@ -1,8 +1,9 @@
 // The typed client for the Guest Messaging and Operations API. `api` is an openapi-fetch client
 // typed from the server's own OpenAPI document (src/schema.d.ts, generated); around it, what
-// integrators would otherwise write by hand: logging in and refreshing a token, walking a list by
-// cursor, following the event feed from a saved cursor, and checking a webhook's signature.
-import { createHmac, timingSafeEqual } from 'node:crypto';
+// integrators would otherwise write by hand: logging in and refreshing a token, an Idempotency-Key
+// on every write with retries that reuse it, walking a list by cursor, following the event feed
+// from a saved cursor, and checking a webhook's signature.
+import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 import createFetchClient, { type Client } from 'openapi-fetch';
 import type { components, paths } from './schema.js';
 
@@ -30,6 +31,14 @@ export interface ClientOptions {
   token?: string;
   /** A fetch implementation (tests, proxies); the global one by default. */
   fetch?: typeof fetch;
+  /**
+   * How often a request is tried again after a network failure, 503, 429 or an idempotent write
+   * still in flight (409 with Retry-After); default 2, 0 to turn retries off. A write (POST, and
+   * PATCH /conversations/bulk) carries an `Idempotency-Key` (one is made unless the request has
+   * its own), the same on every try, so a retry never applies it twice: the server replays the
+   * first answer.
+   */
+  retries?: number;
 }
 
 type Json = {
@@ -105,8 +114,49 @@ export interface GuestApi {
 export type LoginResult = paths['/api/v1/auth/login']['post']['responses'][200]['content']['application/json']['data'];
 export type Event = paths['/api/v1/events']['get']['responses'][200]['content']['application/json']['data'][number];
 
+/** Whether a request changes something and so carries an Idempotency-Key (CONTRACT §11). */
+const isWrite = (r: Request) => r.method === 'POST' || (r.method === 'PATCH' && r.url.endsWith('/conversations/bulk'));
+
+/**
+ * A fetch that sends each write with one Idempotency-Key and tries it again, with that key, when
+ * the answer is lost or the server asks to retry.
+ */
+function retryingFetch(base: typeof fetch, retries: number): typeof fetch {
+  return async (input, init) => {
+    const request = new Request(input, init);
+    const write = isWrite(request);
+    if (write && !request.headers.has('idempotency-key')) request.headers.set('idempotency-key', randomUUID());
+    for (let attempt = 0; ; attempt++) {
+      const last = attempt >= retries;
+      let res: Response;
+      try {
+        res = await base(request.clone());
+      } catch (err) {
+        // No answer: a write may or may not have been applied; the same key makes retrying safe.
+        if (last || request.signal.aborted) throw err;
+        await sleep(backoff(attempt), request.signal);
+        continue;
+      }
+      const again =
+        res.status === 503 || res.status === 429 || (write && res.status === 409 && res.headers.has('retry-after'));
+      if (!again || last) return res;
+      const after = Number(res.headers.get('retry-after'));
+      await res.body?.cancel();
+      await sleep(
+        Number.isFinite(after) && after > 0 ? Math.min(after * 1000, 30_000) : backoff(attempt),
+        request.signal,
+      );
+    }
+  };
+}
+
+const backoff = (attempt: number) => Math.min(200 * 2 ** attempt, 5_000) * (0.5 + Math.random() / 2);
+
 export function createGuestApi(options: ClientOptions): GuestApi {
-  const api = createFetchClient<paths>({ baseUrl: options.baseUrl, ...(options.fetch && { fetch: options.fetch }) });
+  const api = createFetchClient<paths>({
+    baseUrl: options.baseUrl,
+    fetch: retryingFetch(options.fetch ?? globalThis.fetch, options.retries ?? 2),
+  });
   let token = options.token;
   api.use({
     onRequest({ request }) {
