@@ -167,7 +167,12 @@ test(`load: ${SECONDS} s at ${CONNECTIONS} connections of mixed traffic (${TEST_
   assert.equal(created.messages, acked.messages.size, 'message rows created = message creates acknowledged');
   for (const id of acked.guests) assert.ok(stored.guests.has(id), id);
   for (const id of acked.messages) assert.ok(stored.messages.has(id), id);
-  assert.ok(end - baseline < 50 * MiB, `RSS grew ${((end - baseline) / MiB).toFixed(1)} MiB`);
+  // RSS at one instant after the load is mostly the heap's working size, not what was kept: on a
+  // quiet machine the short run (8 s, ~55k requests) ends 24–64 MiB above its baseline, with the
+  // code of this commit and of the one before this bound was raised alike, while 30 s (170k
+  // requests) ended 16 MiB above it. A leak grows with the requests served: the full run's 60 s
+  // serves some 350k, where 1 KiB kept per request would be over 300 MiB.
+  assert.ok(end - baseline < 96 * MiB, `RSS grew ${((end - baseline) / MiB).toFixed(1)} MiB`);
 
   server.child.kill('SIGTERM');
   assert.equal((await server.exited).code, 0);
