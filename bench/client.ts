@@ -49,8 +49,13 @@ export async function login(baseUrl: string, email: string, password: string): P
 }
 
 export interface Targets {
-  /** Open conversations that have messages: read and written round-robin. */
+  /** Open conversations that have messages: read round-robin. */
   conversationIds: string[];
+  /**
+   * Those of them free text may be sent to at any time (not WhatsApp, whose 24-hour window refuses
+   * a text to a guest who has not written lately: a 409 by design): written round-robin.
+   */
+  postIds: string[];
   /** A guest's last name, lower-cased: a realistic search that matches several guests. */
   guestSearch: string;
 }
@@ -61,16 +66,18 @@ export async function discover(baseUrl: string, token: string): Promise<Targets>
     'list conversations',
     await call(baseUrl, `${API}/conversations?status=open&limit=100`, { headers: auth }),
   );
-  const items = (list.data ?? []) as { id: string; messageCount: number; subject: string | null }[];
+  const items = (list.data ?? []) as { id: string; messageCount: number; subject: string | null; channel: string }[];
   // The depth figures' long conversation (bench/hot.ts) is left out: the scenarios measure typical ones.
-  const conversationIds = items.filter((c) => c.messageCount > 0 && c.subject !== HOT_SUBJECT).map((c) => c.id);
-  if (conversationIds.length === 0) throw new Error('no open conversation with messages was found');
+  const typical = items.filter((c) => c.messageCount > 0 && c.subject !== HOT_SUBJECT);
+  const conversationIds = typical.map((c) => c.id);
+  const postIds = typical.filter((c) => c.channel !== 'whatsapp').map((c) => c.id);
+  if (postIds.length === 0) throw new Error('no open non-WhatsApp conversation with messages was found');
 
   const guests = expectOk('list guests', await call(baseUrl, `${API}/guests?limit=20`, { headers: auth }));
   const names = ((guests.data ?? []) as { name: string }[]).map((g) => g.name.split(/\s+/).at(-1)!.toLowerCase());
   const guestSearch = names.find((n) => n.length >= 4) ?? names[0];
   if (guestSearch === undefined) throw new Error('no guest was found to search for');
-  return { conversationIds, guestSearch };
+  return { conversationIds, postIds, guestSearch };
 }
 
 export interface Probe {

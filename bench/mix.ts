@@ -21,6 +21,8 @@ interface Account {
   manager: boolean;
   token: string;
   conversationIds: string[];
+  /** Those free text may go to at any time: not WhatsApp (its 24-hour window answers 409 by design). */
+  postIds: string[];
   taskIds: string[];
 }
 
@@ -42,11 +44,17 @@ function prng(seed: number): () => number {
   };
 }
 
-async function ids(baseUrl: string, token: string, path: string): Promise<string[]> {
+interface Row {
+  id: string;
+  subject?: string | null;
+  channel?: string;
+}
+
+async function rows(baseUrl: string, token: string, path: string): Promise<Row[]> {
   const res = await fetch(`${baseUrl}${API}${path}`, { headers: { authorization: `Bearer ${token}` } });
-  const body = (await res.json()) as { data?: { id: string; subject?: string | null }[] };
+  const body = (await res.json()) as { data?: Row[] };
   // The depth figures' long conversation (bench/hot.ts) is left out: the mix is of typical ones.
-  return (body.data ?? []).filter((r) => r.subject !== HOT_SUBJECT).map((r) => r.id);
+  return (body.data ?? []).filter((r) => r.subject !== HOT_SUBJECT);
 }
 
 /** Logs in the manager and the ten staff members, with the conversations and tasks each may write. */
@@ -54,9 +62,11 @@ export async function mixAccounts(baseUrl: string, password: string): Promise<Ac
   const out: Account[] = [];
   for (const email of [MANAGER, ...STAFF]) {
     const token = await login(baseUrl, email, password);
-    const conversationIds = await ids(baseUrl, token, '/conversations?status=open&limit=100');
-    const taskIds = await ids(baseUrl, token, '/tasks?limit=100');
-    if (conversationIds.length > 0) out.push({ manager: email === MANAGER, token, conversationIds, taskIds });
+    const conversations = await rows(baseUrl, token, '/conversations?status=open&limit=100');
+    const conversationIds = conversations.map((r) => r.id);
+    const postIds = conversations.filter((r) => r.channel !== 'whatsapp').map((r) => r.id);
+    const taskIds = (await rows(baseUrl, token, '/tasks?limit=100')).map((r) => r.id);
+    if (postIds.length > 0) out.push({ manager: email === MANAGER, token, conversationIds, postIds, taskIds });
   }
   if (out.length === 0) throw new Error('the mix found no account with an open conversation');
   return out;
@@ -91,7 +101,7 @@ export function mixWorkload(accounts: Account[], o: { noCache: boolean; seed?: n
   };
   const next = (n: number): LoadRequest => {
     const u = users[n]!;
-    const { conversationIds, taskIds } = u.account;
+    const { conversationIds, postIds, taskIds } = u.account;
     const r = rand();
     if (r < 0.3) {
       return list(u, `${API}/conversations`, [
@@ -123,7 +133,7 @@ export function mixWorkload(accounts: Account[], o: { noCache: boolean; seed?: n
     const json = { ...headersOf(u, true), 'content-type': 'application/json' };
     if (r < 0.9 || taskIds.length === 0) {
       const body = JSON.stringify({ content: 'Mix: your late checkout is confirmed.' });
-      const path = `${API}/conversations/${pick(conversationIds)}/messages`;
+      const path = `${API}/conversations/${pick(postIds)}/messages`;
       return { method: 'POST', path, headers: json, body, kind: 'POST message' };
     }
     if (r < 0.95) {

@@ -22,8 +22,10 @@ export interface BenchOptions {
   warmupS: number;
   /** On a shared machine: wait up to this many seconds for idle CPUs before each scenario. */
   quietS: number;
-  /** Only the conversation list, with the server under --cpu-prof; prints the profile's top costs. */
+  /** Only one scenario, with the server under --cpu-prof; prints the profile's top costs. */
   profile: boolean;
+  /** The scenario --profile runs (an id of bench/scenarios.ts). */
+  profileScenario: string;
   pgBaseUrl: string;
   redisUrl: string;
   /** The parts of a run: the autocannon scenarios, the depth figures, the open loops, the mix. */
@@ -59,6 +61,7 @@ export const USAGE = `Usage: npm run bench -- [options]
   --connections N    concurrent connections (default 50)
   --wait-quiet S     before each scenario, wait up to S s for the CPUs to be idle (a shared machine)
   --profile          profile the conversation list: server under --cpu-prof, top costs printed
+  --profile-scenario ID  profile this scenario instead (e.g. messages.post, auth.me)
   --profile-mix      profile the realistic mix the same way
   --streams          also the live-stream fan-out: 1,000 / 5,000 / 10,000 streams × 100 messages at
                      20/s on a fresh store (with --pg: three instances on PostgreSQL + Redis), ~4 min
@@ -126,6 +129,7 @@ export function parseOptions(argv: string[]): BenchOptions | 'help' {
       connections: { type: 'string' },
       'wait-quiet': { type: 'string' },
       profile: { type: 'boolean', default: false },
+      'profile-scenario': { type: 'string' },
       'profile-mix': { type: 'boolean', default: false },
       only: { type: 'string' },
       streams: { type: 'boolean', default: false },
@@ -156,7 +160,8 @@ export function parseOptions(argv: string[]): BenchOptions | 'help' {
     durationS: positive('duration', values.duration, 10),
     warmupS: values.warmup === '0' ? 0 : positive('warmup', values.warmup, 2),
     quietS: values['wait-quiet'] === undefined ? 0 : positive('wait-quiet', values['wait-quiet'], 0),
-    profile: values.profile ?? false,
+    profile: (values.profile ?? false) || values['profile-scenario'] !== undefined,
+    profileScenario: values['profile-scenario'] ?? 'conversations.list',
     pgBaseUrl: (values['pg-url'] ?? 'postgres://postgres@127.0.0.1:5432').replace(/\/+$/, ''),
     redisUrl: values['redis-url'] ?? 'redis://127.0.0.1:6379',
     sections: parseSections(values.only, values.streams ?? false),

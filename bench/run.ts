@@ -99,7 +99,8 @@ async function benchStore(
   const targets = await discover(server.baseUrl, token);
   const idleRss = await rssNowMiB(server.proc.pid);
   let scenarios = o.sections.includes('scenarios') && !o.profileMix ? apiScenarios(token, targets) : [];
-  if (o.profile) scenarios = scenarios.filter((s) => s.id === 'conversations.list');
+  if (o.profile) scenarios = scenarios.filter((s) => s.id === o.profileScenario);
+  if (o.profile && scenarios.length === 0) throw new Error(`--profile-scenario: no scenario "${o.profileScenario}"`);
 
   const results: ScenarioResult[] = [];
   for (const s of scenarios) {
@@ -261,7 +262,7 @@ async function main(): Promise<void> {
       const { run, profileDir, window } = await benchStore(kind, size, o, tmp, ceiling, ceilingLoop);
       runs.push(run);
       if (profileDir) {
-        const name = o.profileMix ? 'mix' : 'conversations-list';
+        const name = o.profileMix ? 'mix' : o.profileScenario;
         await reportProfile(profileDir, startedAt.replace(/[:.]/g, '-'), window, name);
       }
     }

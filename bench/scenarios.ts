@@ -93,14 +93,14 @@ export function apiScenarios(token: string, t: Targets): Scenario[] {
   });
   const post = (): AutocannonRequest => ({
     method: 'POST',
-    path: first,
+    path: messagesOf(t.postIds[0]!),
     headers: json,
     body: POST_BODY,
-    setupRequest: roundRobin(t.conversationIds, messagesOf),
+    setupRequest: roundRobin(t.postIds, messagesOf),
   });
 
   const probeList = (path: string): Probe => ({ method: 'GET', path, list: true });
-  const probePost: Probe = { method: 'POST', path: first, body: POST_BODY, list: false };
+  const probePost: Probe = { method: 'POST', path: messagesOf(t.postIds[0]!), body: POST_BODY, list: false };
   return [
     {
       id: 'healthz',

@@ -58,6 +58,9 @@ export async function startApiServer(store: BenchStore, o: ApiServerOptions): Pr
     RATE_LIMIT_STANDARD: RAISED_LIMIT,
     RATE_LIMIT_BULK: RAISED_LIMIT,
     LOGIN_RATE_LIMIT: RAISED_LIMIT,
+    // Every text goes through the dispatcher's whole claim → send → record path, without the
+    // network: what a hotel with its providers configured pays per message, minus the provider.
+    CHANNELS_DRY_RUN: 'true',
     // The server reports its event-loop delay on SIGUSR2 (src/server.ts); off in normal runs.
     BENCH_EVENT_LOOP: '1',
   });
