@@ -72,7 +72,7 @@ export async function mixAccounts(baseUrl: string, password: string): Promise<Ac
   return out;
 }
 
-export function mixWorkload(accounts: Account[], o: { noCache: boolean; seed?: number }): Workload {
+export function mixWorkload(accounts: Account[], o: { seed?: number }): Workload {
   const rand = prng(o.seed ?? 20);
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)]!;
   const users: UserState[] = Array.from({ length: MIX_USERS }, (_, u) => ({
@@ -81,23 +81,22 @@ export function mixWorkload(accounts: Account[], o: { noCache: boolean; seed?: n
   }));
   const kindOf = (u: UserState, path: string) =>
     `${u.account.manager ? 'manager' : 'staff'} GET ${path.slice(path.lastIndexOf('/'))}`;
-  const headersOf = (u: UserState, body: boolean): Record<string, string> => ({
+  const headersOf = (u: UserState): Record<string, string> => ({
     authorization: `Bearer ${u.account.token}`,
-    ...(o.noCache && !body ? { 'cache-control': 'no-cache' } : {}),
   });
   /** A list read: on a walk, its next page by cursor; else a random filter and a shallow page. */
   const list = (u: UserState, path: string, filters: readonly string[]): LoadRequest => {
     const walk = u.walks.get(path);
     if (walk !== undefined && rand() < 0.7) {
       const q = `${walk.filter}${walk.filter === '' ? '' : '&'}limit=50&cursor=${encodeURIComponent(walk.cursor)}`;
-      return { method: 'GET', path: `${path}?${q}`, headers: headersOf(u, false), kind: `${kindOf(u, path)} cursor` };
+      return { method: 'GET', path: `${path}?${q}`, headers: headersOf(u), kind: `${kindOf(u, path)} cursor` };
     }
     const filter = pick(filters);
     const page = 1 + Math.floor(rand() * 5);
     const limit = rand() < 0.2 ? 50 : 20;
     const q = `${filter}${filter === '' ? '' : '&'}limit=${limit}${page > 1 ? `&page=${page}` : ''}`;
     const shown = filter.replace(/=.*$/, '') || 'all';
-    return { method: 'GET', path: `${path}?${q}`, headers: headersOf(u, false), kind: `${kindOf(u, path)} ${shown}` };
+    return { method: 'GET', path: `${path}?${q}`, headers: headersOf(u), kind: `${kindOf(u, path)} ${shown}` };
   };
   const next = (n: number): LoadRequest => {
     const u = users[n]!;
@@ -116,7 +115,7 @@ export function mixWorkload(accounts: Account[], o: { noCache: boolean; seed?: n
       return {
         method: 'GET',
         path: `${API}/conversations/${pick(conversationIds)}/messages`,
-        headers: headersOf(u, false),
+        headers: headersOf(u),
         kind: 'GET messages',
       };
     }
@@ -130,7 +129,7 @@ export function mixWorkload(accounts: Account[], o: { noCache: boolean; seed?: n
       ]);
     }
     if (r < 0.8) return list(u, `${API}/guests`, ['', '', 'tag=vip', 'search=baker']);
-    const json = { ...headersOf(u, true), 'content-type': 'application/json' };
+    const json = { ...headersOf(u), 'content-type': 'application/json' };
     if (r < 0.9 || taskIds.length === 0) {
       const body = JSON.stringify({ content: 'Mix: your late checkout is confirmed.' });
       const path = `${API}/conversations/${pick(postIds)}/messages`;

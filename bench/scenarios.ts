@@ -124,26 +124,10 @@ export function apiScenarios(token: string, t: Targets): Scenario[] {
       probes: [probeList(listPath)],
     },
     {
-      // The same request asking for a fresh read: what a page costs when the store changed since
-      // it was last served (the read cache, src/plugins/read-cache.ts, is skipped).
-      id: 'conversations.list.uncached',
-      label: 'the same, Cache-Control: no-cache',
-      kind: 'diagnostic',
-      requests: [{ ...list, headers: { ...auth, 'cache-control': 'no-cache' } }],
-      probes: [probeList(listPath)],
-    },
-    {
       id: 'guests.search',
       label: `GET /guests?search=${t.guestSearch}`,
       kind: 'target',
       requests: [search],
-      probes: [probeList(searchPath)],
-    },
-    {
-      id: 'guests.search.uncached',
-      label: 'the same, Cache-Control: no-cache',
-      kind: 'diagnostic',
-      requests: [{ ...search, headers: { ...auth, 'cache-control': 'no-cache' } }],
       probes: [probeList(searchPath)],
     },
     {

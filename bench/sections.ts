@@ -1,6 +1,6 @@
 // Owns the sections of a store's run beyond the autocannon scenarios: the depth figures of each
-// list (with the long conversation they need), the fresh list in an open loop, and the realistic
-// mix with and without the read cache; and the ceiling's own open loops, the scale they are read on.
+// list (with the long conversation they need), the conversation list in an open loop, and the realistic
+// mix; and the ceiling's own open loops, the scale they are read on.
 import { type DepthFigures, depthLists, formatDepth, measureDepth } from './depth.js';
 import type { Workload } from './http-load.js';
 import { formatLoops, type LoopFigures, type LoopSettings, measureLoops } from './loops.js';
@@ -78,13 +78,13 @@ export async function runSections(o: BenchOptions, input: SectionInput): Promise
     say(formatDepth(out.depth));
   }
   if (o.sections.includes('loops') && !o.profileMix) {
-    const auth = { authorization: `Bearer ${token}`, 'cache-control': 'no-cache' };
-    say('  open loop: the fresh conversation list …');
+    const auth = { authorization: `Bearer ${token}` };
+    say('  open loop: the conversation list …');
     out.loops.push(
       await measureLoops(
         baseUrl,
         'list.fresh',
-        'GET /conversations?status=open, no-cache',
+        'GET /conversations?status=open',
         single('/api/v1/conversations?status=open&limit=20', auth),
         LIST_FRACTION,
         settings(o),
@@ -96,22 +96,18 @@ export async function runSections(o: BenchOptions, input: SectionInput): Promise
     say('  the realistic mix: logging in the staff and managers …');
     const accounts = await mixAccounts(baseUrl, input.password);
     // Each workload gets its own random sequence from the same seed: the same requests each time.
-    // Only SQLite has a read cache (src/plugins/read-cache.ts): PostgreSQL runs the mix once.
-    const variants = o.profileMix || input.databaseUrl.startsWith('postgres') ? [false] : [false, true];
-    for (const noCache of variants) {
-      say(`  the mix ${noCache ? 'without' : 'with'} the read cache …`);
-      out.loops.push(
-        await measureLoops(
-          baseUrl,
-          noCache ? 'mix.no-cache' : 'mix',
-          `mix 80/20, 20 users${noCache ? ', no-cache' : ''}`,
-          () => mixWorkload(accounts, { noCache }),
-          MIX_FRACTION,
-          settings(o),
-          server,
-        ),
-      );
-    }
+    say('  the mix …');
+    out.loops.push(
+      await measureLoops(
+        baseUrl,
+        'mix',
+        'mix 80/20, 20 users',
+        () => mixWorkload(accounts, {}),
+        MIX_FRACTION,
+        settings(o),
+        server,
+      ),
+    );
   }
   if (out.loops.length > 0) say(formatLoops(out.loops, input.ceilingClosed));
   return out;

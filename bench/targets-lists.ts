@@ -3,7 +3,7 @@
 // PostgreSQL's are judged alike and reported beside them.
 import type { LoopFigures } from './loops.js';
 import { ms, type ScenarioResult } from './scenarios.js';
-import { LIST_FRACTION, MIX_FRACTION } from './sections.js';
+import { LIST_FRACTION } from './sections.js';
 import type { StoreRun, Verdict } from './targets.js';
 
 export const LIST_TARGETS = {
@@ -88,11 +88,11 @@ export function judgeLists(runs: StoreRun[], ceiling: ScenarioResult): Verdict[]
   const out: Verdict[] = [];
   for (const run of runs) {
     out.push(...depthVerdicts(run));
-    const fresh = run.scenarios.find((s) => s.id === 'conversations.list.uncached');
+    const fresh = run.scenarios.find((s) => s.id === 'conversations.list');
     if (fresh && ceiling.reqPerSec > 0) {
       const ratio = fresh.reqPerSec / ceiling.reqPerSec;
       out.push({
-        target: `fresh list (no-cache) ≥ ${LIST_TARGETS.freshListRatio} × bare Fastify req/s (autocannon)`,
+        target: `fresh list ≥ ${LIST_TARGETS.freshListRatio} × bare Fastify req/s (autocannon)`,
         scope: scopeOf(run, ''),
         measured: `${ratio.toFixed(3)} × (${Math.round(fresh.reqPerSec)} / ${Math.round(ceiling.reqPerSec)} req/s)`,
         pass: ratio >= LIST_TARGETS.freshListRatio,
@@ -101,7 +101,6 @@ export function judgeLists(runs: StoreRun[], ceiling: ScenarioResult): Verdict[]
     const loops = run.loops ?? [];
     const list = loops.find((l) => l.id === 'list.fresh');
     if (list) out.push(openVerdict(run, list, 'fresh list'));
-    const mix = loops.find((l) => l.id === 'mix');
     const bare = ceilingAt(run, LIST_FRACTION)?.closed.reqPerSec;
     for (const m of loops.filter((l) => l.id.startsWith('mix'))) {
       const ratio = bare ? `, ${(m.closed.reqPerSec / bare).toFixed(3)} × bare Fastify` : '';
@@ -112,18 +111,6 @@ export function judgeLists(runs: StoreRun[], ceiling: ScenarioResult): Verdict[]
         pass: null,
       });
       out.push(openVerdict(run, m, m.label));
-    }
-    const bypass = loops.find((l) => l.id === 'mix.no-cache');
-    if (mix && bypass) {
-      const gain = mix.closed.reqPerSec / bypass.closed.reqPerSec;
-      out.push({
-        target: 'the read cache pays under the mix (max with ÷ without)',
-        scope: scopeOf(run, ''),
-        measured:
-          `${gain.toFixed(2)} × (${Math.round(mix.closed.reqPerSec)} vs ${Math.round(bypass.closed.reqPerSec)} req/s); ` +
-          `open-loop p99 at ${Math.round(MIX_FRACTION * 100)} % ${ms(mix.open.p99)} vs ${ms(bypass.open.p99)} ms`,
-        pass: null,
-      });
     }
   }
   return out;

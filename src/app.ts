@@ -40,7 +40,6 @@ import idempotency from './plugins/idempotency.js';
 import input from './plugins/input.js';
 import metrics from './plugins/metrics.js';
 import openapi from './plugins/openapi.js';
-import readCache from './plugins/read-cache.js';
 import revocation, { type Revoke } from './plugins/revocation.js';
 
 /**
@@ -183,7 +182,6 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(etags);
   await app.register(audit);
   await app.register(input);
-  await app.register(readCache);
   await app.register(openapi);
 
   await app.register(healthRoutes);

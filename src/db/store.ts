@@ -57,7 +57,7 @@ export interface Store extends Executor {
   /**
    * A value that changes whenever anything in the store may have changed (a write by this process
    * or a commit by any other), or null when the store cannot say cheaply (PostgreSQL) or a
-   * transaction is open on the connection. Read caches key on it (src/plugins/read-cache.ts).
+   * transaction is open on the connection. Caches of rows (the gate's staff rows, API keys) key on it.
    */
   readVersion(): string | null;
   close(): Promise<void>;

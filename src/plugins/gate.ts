@@ -26,11 +26,6 @@ declare module 'fastify' {
   }
   interface FastifyRequest {
     user: AuthUser | null;
-    /**
-     * The store's version (src/db/store.ts) the gate read when it admitted the request from its
-     * kept staff rows, so a later hook reuses it instead of reading it again (null: not read).
-     */
-    storeVersion: string | null;
   }
 }
 
@@ -60,8 +55,8 @@ function staffRows(app: FastifyInstance) {
   const rows = new Map<string, StaffRow>();
   let readAt: string | null = null;
   return {
-    /** The row as kept at the store's version now, with that version; undefined if not kept. */
-    kept(sub: string, jti: string): { row: StaffRow; version: string } | undefined {
+    /** The row as kept at the store's version now; undefined if not kept. */
+    kept(sub: string, jti: string): { row: StaffRow } | undefined {
       const version = app.ctx.store.readVersion();
       if (version === null) return undefined;
       if (version !== readAt) {
@@ -70,7 +65,7 @@ function staffRows(app: FastifyInstance) {
         return undefined;
       }
       const key = `${sub}\u0000${jti}`;
-      return rows.has(key) ? { row: rows.get(key), version } : undefined;
+      return rows.has(key) ? { row: rows.get(key) } : undefined;
     },
     /** The row read from the store, kept for the next request if nothing changed meanwhile. */
     async read(sub: string, jti: string): Promise<StaffRow> {
@@ -122,10 +117,7 @@ function authenticate(
   // One round trip (or none while the store is unchanged): the staff member as stored now, and
   // whether this token was revoked.
   const kept = staff.kept(sub, jti);
-  if (kept !== undefined) {
-    request.storeVersion = kept.version;
-    return admit(kept.row, jti, iat, exp);
-  }
+  if (kept !== undefined) return admit(kept.row, jti, iat, exp);
   return staff.read(sub, jti).then((row) => admit(row, jti, iat, exp));
 }
 
@@ -228,7 +220,6 @@ function scopeRefusal(needed: Scope | undefined, held: readonly Scope[]): AppErr
 export default fp(
   async function gate(app: FastifyInstance) {
     app.decorateRequest('user', null);
-    app.decorateRequest('storeVersion', null);
     const staff = staffRows(app);
     const keys = keyAuthenticator(app);
 

@@ -17,7 +17,7 @@ export const messagesRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/:id/messages',
     {
-      config: { access: ANY_ROLE, scope: 'conversations:read', cache: true },
+      config: { access: ANY_ROLE, scope: 'conversations:read' },
       schema: {
         tags: ['conversations'],
         operationId: 'listMessages',

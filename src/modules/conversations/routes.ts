@@ -26,7 +26,7 @@ export const conversationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/',
     {
-      config: { access: ANY_ROLE, scope: 'conversations:read', cache: true },
+      config: { access: ANY_ROLE, scope: 'conversations:read' },
       schema: {
         tags: ['conversations'],
         operationId: 'listConversations',

@@ -18,7 +18,7 @@ export const guestsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/',
     {
-      config: { access: ANY_ROLE, scope: 'guests:read', cache: true },
+      config: { access: ANY_ROLE, scope: 'guests:read' },
       schema: {
         tags: ['guests'],
         operationId: 'listGuests',

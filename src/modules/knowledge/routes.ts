@@ -15,7 +15,7 @@ export const knowledgeRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/',
     {
-      config: { access: ANY_ROLE, scope: 'knowledge:read', cache: true },
+      config: { access: ANY_ROLE, scope: 'knowledge:read' },
       schema: {
         tags: ['knowledge'],
         operationId: 'listKnowledgeEntries',

@@ -24,7 +24,7 @@ export const tasksRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get(
     '/',
     {
-      config: { access: ANY_ROLE, scope: 'tasks:read', cache: true },
+      config: { access: ANY_ROLE, scope: 'tasks:read' },
       schema: {
         tags: ['tasks'],
         operationId: 'listTasks',
