@@ -3,6 +3,7 @@
 // store, and ended cleanly by app.close().
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { connect } from 'node:net';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyInstance } from 'fastify';
@@ -159,4 +160,72 @@ test('a change made on one instance reaches a stream open on another instance sh
   // Before the shared store is removed (its clean-up was registered first).
   await reader.close();
   await writer.close();
+});
+
+/** Sends raw request bytes on one connection and collects what comes back until `until` matches. */
+async function rawExchange(url: string, bytes: string, until: RegExp): Promise<string> {
+  const { port } = new URL(url);
+  const socket = connect(Number(port), '127.0.0.1');
+  socket.setEncoding('latin1');
+  let got = '';
+  socket.on('data', (d: string) => {
+    got += d;
+  });
+  socket.write(bytes);
+  const deadline = Date.now() + 5000;
+  while (!until.test(got) && Date.now() < deadline) await sleep(20);
+  socket.destroy();
+  return got;
+}
+
+test('frames reach HTTP/1.0 clients unchunked and a pipelined stream request once its turn comes', async (t) => {
+  const app = await buildTestApp(t);
+  const admin = await createStaff(app, 'admin');
+  const url = await listen(app);
+  const path = new URL(url).pathname;
+  const auth = `Authorization: Bearer ${admin.token}\r\n`;
+
+  // HTTP/1.0 has no chunked encoding: the body is the SSE text itself, ended by the close.
+  const old = rawExchange(url, `GET ${path} HTTP/1.0\r\n${auth}\r\n`, /data: .*Old client/);
+  await sleep(300);
+  await guest(app, admin.token, 'Old client');
+  const head10 = await old;
+  assert.match(head10, /^HTTP\/1\.1 200/);
+  assert.doesNotMatch(head10, /transfer-encoding: chunked/i);
+  const body10 = head10.slice(head10.indexOf('\r\n\r\n') + 4);
+  assert.match(body10, /^retry: 3000\n\nid: \d+\ndata: \{.*"Old client".*\}\n\n/s);
+
+  // Pipelined behind another request on the same connection: the stream's head and frames follow
+  // the first answer, chunk-framed, in order.
+  const piped = rawExchange(
+    url,
+    `GET /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET ${path} HTTP/1.1\r\nHost: x\r\n${auth}\r\n`,
+    /Piped[^\r]*\r\n/,
+  );
+  await sleep(300);
+  await guest(app, admin.token, 'Piped');
+  const text = await piped;
+  const second = text.indexOf('HTTP/1.1 200', 1);
+  assert.ok(second > 0, 'two answers on the connection');
+  const streamPart = text.slice(second);
+  assert.match(streamPart, /transfer-encoding: chunked/i);
+  const body = streamPart.slice(streamPart.indexOf('\r\n\r\n') + 4);
+  // Each chunk: its size in hex, CRLF, exactly that many bytes, CRLF.
+  const frames: string[] = [];
+  let rest = body;
+  while (rest.length > 0) {
+    const m = /^([0-9a-f]+)\r\n/.exec(rest);
+    if (m === null) break;
+    const size = Number.parseInt(m[1]!, 16);
+    const chunk = rest.slice(m[0].length, m[0].length + size);
+    if (chunk.length < size) break;
+    assert.equal(rest.slice(m[0].length + size, m[0].length + size + 2), '\r\n');
+    frames.push(Buffer.from(chunk, 'latin1').toString('utf8'));
+    rest = rest.slice(m[0].length + size + 2);
+  }
+  assert.equal(frames[0], 'retry: 3000\n\n');
+  assert.ok(
+    frames.some((f) => /^id: \d+\ndata: \{.*"Piped".*\}\n\n$/s.test(f)),
+    'the event arrives as one chunk',
+  );
 });

@@ -22,21 +22,37 @@ export interface StreamOptions {
 
 const CATCH_UP_BATCH = 100;
 
+/** An SSE frame as bytes, alone and inside an HTTP/1.1 chunk (`<size hex>\r\n…\r\n`). */
+interface Frame {
+  plain: Buffer;
+  chunked: Buffer;
+}
+
+function framed(text: string): Frame {
+  const plain = Buffer.from(text);
+  return { plain, chunked: Buffer.concat([Buffer.from(`${plain.length.toString(16)}\r\n`), plain, CRLF]) };
+}
+
+const CRLF = Buffer.from('\r\n');
+
 /**
  * The SSE frame of each row, made once: the hub hands the same row object to every open stream, and
  * the event's JSON is the same for every caller who may see it (filters decide only whether it is
- * sent), so thousands of streams share one string and one Buffer instead of each building its own.
+ * sent), so thousands of streams share one Buffer instead of each building its own. The chunked
+ * form carries its own chunk header, so a stream writes it to its socket as it is (see `write`).
  * Keyed weakly: a frame goes when its row does.
  */
-const frames = new WeakMap<EventListRow, Buffer>();
-function frameOf(row: EventListRow): Buffer {
+const frames = new WeakMap<EventListRow, Frame>();
+function frameOf(row: EventListRow): Frame {
   let f = frames.get(row);
   if (f === undefined) {
-    f = Buffer.from(`id: ${row.id}\ndata: ${toEventJson(row)}\n\n`);
+    f = framed(`id: ${row.id}\ndata: ${toEventJson(row)}\n\n`);
     frames.set(row, f);
   }
   return f;
 }
+const RETRY = framed('retry: 3000\n\n');
+const HEARTBEAT = framed(': heartbeat\n\n');
 /** A client this far behind is cut off; it reconnects with Last-Event-ID and catches up from the table. */
 const MAX_BUFFERED_BYTES = 1024 * 1024;
 const MAX_TIMER_MS = 2_147_483_647;
@@ -56,8 +72,20 @@ export async function serveStream(request: FastifyRequest, reply: FastifyReply, 
     connection: 'keep-alive',
     'x-accel-buffering': 'no',
   });
+  // The head goes out now; the body is then written to the socket directly, each frame a Buffer
+  // shared by every stream (already chunk-framed when the response is chunked, as it is for every
+  // HTTP/1.1 client). Through `res.write` each delivery would also build its chunk header and
+  // cork, uncork and write twice, per stream, which is most of a fan-out's cost and garbage.
+  // `res.end()` still writes the closing chunk: the response has written no body of its own.
+  // A pipelined request waiting behind another response on its connection has no socket yet: it
+  // goes through `res.write`, which queues and frames for it.
+  res.flushHeaders();
+  const socket = res.socket;
+  const chunked = res.chunkedEncoding;
+  const write = (f: Frame) => (socket === null ? res.write(f.plain) : socket.write(chunked ? f.chunked : f.plain));
+  const backlog = () => (socket === null ? res.writableLength : socket.writableLength);
   // Ask browsers' EventSource to reconnect after 3 s; it sends Last-Event-ID when it does.
-  res.write('retry: 3000\n\n');
+  write(RETRY);
 
   let cursor = o.after;
   let live = false;
@@ -78,15 +106,15 @@ export async function serveStream(request: FastifyRequest, reply: FastifyReply, 
     if (ended || id <= cursor) return;
     cursor = id;
     if (!visible(row)) return;
-    res.write(frameOf(row));
-    if (res.writableLength > MAX_BUFFERED_BYTES) end();
+    write(frameOf(row));
+    if (backlog() > MAX_BUFFERED_BYTES) end();
   };
   const sub: Subscriber = {
     push: (row) => (live ? send(row) : buffered.push(row)),
     close: end,
   };
 
-  const heartbeat = setInterval(() => res.write(': heartbeat\n\n'), o.heartbeatMs);
+  const heartbeat = setInterval(() => write(HEARTBEAT), o.heartbeatMs);
   // The stream lasts no longer than the token that opened it.
   const exp = request.user?.exp;
   const expiry = setTimeout(end, exp === undefined ? MAX_TIMER_MS : Math.min(MAX_TIMER_MS, exp * 1000 - Date.now()));
