@@ -249,3 +249,29 @@ test('messages sent at the same time keep a stable order and an exact count', as
   const ids = list.data.map((m: { id: string }) => m.id);
   assert.deepEqual(ids, [...ids].sort(), 'oldest first, ties broken by id');
 });
+
+test('a conversation whose latest message is ahead of this clock gets each new message 1 ms after it', async (t) => {
+  const { app, admin, open, send, get } = await setup(t);
+  const c = await open({ content: 'first' });
+  // Another instance whose clock runs ahead wrote the latest message a minute from now.
+  const ahead = new Date(Date.now() + 60_000);
+  await app.ctx.store.db
+    .updateTable('conversations')
+    .set({ last_message_at: ahead.toISOString() })
+    .where('id', '=', c.id)
+    .execute();
+  const a = await send(c.id, { content: 'after the clock' });
+  const b = await send(c.id, { content: 'and once more' });
+  assert.equal(a.status, 201);
+  assert.equal(a.data.createdAt, new Date(ahead.getTime() + 1).toISOString());
+  assert.equal(b.data.createdAt, new Date(ahead.getTime() + 2).toISOString());
+  const after = await get(c.id);
+  assert.equal(after.data.lastMessageAt, b.data.createdAt);
+  assert.equal(after.data.updatedAt, b.data.createdAt);
+  assert.equal(after.data.messageCount, 3);
+  const listed = await call(app, 'GET', `/conversations/${c.id}/messages`, { token: admin.token });
+  assert.deepEqual(
+    listed.data.map((m: { content: string }) => m.content),
+    ['first', 'after the clock', 'and once more'],
+  );
+});

@@ -8,7 +8,12 @@ import type { Executor, Tx } from '../../db/types.js';
 import { validation } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
 import { findMessage, insertMessage } from '../conversations/messages-repository.js';
-import { findConversation, insertConversation, touchConversation } from '../conversations/repository.js';
+import {
+  advanceConversation,
+  findConversation,
+  insertConversation,
+  touchConversation,
+} from '../conversations/repository.js';
 import type { MessageView } from '../conversations/schemas.js';
 import { storeOutbound } from '../conversations/service.js';
 import { conversationEvents, conversationStatusChanged, messageCreated, recordEvents, SYSTEM } from '../events/emit.js';
@@ -19,7 +24,6 @@ import { getSetting } from '../settings/repository.js';
 import { applyStatus, type StatusChange } from './delivery.js';
 import { type BusinessHours, closedSince, isOpen } from './hours.js';
 import type { Channel } from './providers.js';
-import { nextMessageTime } from './sends-repository.js';
 
 /** Longest stored content of a message; a longer inbound text (a long e-mail) is cut there. */
 export const MAX_CONTENT = 4096;
@@ -102,9 +106,10 @@ async function receive(tx: Tx, outbox: Outbox, m: Inbound): Promise<InboundResul
   const actor: Actor = { type: 'guest', id: guest.id };
   const target = await conversationFor(tx, guest.id, m);
   const conversationId = target?.id ?? newId('cnv');
-  // Under the conversation's lock, after its latest message: a staff text (or this message's auto
-  // reply) committed alongside keeps the order of its time, which is the order it is sent in.
-  const at = target === undefined ? nowIso() : await nextMessageTime(tx, target.id);
+  // An existing conversation gets its time and is touched (reopened if closed) in one statement,
+  // under its lock, after its latest message: a staff text (or this message's auto reply)
+  // committed alongside keeps the order of its time, which is the order it is sent in.
+  const at = target === undefined ? nowIso() : (await advanceConversation(tx, target.id, true))!;
   if (target === undefined) {
     await insertConversation(tx, {
       id: conversationId,
@@ -128,7 +133,7 @@ async function receive(tx: Tx, outbox: Outbox, m: Inbound): Promise<InboundResul
     provider_key: providerKey,
     external_id: m.providerId,
   });
-  await touchConversation(tx, conversationId, at, true);
+  if (target === undefined) await touchConversation(tx, conversationId, at, true);
   const after = (await findConversation(tx, conversationId))!;
   if (target === undefined) conversationEvents(outbox, actor, null, after);
   messageCreated(outbox, actor, message, after.assignee);

@@ -4,25 +4,6 @@
 import { nowIso, toIso, toJson } from '../../db/store.js';
 import type { Executor } from '../../db/types.js';
 
-/**
- * The time to write a new message of a conversation at, read under the conversation's row lock
- * (PostgreSQL; SQLite runs one write at a time). Sends go oldest first per conversation, so a
- * text must not commit after a later-timed one: with the time chosen before the lock, two texts
- * posted together could commit in the other order and the dispatcher, seeing only the later one,
- * sent it first. Strictly after the conversation's latest message, so instances whose clocks
- * differ by a little still order its messages as they were written. The caller updates the row
- * (touchConversation) in the same transaction; the lock is that update's own mode.
- */
-export async function nextMessageTime(tx: Executor, conversationId: string): Promise<string> {
-  let q = tx.selectFrom('conversations').where('id', '=', conversationId).select('last_message_at');
-  if (tx.dialect === 'postgres') q = q.forNoKeyUpdate();
-  const row = await q.executeTakeFirst();
-  const now = nowIso();
-  if (row === undefined) return now;
-  const last = toIso(row.last_message_at);
-  return now > last ? now : new Date(new Date(last).getTime() + 1).toISOString();
-}
-
 /** What a template send carries besides its text (Meta sends the template by name). */
 export interface SendTemplate {
   name: string;

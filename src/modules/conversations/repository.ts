@@ -1,8 +1,9 @@
 // Owns conversation rows: reads (joined with the guest's name), writes, and the row-to-API mapping;
 // also the two lookups a conversation's references are checked with (guest, active staff).
+import { sql } from 'kysely';
 import { paginate } from '../../db/paginate.js';
 import { type Param, type Prepared, prepared } from '../../db/prepared.js';
-import { toBool, toIso } from '../../db/store.js';
+import { nowIso, toBool, toIso } from '../../db/store.js';
 import type { ConversationRow, Executor } from '../../db/types.js';
 import type { ConversationStatus, ConversationView } from './schemas.js';
 
@@ -187,6 +188,53 @@ const touch = [false, true].map((reopenClosed) =>
       .where('id', '=', p('id')),
   ),
 ) as [Prepared<{ id: string; at: string }, unknown>, Prepared<{ id: string; at: string }, unknown>];
+
+/**
+ * Takes the time of a new message of a conversation and records it there in one statement: one
+ * more message, latest activity at that time, and (with `reopenClosed`) a closed conversation
+ * open again. The time is now, or 1 ms after the conversation's latest message when that is not
+ * earlier (another instance's clock a little ahead), so its messages keep the order they were
+ * written in. The update holds the row's lock until commit (PostgreSQL; SQLite has one writer),
+ * so texts of one conversation commit in the order of their times, which is the order they are
+ * sent in. Undefined when there is no such conversation.
+ */
+const advance = [false, true].map((reopenClosed) =>
+  prepared((db, p: Param<{ id: string; now: string }>) => {
+    const next =
+      db.dialect === 'sqlite'
+        ? sql<string>`case when ${p('now')} > last_message_at then ${p('now')} else strftime('%Y-%m-%dT%H:%M:%fZ', last_message_at, '+0.001 seconds') end`
+        : sql<string>`case when cast(${p('now')} as timestamptz) > last_message_at then cast(${p('now')} as timestamptz) else last_message_at + interval '1 millisecond' end`;
+    return db
+      .updateTable('conversations')
+      .set((eb) => ({
+        last_message_at: next,
+        message_count: eb('message_count', '+', 1),
+        updated_at: next,
+        ...(reopenClosed && {
+          status: eb
+            .case()
+            .when('status', '=', 'closed')
+            .then('open')
+            .else(eb.ref('status'))
+            .end()
+            .$castTo<ConversationStatus>(),
+        }),
+      }))
+      .where('id', '=', p('id'))
+      .returning('last_message_at');
+  }),
+);
+
+export async function advanceConversation(
+  db: Executor,
+  id: string,
+  reopenClosed: boolean,
+): Promise<string | undefined> {
+  const row = (await db.first(advance[reopenClosed ? 1 : 0]!, { id, now: nowIso() })) as
+    | { last_message_at: string | Date }
+    | undefined;
+  return row && toIso(row.last_message_at);
+}
 
 export async function touchConversation(db: Executor, id: string, at: string, reopenClosed: boolean): Promise<void> {
   await db.run(touch[reopenClosed ? 1 : 0], { id, at });

@@ -10,17 +10,17 @@ import type { AuthUser } from '../../lib/auth.js';
 import { type FieldError, forbidden, validation } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
 import { assertWhatsAppWindow, type RenderedTemplate, renderTemplate } from '../channels/rules.js';
-import { insertSend, nextMessageTime } from '../channels/sends-repository.js';
+import { insertSend } from '../channels/sends-repository.js';
 import { conversationEvents, messageCreated, staffActor } from '../events/emit.js';
 import { withEvents } from '../events/outbox.js';
 import { insertMessage, type NewMessage } from './messages-repository.js';
 import {
+  advanceConversation,
   findConversation,
   findConversationRef,
   findGuestName,
   insertConversation,
   isActiveStaff,
-  touchConversation,
   updateConversationRow,
 } from './repository.js';
 import type {
@@ -183,15 +183,15 @@ export async function sendMessage(store: Store, user: AuthUser, conversationId: 
       content = parts.content;
       if (parts.type === 'text' && ref.channel === 'whatsapp') await assertWhatsAppWindow(tx, ref.guest_id);
     }
-    // Under the conversation's lock: its texts commit in the order of their times (delivery order).
-    const at = await nextMessageTime(tx, conversationId);
+    // Its time taken and the conversation touched in one statement, under the row's lock: texts
+    // of a conversation commit in the order of their times (the order they are sent in).
+    const at = (await advanceConversation(tx, conversationId, false))!;
     const message = await storeOutbound(
       tx,
       ref.channel,
       outbound(conversationId, parts.type === 'note' ? 'note' : 'text', content, user, at),
       template,
     );
-    await touchConversation(tx, conversationId, at, false);
     messageCreated(outbox, staffActor(user), message, ref.assignee);
     return message;
   });
