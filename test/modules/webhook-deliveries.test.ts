@@ -35,13 +35,12 @@ async function waitForDeliveries(
   }
 }
 
-test('creating a guest and sending a message produce signed deliveries within a second', async (t) => {
+test('creating a guest and sending a message produce signed deliveries of the subscribed events', async (t) => {
   const app = await buildTestApp(t, WEBHOOK_ENV);
   const admin = await createStaff(app, 'admin');
   const rx = await startReceiver(t);
   const hook = await registerWebhook(app, admin.token, rx.url, ['guest.created', 'message.created']);
 
-  const started = Date.now();
   const guest = await call(app, 'POST', '/guests', { token: admin.token, body: { name: 'Fatima' } });
   const cnv = await call(app, 'POST', '/conversations', {
     token: admin.token,
@@ -51,8 +50,9 @@ test('creating a guest and sending a message produce signed deliveries within a 
     token: admin.token,
     body: { content: 'Your room is ready' },
   });
-  const got = await rx.waitFor(2, 1000);
-  assert.ok(got[1]!.at - started < 1000);
+  // Commits wake the dispatcher, so these arrive in milliseconds; the bound only ends a stuck test
+  // (how fast deliveries go is measured by the bench, not asserted here).
+  const got = await rx.waitFor(2, 15_000);
   assert.deepEqual(
     got.map((r) => r.json.event.type),
     ['guest.created', 'message.created'],
