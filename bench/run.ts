@@ -277,7 +277,7 @@ async function main(): Promise<void> {
 
   const verdicts = profiling
     ? []
-    : [...judge(runs, ceiling, o.connections), ...judgeLists(runs, ceiling), ...judgeFanOut(fanOut)];
+    : [...judge(runs, ceiling, o.connections), ...judgeLists(runs), ...judgeFanOut(fanOut)];
   say(formatVerdicts(verdicts));
   const { pgBaseUrl: _pg, redisUrl: _redis, ...options } = o;
   const report: RunReport = {

@@ -2,7 +2,7 @@
 // against bare Fastify, open-loop latency), judged per store and size; SQLite's are the bar,
 // PostgreSQL's are judged alike and reported beside them.
 import type { LoopFigures } from './loops.js';
-import { ms, type ScenarioResult } from './scenarios.js';
+import { ms } from './scenarios.js';
 import { LIST_FRACTION } from './sections.js';
 import type { StoreRun, Verdict } from './targets.js';
 
@@ -12,7 +12,6 @@ export const LIST_TARGETS = {
   deepMs: 100,
   cursorMs: 10,
   walkRowsPerSec: 20_000,
-  freshListRatio: 0.2,
   openP99Ms: 10,
 } as const;
 
@@ -84,20 +83,10 @@ function openVerdict(run: StoreRun, l: LoopFigures, what: string): Verdict {
   };
 }
 
-export function judgeLists(runs: StoreRun[], ceiling: ScenarioResult): Verdict[] {
+export function judgeLists(runs: StoreRun[]): Verdict[] {
   const out: Verdict[] = [];
   for (const run of runs) {
     out.push(...depthVerdicts(run));
-    const fresh = run.scenarios.find((s) => s.id === 'conversations.list');
-    if (fresh && ceiling.reqPerSec > 0) {
-      const ratio = fresh.reqPerSec / ceiling.reqPerSec;
-      out.push({
-        target: `fresh list ≥ ${LIST_TARGETS.freshListRatio} × bare Fastify req/s (autocannon)`,
-        scope: scopeOf(run, ''),
-        measured: `${ratio.toFixed(3)} × (${Math.round(fresh.reqPerSec)} / ${Math.round(ceiling.reqPerSec)} req/s)`,
-        pass: ratio >= LIST_TARGETS.freshListRatio,
-      });
-    }
     const loops = run.loops ?? [];
     const list = loops.find((l) => l.id === 'list.fresh');
     if (list) out.push(openVerdict(run, list, 'fresh list'));

@@ -68,7 +68,7 @@ export function judge(runs: StoreRun[], ceiling: ScenarioResult, connections: nu
           ? `; by server CPU per request ${(ceiling.serverUsPerRequest / list.serverUsPerRequest).toFixed(3)} ×`
           : '';
       out.push({
-        target: `conversation list ≥ ${TARGETS.listRatio} × bare Fastify req/s`,
+        target: `fresh conversation list ≥ ${TARGETS.listRatio} × bare Fastify req/s`,
         scope,
         measured: `${ratio.toFixed(3)} × (${Math.round(list.reqPerSec)} / ${Math.round(ceilingReqPerSec)} req/s)${cpu}`,
         pass: ratio >= TARGETS.listRatio,
