@@ -224,6 +224,22 @@ test('e-mail: a text arrives at the SMTP server, becomes sent with its Message-I
   assert.equal(list.body.meta.total, 3);
 });
 
+test("e-mail: a long thread's References carry its first e-mail and the latest ones, 20 in all", async (t) => {
+  const smtp = await fakeSmtp(t);
+  const { open, send, until } = await setup(t, smtpEnv(smtp));
+  const { conversation } = await open('email', { subject: 'A long stay' });
+  const texts = [];
+  for (let i = 1; i <= 22; i++) texts.push(await send(conversation.id, `Note ${i}`));
+  await until(conversation.id, texts.at(-1)!.id, 'sent');
+  assert.equal(smtp.received.length, 22);
+  const ids = smtp.received.map((m) => m.messageId);
+  // The 20th e-mail still names all 19 before it; the 22nd names the first and the latest 19.
+  assert.deepEqual(smtp.received[19]!.references, ids.slice(0, 19));
+  const last = smtp.received[21]!;
+  assert.equal(last.inReplyTo, ids[20]);
+  assert.deepEqual(last.references, [ids[0], ...ids.slice(2, 21)]);
+});
+
 test("e-mail: without a subject the hotel's name is the subject (its default name until it is set)", async (t) => {
   const smtp = await fakeSmtp(t);
   const { app, admin, open, send, until } = await setup(t, smtpEnv(smtp));

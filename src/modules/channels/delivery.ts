@@ -30,6 +30,34 @@ export interface SendContext {
   hotelName: string;
 }
 
+/** How many Message-IDs an e-mail's References carries: the thread's first and its latest ones. */
+const MAX_REFERENCES = 20;
+
+/**
+ * The Message-IDs of the e-mails before this one in its conversation, oldest first, for
+ * In-Reply-To (the last) and References. A long thread gives its first message and the latest
+ * ones only, as mail clients trim it (RFC 5322 §3.6.4 lets References be shortened), so the
+ * read stays a few index entries however long the conversation grows.
+ */
+async function threadOf(db: Executor, row: { id: string; conversation_id: string; created_at: string | Date }) {
+  const earlier = db
+    .selectFrom('messages')
+    .where('conversation_id', '=', row.conversation_id)
+    .where('external_id', 'like', '<%')
+    .where('created_at', '<=', row.created_at)
+    .where('id', '!=', row.id)
+    .select('external_id');
+  const latest = await earlier
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(MAX_REFERENCES - 1)
+    .execute();
+  const ids = latest.map((r) => r.external_id!).reverse();
+  if (latest.length < MAX_REFERENCES - 1) return ids;
+  const root = (await earlier.orderBy('created_at').orderBy('id').limit(1).executeTakeFirst())?.external_id;
+  return root && root !== ids[0] ? [root, ...ids] : ids;
+}
+
 export async function loadForSend(db: Executor, messageId: string): Promise<SendContext | undefined> {
   const row = await db
     .selectFrom('messages as m')
@@ -53,23 +81,7 @@ export async function loadForSend(db: Executor, messageId: string): Promise<Send
     ])
     .executeTakeFirst();
   if (row === undefined) return undefined;
-  const references =
-    row.channel === 'email'
-      ? (
-          await db
-            .selectFrom('messages')
-            .where('conversation_id', '=', row.conversation_id)
-            .where('external_id', 'is not', null)
-            .where('created_at', '<=', row.created_at)
-            .where('id', '!=', row.id)
-            .select('external_id')
-            .orderBy('created_at')
-            .orderBy('id')
-            .execute()
-        )
-          .map((r) => r.external_id!)
-          .filter((id) => id.startsWith('<'))
-      : [];
+  const references = row.channel === 'email' ? await threadOf(db, row) : [];
   // The setting as the API shows it: its default ('My Hotel') until an admin sets one.
   const hotelName = hotelNameOf((await getSetting(db, 'hotel'))?.value);
   return {
