@@ -9,6 +9,7 @@ import { channels } from './migrations/006-channels.js';
 import { apiKeys } from './migrations/007-api-keys.js';
 import { idempotency } from './migrations/008-idempotency.js';
 import { auditLog } from './migrations/009-audit-log.js';
+import { finishedSends } from './migrations/010-finished-sends.js';
 import { columnTypes, type MigrationDef } from './migrations/helpers.js';
 import type { Store } from './store.js';
 
@@ -22,6 +23,7 @@ const MIGRATIONS: MigrationDef[] = [
   apiKeys,
   idempotency,
   auditLog,
+  finishedSends,
 ];
 
 export async function migrate(store: Store): Promise<string[]> {

@@ -226,7 +226,7 @@ test('e-mail: a text arrives at the SMTP server, becomes sent with its Message-I
 
 test("e-mail: a long thread's References carry its first e-mail and the latest ones, 20 in all", async (t) => {
   const smtp = await fakeSmtp(t);
-  const { open, send, until } = await setup(t, smtpEnv(smtp));
+  const { app, open, send, until } = await setup(t, smtpEnv(smtp));
   const { conversation } = await open('email', { subject: 'A long stay' });
   const texts = [];
   for (let i = 1; i <= 22; i++) texts.push(await send(conversation.id, `Note ${i}`));
@@ -238,6 +238,9 @@ test("e-mail: a long thread's References carry its first e-mail and the latest o
   const last = smtp.received[21]!;
   assert.equal(last.inReplyTo, ids[20]);
   assert.deepEqual(last.references, [ids[0], ...ids.slice(2, 21)]);
+  // A sent text leaves no send job behind: the table the dispatcher claims from does not grow.
+  const jobs = await app.ctx.store.db.selectFrom('channel_sends').select('message_id').execute();
+  assert.deepEqual(jobs, []);
 });
 
 test("e-mail: without a subject the hotel's name is the subject (its default name until it is set)", async (t) => {

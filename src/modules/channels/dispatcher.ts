@@ -117,10 +117,11 @@ export class ChannelDispatcher {
   private async process(s: ClaimedSend): Promise<void> {
     const { db } = this.o;
     const ctx = await loadForSend(db, s.messageId);
-    // Only a queued text is sent: anything else was settled meanwhile (or the row is gone).
+    // Only a queued text is sent: anything else was settled meanwhile (or the row is gone). Its job
+    // is kept as finished, as a failed text's is, in case a retry wants it again.
     if (ctx === undefined || ctx.message.type !== 'text' || ctx.message.status !== 'queued') {
       await withEvents(db, async (tx) => {
-        await recordSend(tx, s.messageId, this.instance, null);
+        await recordSend(tx, s.messageId, this.instance, 'failed');
       });
       return;
     }
@@ -128,14 +129,16 @@ export class ChannelDispatcher {
     if (!result.ok && this.shutdown.signal.aborted) return releaseSends(db, this.instance, [s.messageId]);
     const attempts = s.attempts + 1;
     const retry = !result.ok && result.retryable && attempts < this.o.config.maxAttempts;
-    const nextAt = retry
-      ? new Date(Date.now() + retryDelayMs(attempts, this.o.config.retryBaseMs)).toISOString()
-      : null;
+    const next = retry
+      ? { retryAt: new Date(Date.now() + retryDelayMs(attempts, this.o.config.retryBaseMs)).toISOString() }
+      : result.ok
+        ? ('sent' as const)
+        : ('failed' as const);
     if (!result.ok) {
       this.o.log.warn({ message: s.messageId, code: result.code, retry }, 'channel send failed');
     }
     await withEvents(db, async (tx, outbox) => {
-      if (!(await recordSend(tx, s.messageId, this.instance, nextAt))) return;
+      if (!(await recordSend(tx, s.messageId, this.instance, next))) return;
       if (retry) return;
       const ref = { conversationId: ctx.message.conversationId, messageId: s.messageId, assignee: ctx.assignee };
       if (result.ok) {

@@ -120,19 +120,34 @@ export async function nextSendDueAt(db: Executor): Promise<number | null> {
   return row?.at == null ? null : new Date(toIso(row.at)).getTime();
 }
 
-/** Records an attempt made under this instance's lease; false when the lease was lost meanwhile. */
+/**
+ * Records an attempt made under this instance's lease: due again at `nextAttemptAt` (a retry), or
+ * settled. A sent text's job is deleted, so the table the dispatcher claims from holds pending
+ * work (and the failed texts' jobs) only, and a claim's cost does not grow with every text ever
+ * sent; a failed one's job is kept, `done`, so a retry sends it again as it was (a template by
+ * its name and parameters). False when the lease was lost meanwhile.
+ */
 export async function recordSend(
   db: Executor,
   messageId: string,
   instance: string,
-  nextAttemptAt: string | null,
+  next: { retryAt: string } | 'sent' | 'failed',
 ): Promise<boolean> {
+  if (next === 'sent') {
+    const r = await db
+      .deleteFrom('channel_sends')
+      .where('message_id', '=', messageId)
+      .where('locked_by', '=', instance)
+      .executeTakeFirst();
+    return Number(r.numDeletedRows) > 0;
+  }
+  const retryAt = next === 'failed' ? null : next.retryAt;
   const r = await db
     .updateTable('channel_sends')
     .set((eb) => ({
-      status: nextAttemptAt === null ? 'done' : 'pending',
+      status: retryAt === null ? 'done' : 'pending',
       attempts: eb('attempts', '+', 1),
-      next_attempt_at: nextAttemptAt,
+      next_attempt_at: retryAt,
       locked_until: null,
       locked_by: null,
     }))
