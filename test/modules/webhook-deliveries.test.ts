@@ -39,18 +39,25 @@ test('creating a guest and sending a message produce signed deliveries within a 
   const app = await buildTestApp(t, WEBHOOK_ENV);
   const admin = await createStaff(app, 'admin');
   const rx = await startReceiver(t);
+  const writes = async (name: string) => {
+    const guest = await call(app, 'POST', '/guests', { token: admin.token, body: { name } });
+    const cnv = await call(app, 'POST', '/conversations', {
+      token: admin.token,
+      body: { guestId: guest.data.id, channel: 'web' },
+    });
+    const sent = await call(app, 'POST', `/conversations/${cnv.data.id}/messages`, {
+      token: admin.token,
+      body: { content: 'Your room is ready' },
+    });
+    return { guest, sent };
+  };
+  // The same writes once before the endpoint exists: the suite's check of each answer against the
+  // document compiles its validators on first use, in this process, and must not count as delivery time.
+  await writes('Warm-up');
   const hook = await registerWebhook(app, admin.token, rx.url, ['guest.created', 'message.created']);
 
   const started = Date.now();
-  const guest = await call(app, 'POST', '/guests', { token: admin.token, body: { name: 'Fatima' } });
-  const cnv = await call(app, 'POST', '/conversations', {
-    token: admin.token,
-    body: { guestId: guest.data.id, channel: 'web' },
-  });
-  const sent = await call(app, 'POST', `/conversations/${cnv.data.id}/messages`, {
-    token: admin.token,
-    body: { content: 'Your room is ready' },
-  });
+  const { guest, sent } = await writes('Fatima');
   const got = await rx.waitFor(2, 1000);
   assert.ok(got[1]!.at - started < 1000);
   assert.deepEqual(
@@ -68,11 +75,11 @@ test('creating a guest and sending a message produce signed deliveries within a 
     assert.match(r.json.id, /^whd_/);
     assert.match(String(r.headers['webhook-timestamp']), /^\d{10}$/);
   }
-  // The event delivered is the event of the feed.
+  // The event delivered is the event of the feed (after the warm-up's two).
   const feed = await readFeed(app, admin.token, '&types=guest.created,message.created');
   assert.deepEqual(
     got.map((r) => r.json.event),
-    feed,
+    feed.slice(-2),
   );
   const done = await waitForDeliveries(app, admin.token, hook.id, (d) => d.every((x) => x.status === 'succeeded'));
   assert.deepEqual(
