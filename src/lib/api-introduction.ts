@@ -32,6 +32,11 @@ message is for people. Every response carries \`X-Request-Id\` (send your own to
 | 429 | RATE_LIMITED, with \`Retry-After\` in seconds |
 | 500, 503 | INTERNAL_ERROR (quote the request id), SERVICE_UNAVAILABLE (retry after \`Retry-After\`) |
 
+Every limit a request is held to is in its schema, as a pattern where it is a form: no string or key
+may hold U+0000; e-mails follow the pattern given (stricter than \`format: email\`); ids a body or
+filter names are \`<prefix>_\` and 26 lowercase base32 characters; a department is one the
+\`departments\` setting lists. A value outside them is a 400 VALIDATION_ERROR naming the field.
+
 ## Rate limits
 
 100 requests per 60 s per staff member (per IP before login) and 10 per 60 s for the bulk

@@ -2,27 +2,43 @@
 // item's schema and carried out on its own, atomically; the answer lists every item's outcome.
 import type { FastifyBaseLogger } from 'fastify';
 import { type TSchema, Type } from 'typebox';
-import { AppError, validation } from './errors.js';
+import { AppError, ERROR_STATUS, type ErrorCode, validation } from './errors.js';
+import { errorDetails } from './schemas.js';
 import { bodyChecker, inputProblem } from './validation.js';
 
 export const MAX_BULK_ITEMS = 100;
 
-/** The request body: items are checked one by one later, so one bad item fails only itself. */
-export const BulkBody = Type.Object(
-  {
-    items: Type.Array(Type.Object({}, { additionalProperties: true }), {
-      minItems: 1,
-      maxItems: MAX_BULK_ITEMS,
-      description: `1 to ${MAX_BULK_ITEMS} items, each validated and applied on its own`,
-    }),
-  },
-  { additionalProperties: false },
-);
+/** Annotation (ignored by validation) naming a bulk body's item schema for the document. */
+const BULK_ITEM = 'x-bulk-item';
+
+/**
+ * The request body of a bulk route whose items each take `item`. Only the envelope is validated
+ * with the request: the items are checked one by one later (`runBulk`), so one bad item fails
+ * only itself. The document shows the items as `item` (`documentedBulkBody`).
+ */
+export const BulkBody = (item: TSchema) =>
+  Type.Object(
+    {
+      items: Type.Array(Type.Object({}, { additionalProperties: true }), {
+        minItems: 1,
+        maxItems: MAX_BULK_ITEMS,
+        description: `1 to ${MAX_BULK_ITEMS} items, each validated and applied on its own: a bad item gets its own error in the answer`,
+      }),
+    },
+    { additionalProperties: false, [BULK_ITEM]: item },
+  );
+
+/** A route body as the document shows it: a bulk body's items as their schema, else unchanged. */
+export function documentedBulkBody(body: unknown): unknown {
+  if (typeof body !== 'object' || body === null || !(BULK_ITEM in body)) return body;
+  const { [BULK_ITEM]: item, ...rest } = body as unknown as Record<string, unknown> & { properties: { items: object } };
+  return { ...rest, properties: { ...rest.properties, items: { ...rest.properties.items, items: item } } };
+}
 
 const ItemError = Type.Object({
-  code: Type.String({ maxLength: 64, pattern: '^[A-Z_]+$' }),
+  code: Type.Enum(Object.keys(ERROR_STATUS) as ErrorCode[]),
   message: Type.String({ maxLength: 2000 }),
-  details: Type.Optional(Type.Unknown()),
+  details: Type.Optional(errorDetails(Object.values(ERROR_STATUS))!),
 });
 
 export const BulkResponse = <T extends TSchema>(data: T) =>

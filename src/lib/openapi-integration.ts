@@ -51,7 +51,10 @@ const IF_MATCH = {
     'Change the record only if it is still at this ETag (from a GET or write answer); otherwise 412 ' +
     'PRECONDITION_FAILED and nothing changes. Checked in the same transaction as the write.',
 };
-const NOT_MODIFIED = { description: 'Not Modified: the copy named in If-None-Match is current (no body)' };
+const NOT_MODIFIED = {
+  type: 'null',
+  description: 'Not Modified: the copy named in If-None-Match is current (no body)',
+};
 const PRECONDITION = {
   $ref: 'Error412',
   description: 'PRECONDITION_FAILED: the record changed since the ETag in If-Match',

@@ -4,8 +4,10 @@
 // API key scope from its `config.scope`, empty when keys may not call it), and what a success
 // answer holds.
 import type { FastifySchema, RouteOptions } from 'fastify';
+import { documentedBulkBody } from './bulk.js';
 import { withExample } from './openapi-examples.js';
 import { integrationDocs } from './openapi-integration.js';
+import { withInputLimits } from './openapi-limits.js';
 
 const int = (description: string, format: 'int32' | 'int64', maximum: number) => ({
   type: 'integer',
@@ -87,7 +89,10 @@ export function documentRoute({ schema, url, route }: { schema: FastifySchema; u
     const own = (base.headers ?? { type: 'object', properties: {} }) as Schema;
     out.headers = { ...own, properties: { ...(own.properties as Schema | undefined), ...extra.requestHeaders } };
   }
-  if (base.body !== undefined) out.body = withExample(base.body);
+  for (const part of ['params', 'querystring', 'headers'] as const) {
+    if (out[part] !== undefined) out[part] = withInputLimits(out[part]);
+  }
+  if (base.body !== undefined) out.body = withExample(withInputLimits(documentedBulkBody(base.body)));
   if (Array.isArray(access)) {
     out['x-roles'] = [...access];
     const scope = route.config?.scope;

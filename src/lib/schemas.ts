@@ -4,18 +4,79 @@ import { type Static, type TSchema, Type } from 'typebox';
 import { ERROR_STATUS, type ErrorCode } from './errors.js';
 import { type IdPrefix, idPattern } from './ids.js';
 
-const errorEnvelope = (codes: readonly string[], $id: string, description: string) =>
-  Type.Object(
+/** A field a request got wrong (dotted path into the part: `email`, `items.2.phone`, `query`) and why. */
+export const FieldError = Type.Object(
+  {
+    field: Type.String({ maxLength: 1000, examples: ['email'] }),
+    message: Type.String({ maxLength: 2000, examples: ['must match format "email"'] }),
+  },
+  { additionalProperties: false },
+);
+
+/** `error.details` by status: what each kind of error adds for a program to act on. */
+const DETAILS: Partial<Record<number, TSchema>> = {
+  400: Type.Array(FieldError, {
+    maxItems: 1000,
+    description: 'Every field found wrong; absent when the body could not be read at all',
+  }),
+  403: Type.Object(
+    { requiredScope: Type.String({ maxLength: 64, description: 'The scope the API key lacks' }) },
+    { additionalProperties: false },
+  ),
+  409: Type.Union([
+    Type.Array(
+      Type.Object(
+        {
+          field: Type.String({ maxLength: 64 }),
+          message: Type.String({ maxLength: 2000 }),
+          existingId: Type.Optional(
+            Type.String({
+              maxLength: 64,
+              description: 'The record already holding the value (a taken e-mail or phone)',
+            }),
+          ),
+        },
+        { additionalProperties: false },
+      ),
+      { maxItems: 10, description: 'The fields in conflict' },
+    ),
+    Type.Object(
+      {
+        window: Type.Literal('whatsapp_24h'),
+        lastInboundAt: Type.Union([Type.String({ format: 'date-time', maxLength: 30 }), Type.Null()], {
+          description: "The guest's last WhatsApp message; null when they never wrote on WhatsApp",
+        }),
+      },
+      { additionalProperties: false, description: 'Free text to a guest outside the WhatsApp 24-hour window' },
+    ),
+  ]),
+  500: Type.Object(
+    { requestId: Type.String({ maxLength: 128, description: 'Quote it when reporting the problem' }) },
+    { additionalProperties: false },
+  ),
+};
+
+/** `error.details` of an error with any of `statuses` (absent when none of them carries details). */
+export function errorDetails(statuses: readonly number[]): TSchema | undefined {
+  const shapes = [...new Set(statuses)].flatMap((s) => (DETAILS[s] === undefined ? [] : [DETAILS[s]!]));
+  if (shapes.length === 0) return undefined;
+  return shapes.length === 1 ? shapes[0] : Type.Union(shapes);
+}
+
+const errorEnvelope = (codes: readonly ErrorCode[], $id: string, description: string) => {
+  const details = errorDetails(codes.map((c) => ERROR_STATUS[c]));
+  return Type.Object(
     {
       success: Type.Literal(false),
       error: Type.Object({
         code: Type.Enum([...codes], { examples: [codes[0]] }),
         message: Type.String({ maxLength: 2000 }),
-        details: Type.Optional(Type.Unknown()),
+        ...(details === undefined ? {} : { details: Type.Optional(details) }),
       }),
     },
     { $id, description },
   );
+};
 
 const ALL_CODES = Object.keys(ERROR_STATUS) as ErrorCode[];
 
@@ -76,7 +137,49 @@ export const PageQuery = {
 export const RecordId = (prefix: IdPrefix) =>
   Type.String({ maxLength: 64, pattern: idPattern(prefix), examples: [`${prefix}_01jd8x3k5q7w9e2r4t6y8v0m1n`] });
 
-export const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 64 }) });
+/** The pattern of an id of any of `prefixes` (an actor that may be a staff member or an API key …). */
+export const idsPattern = (prefixes: readonly IdPrefix[]) =>
+  prefixes.length === 1 ? idPattern(prefixes[0]!) : `^(${prefixes.join('|')})_[0-9a-hjkmnp-tv-z]{26}$`;
+
+/** A reference to a record in an answer: its id, with the id's pattern. */
+export const RefId = (prefixes: IdPrefix | readonly IdPrefix[], description?: string) => {
+  const list = typeof prefixes === 'string' ? [prefixes] : prefixes;
+  return Type.String({
+    maxLength: 64,
+    pattern: idsPattern(list),
+    examples: [`${list[0]}_01jd8x3k5q7w9e2r4t6y8v0m1n`],
+    ...(description === undefined ? {} : { description }),
+  });
+};
+
+/**
+ * A reference to a record in a request: a malformed one is refused by its pattern (400
+ * VALIDATION_ERROR), like one naming no record. `extra`: another word the field takes (`unassigned`).
+ */
+export const RefIdInput = (prefixes: IdPrefix | readonly IdPrefix[], description: string, extra?: string) => {
+  const list = typeof prefixes === 'string' ? [prefixes] : prefixes;
+  const ids = idsPattern(list);
+  return Type.String({
+    minLength: 1,
+    maxLength: 64,
+    pattern: extra === undefined ? ids : `^(${extra}|${ids.slice(1, -1)})$`,
+    'x-pattern-message': `must be ${list.map((p) => `a ${p}_ id`).join(' or ')}${extra === undefined ? '' : ` or ${extra}`}`,
+    description,
+    examples: [`${list[0]}_01jd8x3k5q7w9e2r4t6y8v0m1n`],
+  });
+};
+
+/**
+ * A record's id in the path. Not held to the id pattern: a path naming no record is 404 NOT_FOUND
+ * (CONTRACT §2), whatever its form.
+ */
+export const IdParams = Type.Object({
+  id: Type.String({
+    minLength: 1,
+    maxLength: 64,
+    description: "The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise",
+  }),
+});
 
 export const Ok = <T extends TSchema>(data: T) => Type.Object({ success: Type.Literal(true), data });
 export const OkList = <T extends TSchema>(item: T) =>

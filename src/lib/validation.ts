@@ -13,6 +13,8 @@ export function makeAjv(part: 'body' | 'other'): Ajv {
     removeAdditional: false,
     useDefaults: true,
     strict: false,
+    // Errors carry their schema, so a pattern can say in words what it wants (`x-pattern-message`).
+    verbose: true,
   };
   const ajv = new Ajv(options);
   addFormats.default(ajv);
@@ -43,6 +45,7 @@ export interface AjvLikeError {
   keyword?: string;
   message?: string;
   params?: Record<string, unknown>;
+  parentSchema?: Record<string, unknown>;
 }
 
 function fieldPath(context: string | undefined, e: AjvLikeError): string {
@@ -64,6 +67,8 @@ function fieldMessage(e: AjvLikeError): string {
   if (e.keyword === 'enum' && Array.isArray(e.params?.allowedValues)) {
     return `must be one of: ${(e.params.allowedValues as unknown[]).join(', ')}`;
   }
+  const said = e.parentSchema?.['x-pattern-message'];
+  if (e.keyword === 'pattern' && typeof said === 'string') return said;
   if (e.keyword === 'const' && e.params?.allowedValue !== undefined) return `must be ${String(e.params.allowedValue)}`;
   return e.message ?? 'is invalid';
 }

@@ -10,6 +10,56 @@ import fp from 'fastify-plugin';
 import { API_INTRODUCTION } from '../lib/api-introduction.js';
 import { documentRoute } from '../lib/openapi.js';
 import { linkCreates } from '../lib/openapi-examples.js';
+import { componentRef, discriminated, JSON_COMPONENTS } from '../lib/openapi-limits.js';
+import { EVENT_DATA, EVENT_TYPES } from '../modules/events/schemas.js';
+import { CUSTOM_KEY, SETTINGS } from '../modules/settings/registry.js';
+
+type Schema = Record<string, unknown>;
+
+/**
+ * The shapes the response serializers leave open, stated in the document: each event type's
+ * `data` record, each setting key's `value`, the values in an event's `changes`. (A serializer
+ * given a union would check every event or setting against each branch to choose how to write
+ * it; the suite's response validation holds every answer to the document instead.)
+ */
+function withShapes<T>(doc: T): T {
+  const schemas = (doc as { components?: { schemas?: Record<string, Schema> } }).components?.schemas;
+  if (schemas === undefined) return doc;
+  Object.assign(schemas, JSON_COMPONENTS);
+  const event = schemas.Event;
+  if (event !== undefined) {
+    const props = event.properties as Record<string, Schema>;
+    const change = props.changes?.additionalProperties as Schema | undefined;
+    if (change !== undefined) {
+      change.properties = { from: componentRef('JsonValue'), to: componentRef('JsonValue') };
+      change.required = ['from', 'to'];
+    }
+    const records = [...new Set(Object.values(EVENT_DATA))];
+    schemas.Event = discriminated(
+      event,
+      'type',
+      'data',
+      records.map((record) => [
+        { type: 'string', enum: EVENT_TYPES.filter((t) => EVENT_DATA[t] === record) },
+        { ...componentRef(record), description: `The ${record} after the change (as it was, for a deletion)` },
+      ]),
+    );
+  }
+  const setting = schemas.Setting;
+  if (setting !== undefined) {
+    schemas.Setting = discriminated(setting, 'key', 'value', [
+      ...Object.entries(SETTINGS).map(([key, def]): [Schema, Schema] => [
+        { type: 'string', const: key },
+        { ...(def.schema as Schema), description: def.description },
+      ]),
+      [
+        { type: 'string', maxLength: 100, pattern: CUSTOM_KEY.source },
+        { ...componentRef('JsonValue'), description: 'Any JSON up to 64 KiB; null once the key is reset' },
+      ],
+    ]);
+  }
+  return doc;
+}
 
 export default fp(
   async function openapi(app: FastifyInstance) {
@@ -68,7 +118,7 @@ export default fp(
         },
       },
       transform: documentRoute,
-      transformObject: (doc) => linkCreates('openapiObject' in doc ? doc.openapiObject : doc.swaggerObject),
+      transformObject: (doc) => withShapes(linkCreates('openapiObject' in doc ? doc.openapiObject : doc.swaggerObject)),
       refResolver: { buildLocalReference: (json, _base, _frag, i) => String(json.$id ?? `def-${i}`) },
     });
     // Routes registered after this plugin: the declared access decides the documented security.

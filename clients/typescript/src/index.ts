@@ -9,6 +9,8 @@ import type { components, paths } from './schema.js';
 
 export type { components, paths };
 export type Schemas = components['schemas'];
+/** What an error adds for a program: the fields a 400 found wrong, the scope a 403 lacks, … */
+export type ErrorDetails = NonNullable<Schemas['Error']['error']['details']>;
 
 /** An error answer of the API: `code` is the stable one to branch on (VALIDATION_ERROR, …). */
 export class ApiError extends Error {
@@ -16,7 +18,7 @@ export class ApiError extends Error {
     readonly status: number,
     readonly code: string,
     message: string,
-    readonly details: unknown,
+    readonly details: ErrorDetails | undefined,
     readonly requestId: string | null,
   ) {
     super(message);
@@ -45,7 +47,7 @@ type Json = {
   success: boolean;
   data?: unknown;
   meta?: unknown;
-  error?: { code: string; message: string; details?: unknown };
+  error?: { code: string; message: string; details?: ErrorDetails };
 };
 
 /** Throws the API's error as an ApiError; returns `data` of a success. */
@@ -204,7 +206,7 @@ export function createGuestApi(options: ClientOptions): GuestApi {
         const query = { after: cursor, limit: 100, ...(types && { types: types.join(',') }) };
         const result = await api.GET('/api/v1/events', { params: { query }, ...(signal && { signal }) });
         const page = unwrap(result);
-        for (const event of page) yield event;
+        for (const event of page) yield event as Event;
         cursor = result.data?.meta.nextCursor ?? cursor;
         if (!result.data?.meta.hasMore) await sleep(intervalMs, signal);
       }

@@ -959,7 +959,28 @@ export interface components {
                  */
                 code: "VALIDATION_ERROR" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "TOKEN_EXPIRED" | "TOKEN_INVALID" | "TOKEN_MISSING" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "REQUEST_TIMEOUT" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "IDEMPOTENCY_KEY_REUSED" | "HEADERS_TOO_LARGE" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
                 message: string;
-                details?: unknown;
+                details?: {
+                    /** @example email */
+                    field: string;
+                    /** @example must match format "email" */
+                    message: string;
+                }[] | {
+                    /** @description The scope the API key lacks */
+                    requiredScope: string;
+                } | ({
+                    field: string;
+                    message: string;
+                    /** @description The record already holding the value (a taken e-mail or phone) */
+                    existingId?: string;
+                }[] | {
+                    /** @enum {string} */
+                    window: "whatsapp_24h";
+                    /** @description The guest's last WhatsApp message; null when they never wrote on WhatsApp */
+                    lastInboundAt: string | null;
+                }) | {
+                    /** @description Quote it when reporting the problem */
+                    requestId: string;
+                };
             };
         };
         /** @description Error envelope of a 400 */
@@ -973,7 +994,13 @@ export interface components {
                  */
                 code: "VALIDATION_ERROR";
                 message: string;
-                details?: unknown;
+                /** @description Every field found wrong; absent when the body could not be read at all */
+                details?: {
+                    /** @example email */
+                    field: string;
+                    /** @example must match format "email" */
+                    message: string;
+                }[];
             };
         };
         /** @description Error envelope of a 401 */
@@ -987,7 +1014,6 @@ export interface components {
                  */
                 code: "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "TOKEN_EXPIRED" | "TOKEN_INVALID" | "TOKEN_MISSING";
                 message: string;
-                details?: unknown;
             };
         };
         /** @description Error envelope of a 403 */
@@ -1001,7 +1027,10 @@ export interface components {
                  */
                 code: "FORBIDDEN";
                 message: string;
-                details?: unknown;
+                details?: {
+                    /** @description The scope the API key lacks */
+                    requiredScope: string;
+                };
             };
         };
         /** @description Error envelope of a 404 */
@@ -1015,7 +1044,6 @@ export interface components {
                  */
                 code: "NOT_FOUND";
                 message: string;
-                details?: unknown;
             };
         };
         /** @description Error envelope of a 405 */
@@ -1029,7 +1057,6 @@ export interface components {
                  */
                 code: "METHOD_NOT_ALLOWED";
                 message: string;
-                details?: unknown;
             };
         };
         /** @description Error envelope of a 408 */
@@ -1043,7 +1070,6 @@ export interface components {
                  */
                 code: "REQUEST_TIMEOUT";
                 message: string;
-                details?: unknown;
             };
         };
         /** @description Error envelope of a 409 */
@@ -1057,7 +1083,17 @@ export interface components {
                  */
                 code: "CONFLICT";
                 message: string;
-                details?: unknown;
+                details?: {
+                    field: string;
+                    message: string;
+                    /** @description The record already holding the value (a taken e-mail or phone) */
+                    existingId?: string;
+                }[] | {
+                    /** @enum {string} */
+                    window: "whatsapp_24h";
+                    /** @description The guest's last WhatsApp message; null when they never wrote on WhatsApp */
+                    lastInboundAt: string | null;
+                };
             };
         };
         /** @description Error envelope of a 412 */
@@ -1071,7 +1107,6 @@ export interface components {
                  */
                 code: "PRECONDITION_FAILED";
                 message: string;
-                details?: unknown;
             };
         };
         /** @description Error envelope of a 413 */
@@ -1085,7 +1120,6 @@ export interface components {
                  */
                 code: "PAYLOAD_TOO_LARGE";
                 message: string;
-                details?: unknown;
             };
         };
         /** @description Error envelope of a 415 */
@@ -1099,7 +1133,6 @@ export interface components {
                  */
                 code: "UNSUPPORTED_MEDIA_TYPE";
                 message: string;
-                details?: unknown;
             };
         };
         /** @description Error envelope of a 422 */
@@ -1113,7 +1146,6 @@ export interface components {
                  */
                 code: "IDEMPOTENCY_KEY_REUSED";
                 message: string;
-                details?: unknown;
             };
         };
         /** @description Error envelope of a 431 */
@@ -1127,7 +1159,6 @@ export interface components {
                  */
                 code: "HEADERS_TOO_LARGE";
                 message: string;
-                details?: unknown;
             };
         };
         /** @description Error envelope of a 429 */
@@ -1141,7 +1172,6 @@ export interface components {
                  */
                 code: "RATE_LIMITED";
                 message: string;
-                details?: unknown;
             };
         };
         /** @description Error envelope of a 500 */
@@ -1155,7 +1185,10 @@ export interface components {
                  */
                 code: "INTERNAL_ERROR";
                 message: string;
-                details?: unknown;
+                details?: {
+                    /** @description Quote it when reporting the problem */
+                    requestId: string;
+                };
             };
         };
         /** @description Error envelope of a 503 */
@@ -1169,7 +1202,6 @@ export interface components {
                  */
                 code: "SERVICE_UNAVAILABLE";
                 message: string;
-                details?: unknown;
             };
         };
         Session: {
@@ -1200,17 +1232,133 @@ export interface components {
             updatedAt: string;
         };
         Setting: {
+            /** @constant */
+            key: "hotel";
+            /** @description The hotel: name, IANA time zone and locale. */
+            value: {
+                name: string;
+                timezone: string;
+                locale: string;
+            };
+            updatedAt: string | null;
+            updatedBy: string | null;
+        } | {
+            /** @constant */
+            key: "departments";
+            /** @description Department names that tasks and staff may use. */
+            value: string[];
+            updatedAt: string | null;
+            updatedBy: string | null;
+        } | {
+            /** @constant */
+            key: "business_hours";
+            /** @description Opening hours per weekday in a time zone; a day with no intervals is closed. */
+            value: {
+                timezone: string;
+                days: {
+                    mon: {
+                        /** @description HH:MM, 24-hour */
+                        open: string;
+                        /** @description HH:MM, 24-hour */
+                        close: string;
+                    }[];
+                    tue: {
+                        /** @description HH:MM, 24-hour */
+                        open: string;
+                        /** @description HH:MM, 24-hour */
+                        close: string;
+                    }[];
+                    wed: {
+                        /** @description HH:MM, 24-hour */
+                        open: string;
+                        /** @description HH:MM, 24-hour */
+                        close: string;
+                    }[];
+                    thu: {
+                        /** @description HH:MM, 24-hour */
+                        open: string;
+                        /** @description HH:MM, 24-hour */
+                        close: string;
+                    }[];
+                    fri: {
+                        /** @description HH:MM, 24-hour */
+                        open: string;
+                        /** @description HH:MM, 24-hour */
+                        close: string;
+                    }[];
+                    sat: {
+                        /** @description HH:MM, 24-hour */
+                        open: string;
+                        /** @description HH:MM, 24-hour */
+                        close: string;
+                    }[];
+                    sun: {
+                        /** @description HH:MM, 24-hour */
+                        open: string;
+                        /** @description HH:MM, 24-hour */
+                        close: string;
+                    }[];
+                };
+            };
+            updatedAt: string | null;
+            updatedBy: string | null;
+        } | {
+            /** @constant */
+            key: "auto_reply";
+            /** @description An automatic reply to inbound guest messages. */
+            value: {
+                enabled: boolean;
+                message: string;
+            };
+            updatedAt: string | null;
+            updatedBy: string | null;
+        } | {
+            /** @constant */
+            key: "whatsapp_templates";
+            /** @description WhatsApp message templates as approved at Meta, which may be sent outside the 24-hour window: name, language (like en_US) and body with {{1}}, {{2}} … placeholders. */
+            value: {
+                /** @description Meta's template name */
+                name: string;
+                /** @example en_US */
+                language: string;
+                body: string;
+            }[];
+            updatedAt: string | null;
+            updatedBy: string | null;
+        } | {
+            /** @constant */
+            key: "sla";
+            /** @description Service levels: minutes to the first response, and to complete a task by priority. */
+            value: {
+                /** Format: int32 */
+                firstResponseMinutes: number;
+                taskMinutes: {
+                    /** Format: int32 */
+                    low: number;
+                    /** Format: int32 */
+                    normal: number;
+                    /** Format: int32 */
+                    high: number;
+                    /** Format: int32 */
+                    urgent: number;
+                };
+            };
+            updatedAt: string | null;
+            updatedBy: string | null;
+        } | {
             key: string;
-            /** @description The JSON value; its shape depends on the key */
-            value: unknown;
+            /** @description Any JSON up to 64 KiB; null once the key is reset */
+            value: components["schemas"]["JsonValue"];
             updatedAt: string | null;
             updatedBy: string | null;
         };
         Conversation: {
             /** @example cnv_01jd8x3k5q7w9e2r4t6y8v0m1n */
             id: string;
+            /** @example gst_01jd8x3k5q7w9e2r4t6y8v0m1n */
             guestId: string;
             guest: {
+                /** @example gst_01jd8x3k5q7w9e2r4t6y8v0m1n */
                 id: string;
                 name: string;
             };
@@ -1235,6 +1383,7 @@ export interface components {
         Message: {
             /** @example msg_01jd8x3k5q7w9e2r4t6y8v0m1n */
             id: string;
+            /** @example cnv_01jd8x3k5q7w9e2r4t6y8v0m1n */
             conversationId: string;
             /** @enum {unknown} */
             direction: "inbound" | "outbound";
@@ -1321,8 +1470,8 @@ export interface components {
              * @example 1042
              */
             id: string;
-            /** @enum {unknown} */
-            type: "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.status_changed" | "message.created" | "message.updated" | "guest.created" | "guest.updated" | "task.created" | "task.updated" | "task.completed" | "knowledge.created" | "knowledge.updated" | "knowledge.deleted" | "staff.created" | "staff.updated" | "setting.updated" | "webhook.disabled" | "webhook.test";
+            /** @enum {string} */
+            type: "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.status_changed";
             /** Format: date-time */
             occurredAt: string;
             actor: {
@@ -1330,13 +1479,181 @@ export interface components {
                 type: "staff" | "system" | "guest" | "api_key";
                 id: string | null;
             };
-            /** @description The record after the change, in its API shape */
-            data: unknown;
+            /** @description The Conversation after the change (as it was, for a deletion) */
+            data: components["schemas"]["Conversation"];
             /** @description For updates: each changed field as { from, to }; absent for creates */
             changes?: {
                 [key: string]: {
-                    from: unknown;
-                    to: unknown;
+                    from: components["schemas"]["JsonValue"];
+                    to: components["schemas"]["JsonValue"];
+                };
+            };
+        } | {
+            /**
+             * @description Monotonic cursor (a decimal integer as a string); pass it back as `after` or Last-Event-ID
+             * @example 1042
+             */
+            id: string;
+            /** @enum {string} */
+            type: "message.created" | "message.updated";
+            /** Format: date-time */
+            occurredAt: string;
+            actor: {
+                /** @enum {unknown} */
+                type: "staff" | "system" | "guest" | "api_key";
+                id: string | null;
+            };
+            /** @description The Message after the change (as it was, for a deletion) */
+            data: components["schemas"]["Message"];
+            /** @description For updates: each changed field as { from, to }; absent for creates */
+            changes?: {
+                [key: string]: {
+                    from: components["schemas"]["JsonValue"];
+                    to: components["schemas"]["JsonValue"];
+                };
+            };
+        } | {
+            /**
+             * @description Monotonic cursor (a decimal integer as a string); pass it back as `after` or Last-Event-ID
+             * @example 1042
+             */
+            id: string;
+            /** @enum {string} */
+            type: "guest.created" | "guest.updated";
+            /** Format: date-time */
+            occurredAt: string;
+            actor: {
+                /** @enum {unknown} */
+                type: "staff" | "system" | "guest" | "api_key";
+                id: string | null;
+            };
+            /** @description The Guest after the change (as it was, for a deletion) */
+            data: components["schemas"]["Guest"];
+            /** @description For updates: each changed field as { from, to }; absent for creates */
+            changes?: {
+                [key: string]: {
+                    from: components["schemas"]["JsonValue"];
+                    to: components["schemas"]["JsonValue"];
+                };
+            };
+        } | {
+            /**
+             * @description Monotonic cursor (a decimal integer as a string); pass it back as `after` or Last-Event-ID
+             * @example 1042
+             */
+            id: string;
+            /** @enum {string} */
+            type: "task.created" | "task.updated" | "task.completed";
+            /** Format: date-time */
+            occurredAt: string;
+            actor: {
+                /** @enum {unknown} */
+                type: "staff" | "system" | "guest" | "api_key";
+                id: string | null;
+            };
+            /** @description The Task after the change (as it was, for a deletion) */
+            data: components["schemas"]["Task"];
+            /** @description For updates: each changed field as { from, to }; absent for creates */
+            changes?: {
+                [key: string]: {
+                    from: components["schemas"]["JsonValue"];
+                    to: components["schemas"]["JsonValue"];
+                };
+            };
+        } | {
+            /**
+             * @description Monotonic cursor (a decimal integer as a string); pass it back as `after` or Last-Event-ID
+             * @example 1042
+             */
+            id: string;
+            /** @enum {string} */
+            type: "knowledge.created" | "knowledge.updated" | "knowledge.deleted";
+            /** Format: date-time */
+            occurredAt: string;
+            actor: {
+                /** @enum {unknown} */
+                type: "staff" | "system" | "guest" | "api_key";
+                id: string | null;
+            };
+            /** @description The KnowledgeEntry after the change (as it was, for a deletion) */
+            data: components["schemas"]["KnowledgeEntry"];
+            /** @description For updates: each changed field as { from, to }; absent for creates */
+            changes?: {
+                [key: string]: {
+                    from: components["schemas"]["JsonValue"];
+                    to: components["schemas"]["JsonValue"];
+                };
+            };
+        } | {
+            /**
+             * @description Monotonic cursor (a decimal integer as a string); pass it back as `after` or Last-Event-ID
+             * @example 1042
+             */
+            id: string;
+            /** @enum {string} */
+            type: "staff.created" | "staff.updated";
+            /** Format: date-time */
+            occurredAt: string;
+            actor: {
+                /** @enum {unknown} */
+                type: "staff" | "system" | "guest" | "api_key";
+                id: string | null;
+            };
+            /** @description The Staff after the change (as it was, for a deletion) */
+            data: components["schemas"]["Staff"];
+            /** @description For updates: each changed field as { from, to }; absent for creates */
+            changes?: {
+                [key: string]: {
+                    from: components["schemas"]["JsonValue"];
+                    to: components["schemas"]["JsonValue"];
+                };
+            };
+        } | {
+            /**
+             * @description Monotonic cursor (a decimal integer as a string); pass it back as `after` or Last-Event-ID
+             * @example 1042
+             */
+            id: string;
+            /** @enum {string} */
+            type: "setting.updated";
+            /** Format: date-time */
+            occurredAt: string;
+            actor: {
+                /** @enum {unknown} */
+                type: "staff" | "system" | "guest" | "api_key";
+                id: string | null;
+            };
+            /** @description The Setting after the change (as it was, for a deletion) */
+            data: components["schemas"]["Setting"];
+            /** @description For updates: each changed field as { from, to }; absent for creates */
+            changes?: {
+                [key: string]: {
+                    from: components["schemas"]["JsonValue"];
+                    to: components["schemas"]["JsonValue"];
+                };
+            };
+        } | {
+            /**
+             * @description Monotonic cursor (a decimal integer as a string); pass it back as `after` or Last-Event-ID
+             * @example 1042
+             */
+            id: string;
+            /** @enum {string} */
+            type: "webhook.disabled" | "webhook.test";
+            /** Format: date-time */
+            occurredAt: string;
+            actor: {
+                /** @enum {unknown} */
+                type: "staff" | "system" | "guest" | "api_key";
+                id: string | null;
+            };
+            /** @description The Webhook after the change (as it was, for a deletion) */
+            data: components["schemas"]["Webhook"];
+            /** @description For updates: each changed field as { from, to }; absent for creates */
+            changes?: {
+                [key: string]: {
+                    from: components["schemas"]["JsonValue"];
+                    to: components["schemas"]["JsonValue"];
                 };
             };
         };
@@ -1344,7 +1661,7 @@ export interface components {
             /** @example whk_01jd8x3k5q7w9e2r4t6y8v0m1n */
             id: string;
             url: string;
-            events: string[];
+            events: ("*" | "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.status_changed" | "message.created" | "message.updated" | "guest.created" | "guest.updated" | "task.created" | "task.updated" | "task.completed" | "knowledge.created" | "knowledge.updated" | "knowledge.deleted" | "staff.created" | "staff.updated" | "setting.updated" | "webhook.disabled")[];
             description: string | null;
             /** @description Inactive endpoints get no new deliveries and their pending ones wait */
             active: boolean;
@@ -1364,7 +1681,7 @@ export interface components {
             /** @example whk_01jd8x3k5q7w9e2r4t6y8v0m1n */
             id: string;
             url: string;
-            events: string[];
+            events: ("*" | "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.status_changed" | "message.created" | "message.updated" | "guest.created" | "guest.updated" | "task.created" | "task.updated" | "task.completed" | "knowledge.created" | "knowledge.updated" | "knowledge.deleted" | "staff.created" | "staff.updated" | "setting.updated" | "webhook.disabled")[];
             description: string | null;
             /** @description Inactive endpoints get no new deliveries and their pending ones wait */
             active: boolean;
@@ -1379,11 +1696,16 @@ export interface components {
             updatedAt: string;
         };
         WebhookDelivery: {
-            /** @description Also the Webhook-Id header, the same on every attempt */
+            /**
+             * @description Also the Webhook-Id header, the same on every attempt
+             * @example whd_01jd8x3k5q7w9e2r4t6y8v0m1n
+             */
             id: string;
+            /** @example whk_01jd8x3k5q7w9e2r4t6y8v0m1n */
             webhookId: string;
             eventId: string;
-            eventType: string;
+            /** @enum {unknown} */
+            eventType: "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.status_changed" | "message.created" | "message.updated" | "guest.created" | "guest.updated" | "task.created" | "task.updated" | "task.completed" | "knowledge.created" | "knowledge.updated" | "knowledge.deleted" | "staff.created" | "staff.updated" | "setting.updated" | "webhook.disabled" | "webhook.test";
             /** @enum {unknown} */
             status: "pending" | "succeeded" | "failed";
             /** Format: int32 */
@@ -1444,6 +1766,14 @@ export interface components {
             requestId: string | null;
             /** Format: date-time */
             createdAt: string;
+        };
+        /** @description Any JSON value */
+        JsonValue: string | number | boolean | null | components["schemas"]["JsonValue"][] | {
+            [key: string]: components["schemas"]["JsonValue"];
+        };
+        /** @description Any JSON value without U+0000 in a string or key (64 levels at most) */
+        JsonInput: string | number | boolean | null | components["schemas"]["JsonInput"][] | {
+            [key: string]: components["schemas"]["JsonInput"];
         };
     };
     responses: never;
@@ -2205,9 +2535,7 @@ export interface operations {
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
-                content: {
-                    "application/json": unknown;
-                };
+                content?: never;
             };
             /** @description VALIDATION_ERROR: the request is malformed or a field is invalid */
             400: {
@@ -2569,6 +2897,7 @@ export interface operations {
                 /** @description Walk the list: the previous page's meta.nextCursor, for the next `limit` items after it (instead of `page`; with the same filters). */
                 cursor?: string;
                 role?: "admin" | "manager" | "staff";
+                /** @description Only those of this department (one the `departments` setting lists) */
                 department?: string;
                 active?: boolean;
             };
@@ -3052,6 +3381,7 @@ export interface operations {
                 "If-None-Match"?: string;
             };
             path: {
+                /** @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise */
                 id: string;
             };
             cookie?: never;
@@ -3109,9 +3439,7 @@ export interface operations {
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
-                content: {
-                    "application/json": unknown;
-                };
+                content?: never;
             };
             /** @description VALIDATION_ERROR: the request is malformed or a field is invalid */
             400: {
@@ -3246,6 +3574,7 @@ export interface operations {
                 "If-Match"?: string;
             };
             path: {
+                /** @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise */
                 id: string;
             };
             cookie?: never;
@@ -3531,7 +3860,7 @@ export interface operations {
                      *           "key": "hotel",
                      *           "value": null,
                      *           "updatedAt": "2026-11-22T06:33:12.000Z",
-                     *           "updatedBy": "text"
+                     *           "updatedBy": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n"
                      *         }
                      *       ]
                      *     }
@@ -3676,6 +4005,10 @@ export interface operations {
                 "If-None-Match"?: string;
             };
             path: {
+                /**
+                 * @description A known key (hotel, departments, business_hours, auto_reply, whatsapp_templates, sla) or custom.<name> (1–64 of A-Z a-z 0-9 _ . -); any other key is 404 NOT_FOUND
+                 * @example hotel
+                 */
                 key: string;
             };
             cookie?: never;
@@ -3705,7 +4038,7 @@ export interface operations {
                      *         "key": "hotel",
                      *         "value": null,
                      *         "updatedAt": "2026-11-22T06:33:12.000Z",
-                     *         "updatedBy": "text"
+                     *         "updatedBy": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n"
                      *       }
                      *     }
                      */
@@ -3729,9 +4062,7 @@ export interface operations {
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
-                content: {
-                    "application/json": unknown;
-                };
+                content?: never;
             };
             /** @description VALIDATION_ERROR: the request is malformed or a field is invalid */
             400: {
@@ -3866,6 +4197,10 @@ export interface operations {
                 "If-Match"?: string;
             };
             path: {
+                /**
+                 * @description A known key (hotel, departments, business_hours, auto_reply, whatsapp_templates, sla) or custom.<name> (1–64 of A-Z a-z 0-9 _ . -); any other key is 404 NOT_FOUND
+                 * @example hotel
+                 */
                 key: string;
             };
             cookie?: never;
@@ -3878,7 +4213,7 @@ export interface operations {
                  *     }
                  */
                 "application/json": {
-                    value: unknown;
+                    value: components["schemas"]["JsonInput"];
                 };
             };
         };
@@ -3906,7 +4241,7 @@ export interface operations {
                      *         "key": "hotel",
                      *         "value": null,
                      *         "updatedAt": "2026-11-22T06:33:12.000Z",
-                     *         "updatedBy": "text"
+                     *         "updatedBy": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n"
                      *       }
                      *     }
                      */
@@ -4118,6 +4453,10 @@ export interface operations {
                 "If-Match"?: string;
             };
             path: {
+                /**
+                 * @description A known key (hotel, departments, business_hours, auto_reply, whatsapp_templates, sla) or custom.<name> (1–64 of A-Z a-z 0-9 _ . -); any other key is 404 NOT_FOUND
+                 * @example hotel
+                 */
                 key: string;
             };
             cookie?: never;
@@ -4309,7 +4648,10 @@ export interface operations {
                 cursor?: string;
                 status?: "open" | "closed" | "pending";
                 channel?: "whatsapp" | "sms" | "email" | "web";
-                /** @description A staff id, or `unassigned` for those with none */
+                /**
+                 * @description A staff id, or `unassigned` for those with none
+                 * @example stf_01jd8x3k5q7w9e2r4t6y8v0m1n
+                 */
                 assignee?: string;
             };
             header?: never;
@@ -4340,7 +4682,7 @@ export interface operations {
                      *           "id": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *           "guestId": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *           "guest": {
-                     *             "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *             "id": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *             "name": "Ana Lopes"
                      *           },
                      *           "channel": "whatsapp",
@@ -4529,7 +4871,10 @@ export interface operations {
                  *     }
                  */
                 "application/json": {
-                    /** @description An existing guest id */
+                    /**
+                     * @description An existing guest id
+                     * @example gst_01jd8x3k5q7w9e2r4t6y8v0m1n
+                     */
                     guestId: string;
                     /** @enum {unknown} */
                     channel: "whatsapp" | "sms" | "email" | "web";
@@ -4566,7 +4911,7 @@ export interface operations {
                      *         "id": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "guestId": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "guest": {
-                     *           "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *           "id": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *           "name": "Ana Lopes"
                      *         },
                      *         "channel": "whatsapp",
@@ -4797,14 +5142,24 @@ export interface operations {
                 /**
                  * @example {
                  *       "items": [
-                 *         {}
+                 *         {
+                 *           "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                 *           "status": "open",
+                 *           "assignee": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n"
+                 *         }
                  *       ]
                  *     }
                  */
                 "application/json": {
-                    /** @description 1 to 100 items, each validated and applied on its own */
+                    /** @description 1 to 100 items, each validated and applied on its own: a bad item gets its own error in the answer */
                     items: {
-                        [key: string]: unknown;
+                        id: string;
+                        /**
+                         * @description Any status may move to any other
+                         * @enum {unknown}
+                         */
+                        status?: "open" | "closed" | "pending";
+                        assignee?: string | null;
                     }[];
                 };
             };
@@ -4837,7 +5192,7 @@ export interface operations {
                      *             "id": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *             "guestId": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *             "guest": {
-                     *               "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *               "id": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *               "name": "Ana Lopes"
                      *             },
                      *             "channel": "whatsapp",
@@ -4852,7 +5207,12 @@ export interface operations {
                      *           "error": {
                      *             "code": "VALIDATION_ERROR",
                      *             "message": "email: must match format \"email\"",
-                     *             "details": null
+                     *             "details": [
+                     *               {
+                     *                 "field": "email",
+                     *                 "message": "must match format \"email\""
+                     *               }
+                     *             ]
                      *           }
                      *         }
                      *       ]
@@ -4867,9 +5227,31 @@ export interface operations {
                             success: boolean;
                             data?: components["schemas"]["Conversation"];
                             error?: {
-                                code: string;
+                                /** @enum {unknown} */
+                                code: "VALIDATION_ERROR" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "TOKEN_EXPIRED" | "TOKEN_INVALID" | "TOKEN_MISSING" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "REQUEST_TIMEOUT" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "IDEMPOTENCY_KEY_REUSED" | "HEADERS_TOO_LARGE" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
                                 message: string;
-                                details?: unknown;
+                                details?: {
+                                    /** @example email */
+                                    field: string;
+                                    /** @example must match format "email" */
+                                    message: string;
+                                }[] | {
+                                    /** @description The scope the API key lacks */
+                                    requiredScope: string;
+                                } | ({
+                                    field: string;
+                                    message: string;
+                                    /** @description The record already holding the value (a taken e-mail or phone) */
+                                    existingId?: string;
+                                }[] | {
+                                    /** @enum {string} */
+                                    window: "whatsapp_24h";
+                                    /** @description The guest's last WhatsApp message; null when they never wrote on WhatsApp */
+                                    lastInboundAt: string | null;
+                                }) | {
+                                    /** @description Quote it when reporting the problem */
+                                    requestId: string;
+                                };
                             };
                         }[];
                     };
@@ -5078,6 +5460,7 @@ export interface operations {
                 "If-None-Match"?: string;
             };
             path: {
+                /** @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise */
                 id: string;
             };
             cookie?: never;
@@ -5107,7 +5490,7 @@ export interface operations {
                      *         "id": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "guestId": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "guest": {
-                     *           "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *           "id": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *           "name": "Ana Lopes"
                      *         },
                      *         "channel": "whatsapp",
@@ -5141,9 +5524,7 @@ export interface operations {
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
-                content: {
-                    "application/json": unknown;
-                };
+                content?: never;
             };
             /** @description VALIDATION_ERROR: the request is malformed or a field is invalid */
             400: {
@@ -5278,6 +5659,7 @@ export interface operations {
                 "If-Match"?: string;
             };
             path: {
+                /** @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise */
                 id: string;
             };
             cookie?: never;
@@ -5324,7 +5706,7 @@ export interface operations {
                      *         "id": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "guestId": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "guest": {
-                     *           "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *           "id": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *           "name": "Ana Lopes"
                      *         },
                      *         "channel": "whatsapp",
@@ -5532,6 +5914,7 @@ export interface operations {
             };
             header?: never;
             path: {
+                /** @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise */
                 id: string;
             };
             cookie?: never;
@@ -5564,7 +5947,7 @@ export interface operations {
                      *           "content": "Hello! Could we have two extra towels, please?",
                      *           "sender": {
                      *             "type": "guest",
-                     *             "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n"
+                     *             "id": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n"
                      *           },
                      *           "deliveryStatus": "received",
                      *           "externalId": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
@@ -5740,6 +6123,7 @@ export interface operations {
                 "Idempotency-Key"?: string;
             };
             path: {
+                /** @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise */
                 id: string;
             };
             cookie?: never;
@@ -5810,7 +6194,7 @@ export interface operations {
                      *         "content": "Hello! Could we have two extra towels, please?",
                      *         "sender": {
                      *           "type": "guest",
-                     *           "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n"
+                     *           "id": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n"
                      *         },
                      *         "deliveryStatus": "received",
                      *         "externalId": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
@@ -6069,7 +6453,7 @@ export interface operations {
                      *         "content": "Hello! Could we have two extra towels, please?",
                      *         "sender": {
                      *           "type": "guest",
-                     *           "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n"
+                     *           "id": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n"
                      *         },
                      *         "deliveryStatus": "received",
                      *         "externalId": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
@@ -6104,9 +6488,7 @@ export interface operations {
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
-                content: {
-                    "application/json": unknown;
-                };
+                content?: never;
             };
             /** @description VALIDATION_ERROR: the request is malformed or a field is invalid */
             400: {
@@ -6277,7 +6659,7 @@ export interface operations {
                      *         "content": "Hello! Could we have two extra towels, please?",
                      *         "sender": {
                      *           "type": "guest",
-                     *           "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n"
+                     *           "id": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n"
                      *         },
                      *         "deliveryStatus": "received",
                      *         "externalId": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
@@ -6943,6 +7325,7 @@ export interface operations {
                 "If-None-Match"?: string;
             };
             path: {
+                /** @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise */
                 id: string;
             };
             cookie?: never;
@@ -7002,9 +7385,7 @@ export interface operations {
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
-                content: {
-                    "application/json": unknown;
-                };
+                content?: never;
             };
             /** @description VALIDATION_ERROR: the request is malformed or a field is invalid */
             400: {
@@ -7139,6 +7520,7 @@ export interface operations {
                 "If-Match"?: string;
             };
             path: {
+                /** @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise */
                 id: string;
             };
             cookie?: never;
@@ -7415,14 +7797,27 @@ export interface operations {
                 /**
                  * @example {
                  *       "items": [
-                 *         {}
+                 *         {
+                 *           "name": "Ana Lopes",
+                 *           "email": "ana.lopes@example.com",
+                 *           "phone": "+447700900123",
+                 *           "tags": [
+                 *             "text"
+                 *           ],
+                 *           "notes": "Prefers a quiet room"
+                 *         }
                  *       ]
                  *     }
                  */
                 "application/json": {
-                    /** @description 1 to 100 items, each validated and applied on its own */
+                    /** @description 1 to 100 items, each validated and applied on its own: a bad item gets its own error in the answer */
                     items: {
-                        [key: string]: unknown;
+                        name: string;
+                        email?: string | null;
+                        phone?: string | null;
+                        /** @description At most 50 tags of 1–50 characters; duplicates are dropped, first occurrence kept */
+                        tags?: string[];
+                        notes?: string | null;
                     }[];
                 };
             };
@@ -7466,7 +7861,12 @@ export interface operations {
                      *           "error": {
                      *             "code": "VALIDATION_ERROR",
                      *             "message": "email: must match format \"email\"",
-                     *             "details": null
+                     *             "details": [
+                     *               {
+                     *                 "field": "email",
+                     *                 "message": "must match format \"email\""
+                     *               }
+                     *             ]
                      *           }
                      *         }
                      *       ]
@@ -7481,9 +7881,31 @@ export interface operations {
                             success: boolean;
                             data?: components["schemas"]["Guest"];
                             error?: {
-                                code: string;
+                                /** @enum {unknown} */
+                                code: "VALIDATION_ERROR" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "TOKEN_EXPIRED" | "TOKEN_INVALID" | "TOKEN_MISSING" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "REQUEST_TIMEOUT" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "IDEMPOTENCY_KEY_REUSED" | "HEADERS_TOO_LARGE" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
                                 message: string;
-                                details?: unknown;
+                                details?: {
+                                    /** @example email */
+                                    field: string;
+                                    /** @example must match format "email" */
+                                    message: string;
+                                }[] | {
+                                    /** @description The scope the API key lacks */
+                                    requiredScope: string;
+                                } | ({
+                                    field: string;
+                                    message: string;
+                                    /** @description The record already holding the value (a taken e-mail or phone) */
+                                    existingId?: string;
+                                }[] | {
+                                    /** @enum {string} */
+                                    window: "whatsapp_24h";
+                                    /** @description The guest's last WhatsApp message; null when they never wrote on WhatsApp */
+                                    lastInboundAt: string | null;
+                                }) | {
+                                    /** @description Quote it when reporting the problem */
+                                    requestId: string;
+                                };
                             };
                         }[];
                     };
@@ -7694,8 +8116,12 @@ export interface operations {
                 cursor?: string;
                 status?: "open" | "in_progress" | "completed" | "cancelled";
                 priority?: "low" | "normal" | "high" | "urgent";
+                /** @description Only those of this department (one the `departments` setting lists) */
                 department?: string;
-                /** @description A staff id, or `unassigned` */
+                /**
+                 * @description A staff id, or `unassigned`
+                 * @example stf_01jd8x3k5q7w9e2r4t6y8v0m1n
+                 */
                 assignee?: string;
             };
             header?: never;
@@ -7919,7 +8345,10 @@ export interface operations {
                  */
                 "application/json": {
                     title: string;
-                    /** @description One of the departments the `departments` setting lists */
+                    /**
+                     * @description One of the departments the `departments` setting lists (GET /settings/departments; by default housekeeping, front-desk, maintenance, concierge, food-and-beverage); any other is 400 VALIDATION_ERROR
+                     * @example housekeeping
+                     */
                     department: string;
                     /**
                      * @default normal
@@ -8184,6 +8613,7 @@ export interface operations {
                 "If-None-Match"?: string;
             };
             path: {
+                /** @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise */
                 id: string;
             };
             cookie?: never;
@@ -8247,9 +8677,7 @@ export interface operations {
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
-                content: {
-                    "application/json": unknown;
-                };
+                content?: never;
             };
             /** @description VALIDATION_ERROR: the request is malformed or a field is invalid */
             400: {
@@ -8384,6 +8812,7 @@ export interface operations {
                 "If-Match"?: string;
             };
             path: {
+                /** @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise */
                 id: string;
             };
             cookie?: never;
@@ -8408,7 +8837,10 @@ export interface operations {
                     notes?: string | null;
                     title?: string;
                     description?: string | null;
-                    /** @description One of the departments the `departments` setting lists */
+                    /**
+                     * @description One of the departments the `departments` setting lists (GET /settings/departments; by default housekeeping, front-desk, maintenance, concierge, food-and-beverage); any other is 400 VALIDATION_ERROR
+                     * @example housekeeping
+                     */
                     department?: string;
                     /** @enum {unknown} */
                     priority?: "low" | "normal" | "high" | "urgent";
@@ -8653,14 +9085,38 @@ export interface operations {
                 /**
                  * @example {
                  *       "items": [
-                 *         {}
+                 *         {
+                 *           "title": "Extra towels for room 412",
+                 *           "department": "housekeeping",
+                 *           "priority": "low",
+                 *           "description": "Two bath towels to room 412",
+                 *           "guestId": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                 *           "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                 *           "assignee": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                 *           "dueAt": "2026-11-22T06:33:12.000Z"
+                 *         }
                  *       ]
                  *     }
                  */
                 "application/json": {
-                    /** @description 1 to 100 items, each validated and applied on its own */
+                    /** @description 1 to 100 items, each validated and applied on its own: a bad item gets its own error in the answer */
                     items: {
-                        [key: string]: unknown;
+                        title: string;
+                        /**
+                         * @description One of the departments the `departments` setting lists (GET /settings/departments; by default housekeeping, front-desk, maintenance, concierge, food-and-beverage); any other is 400 VALIDATION_ERROR
+                         * @example housekeeping
+                         */
+                        department: string;
+                        /**
+                         * @default normal
+                         * @enum {unknown}
+                         */
+                        priority?: "low" | "normal" | "high" | "urgent";
+                        description?: string | null;
+                        guestId?: string | null;
+                        conversationId?: string | null;
+                        assignee?: string | null;
+                        dueAt?: string | null;
                     }[];
                 };
             };
@@ -8708,7 +9164,12 @@ export interface operations {
                      *           "error": {
                      *             "code": "VALIDATION_ERROR",
                      *             "message": "email: must match format \"email\"",
-                     *             "details": null
+                     *             "details": [
+                     *               {
+                     *                 "field": "email",
+                     *                 "message": "must match format \"email\""
+                     *               }
+                     *             ]
                      *           }
                      *         }
                      *       ]
@@ -8723,9 +9184,31 @@ export interface operations {
                             success: boolean;
                             data?: components["schemas"]["Task"];
                             error?: {
-                                code: string;
+                                /** @enum {unknown} */
+                                code: "VALIDATION_ERROR" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "TOKEN_EXPIRED" | "TOKEN_INVALID" | "TOKEN_MISSING" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "REQUEST_TIMEOUT" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "IDEMPOTENCY_KEY_REUSED" | "HEADERS_TOO_LARGE" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
                                 message: string;
-                                details?: unknown;
+                                details?: {
+                                    /** @example email */
+                                    field: string;
+                                    /** @example must match format "email" */
+                                    message: string;
+                                }[] | {
+                                    /** @description The scope the API key lacks */
+                                    requiredScope: string;
+                                } | ({
+                                    field: string;
+                                    message: string;
+                                    /** @description The record already holding the value (a taken e-mail or phone) */
+                                    existingId?: string;
+                                }[] | {
+                                    /** @enum {string} */
+                                    window: "whatsapp_24h";
+                                    /** @description The guest's last WhatsApp message; null when they never wrote on WhatsApp */
+                                    lastInboundAt: string | null;
+                                }) | {
+                                    /** @description Quote it when reporting the problem */
+                                    requestId: string;
+                                };
                             };
                         }[];
                     };
@@ -9394,6 +9877,7 @@ export interface operations {
                 "If-None-Match"?: string;
             };
             path: {
+                /** @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise */
                 id: string;
             };
             cookie?: never;
@@ -9449,9 +9933,7 @@ export interface operations {
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
-                content: {
-                    "application/json": unknown;
-                };
+                content?: never;
             };
             /** @description VALIDATION_ERROR: the request is malformed or a field is invalid */
             400: {
@@ -9586,6 +10068,7 @@ export interface operations {
                 "If-Match"?: string;
             };
             path: {
+                /** @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise */
                 id: string;
             };
             cookie?: never;
@@ -9828,6 +10311,7 @@ export interface operations {
                 "If-Match"?: string;
             };
             path: {
+                /** @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise */
                 id: string;
             };
             cookie?: never;
@@ -10417,7 +10901,7 @@ export interface operations {
                      *           "id": "whk_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *           "url": "https://hooks.example.com/guest-messaging",
                      *           "events": [
-                     *             "text"
+                     *             "*"
                      *           ],
                      *           "description": "Two bath towels to room 412",
                      *           "active": true,
@@ -10603,7 +11087,10 @@ export interface operations {
                  *     }
                  */
                 "application/json": {
-                    /** @description http(s) URL of the receiver. Hosts resolving to loopback, private, link-local, unspecified or multicast addresses are refused unless WEBHOOK_ALLOW_PRIVATE=true */
+                    /**
+                     * @description http(s) URL of the receiver. Hosts resolving to loopback, private, link-local, unspecified or multicast addresses are refused unless WEBHOOK_ALLOW_PRIVATE=true
+                     * @example https://hooks.example.com/guest-messaging
+                     */
                     url: string;
                     /** @description Event types to receive, or ["*"] for all */
                     events: ("*" | "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.status_changed" | "message.created" | "message.updated" | "guest.created" | "guest.updated" | "task.created" | "task.updated" | "task.completed" | "knowledge.created" | "knowledge.updated" | "knowledge.deleted" | "staff.created" | "staff.updated" | "setting.updated" | "webhook.disabled")[];
@@ -10639,7 +11126,7 @@ export interface operations {
                      *         "id": "whk_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "url": "https://hooks.example.com/guest-messaging",
                      *         "events": [
-                     *           "text"
+                     *           "*"
                      *         ],
                      *         "description": "Two bath towels to room 412",
                      *         "active": true,
@@ -10860,6 +11347,7 @@ export interface operations {
                 "If-None-Match"?: string;
             };
             path: {
+                /** @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise */
                 id: string;
             };
             cookie?: never;
@@ -10889,7 +11377,7 @@ export interface operations {
                      *         "id": "whk_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "url": "https://hooks.example.com/guest-messaging",
                      *         "events": [
-                     *           "text"
+                     *           "*"
                      *         ],
                      *         "description": "Two bath towels to room 412",
                      *         "active": true,
@@ -10919,9 +11407,7 @@ export interface operations {
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
-                content: {
-                    "application/json": unknown;
-                };
+                content?: never;
             };
             /** @description VALIDATION_ERROR: the request is malformed or a field is invalid */
             400: {
@@ -11056,6 +11542,7 @@ export interface operations {
                 "If-Match"?: string;
             };
             path: {
+                /** @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise */
                 id: string;
             };
             cookie?: never;
@@ -11246,6 +11733,7 @@ export interface operations {
                 "If-Match"?: string;
             };
             path: {
+                /** @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise */
                 id: string;
             };
             cookie?: never;
@@ -11263,7 +11751,10 @@ export interface operations {
                  *     }
                  */
                 "application/json": {
-                    /** @description http(s) URL of the receiver. Hosts resolving to loopback, private, link-local, unspecified or multicast addresses are refused unless WEBHOOK_ALLOW_PRIVATE=true */
+                    /**
+                     * @description http(s) URL of the receiver. Hosts resolving to loopback, private, link-local, unspecified or multicast addresses are refused unless WEBHOOK_ALLOW_PRIVATE=true
+                     * @example https://hooks.example.com/guest-messaging
+                     */
                     url?: string;
                     /** @description Event types to receive, or ["*"] for all */
                     events?: ("*" | "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.status_changed" | "message.created" | "message.updated" | "guest.created" | "guest.updated" | "task.created" | "task.updated" | "task.completed" | "knowledge.created" | "knowledge.updated" | "knowledge.deleted" | "staff.created" | "staff.updated" | "setting.updated" | "webhook.disabled")[];
@@ -11297,7 +11788,7 @@ export interface operations {
                      *         "id": "whk_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "url": "https://hooks.example.com/guest-messaging",
                      *         "events": [
-                     *           "text"
+                     *           "*"
                      *         ],
                      *         "description": "Two bath towels to room 412",
                      *         "active": true,
@@ -11498,6 +11989,7 @@ export interface operations {
                 "Idempotency-Key"?: string;
             };
             path: {
+                /** @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise */
                 id: string;
             };
             cookie?: never;
@@ -11529,7 +12021,7 @@ export interface operations {
                      *         "id": "whk_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "url": "https://hooks.example.com/guest-messaging",
                      *         "events": [
-                     *           "text"
+                     *           "*"
                      *         ],
                      *         "description": "Two bath towels to room 412",
                      *         "active": true,
@@ -11716,6 +12208,7 @@ export interface operations {
                 "Idempotency-Key"?: string;
             };
             path: {
+                /** @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise */
                 id: string;
             };
             cookie?: never;
@@ -11744,10 +12237,10 @@ export interface operations {
                      * @example {
                      *       "success": true,
                      *       "data": {
-                     *         "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *         "id": "whd_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "webhookId": "whk_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "eventId": "1842",
-                     *         "eventType": "text",
+                     *         "eventType": "conversation.created",
                      *         "status": "pending",
                      *         "attempts": 1,
                      *         "lastResponseCode": 100,
@@ -11940,6 +12433,7 @@ export interface operations {
             };
             header?: never;
             path: {
+                /** @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise */
                 id: string;
             };
             cookie?: never;
@@ -11965,10 +12459,10 @@ export interface operations {
                      *       "success": true,
                      *       "data": [
                      *         {
-                     *           "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *           "id": "whd_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *           "webhookId": "whk_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *           "eventId": "1842",
-                     *           "eventType": "text",
+                     *           "eventType": "conversation.created",
                      *           "status": "pending",
                      *           "attempts": 1,
                      *           "lastResponseCode": 100,
@@ -12171,10 +12665,10 @@ export interface operations {
                      * @example {
                      *       "success": true,
                      *       "data": {
-                     *         "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *         "id": "whd_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "webhookId": "whk_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "eventId": "1842",
-                     *         "eventType": "text",
+                     *         "eventType": "conversation.created",
                      *         "status": "pending",
                      *         "attempts": 1,
                      *         "lastResponseCode": 100,
@@ -13075,7 +13569,7 @@ export interface operations {
                      *           "content": "Hello! Could we have two extra towels, please?",
                      *           "sender": {
                      *             "type": "guest",
-                     *             "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n"
+                     *             "id": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n"
                      *           },
                      *           "deliveryStatus": "received",
                      *           "externalId": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
@@ -13101,7 +13595,7 @@ export interface operations {
                      *           "content": "Hello! Could we have two extra towels, please?",
                      *           "sender": {
                      *             "type": "guest",
-                     *             "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n"
+                     *             "id": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n"
                      *           },
                      *           "deliveryStatus": "received",
                      *           "externalId": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
@@ -13122,7 +13616,9 @@ export interface operations {
                         success: true;
                         data: {
                             message: components["schemas"]["Message"];
+                            /** @example cnv_01jd8x3k5q7w9e2r4t6y8v0m1n */
                             conversationId: string;
+                            /** @example gst_01jd8x3k5q7w9e2r4t6y8v0m1n */
                             guestId: string;
                             /** @description The sender was unknown and became a new guest */
                             guestCreated: boolean;
@@ -13133,6 +13629,7 @@ export interface operations {
                             autoReply: {
                                 /** @example msg_01jd8x3k5q7w9e2r4t6y8v0m1n */
                                 id: string;
+                                /** @example cnv_01jd8x3k5q7w9e2r4t6y8v0m1n */
                                 conversationId: string;
                                 /** @enum {unknown} */
                                 direction: "inbound" | "outbound";
@@ -13200,7 +13697,7 @@ export interface operations {
                      *           "content": "Hello! Could we have two extra towels, please?",
                      *           "sender": {
                      *             "type": "guest",
-                     *             "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n"
+                     *             "id": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n"
                      *           },
                      *           "deliveryStatus": "received",
                      *           "externalId": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
@@ -13226,7 +13723,7 @@ export interface operations {
                      *           "content": "Hello! Could we have two extra towels, please?",
                      *           "sender": {
                      *             "type": "guest",
-                     *             "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n"
+                     *             "id": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n"
                      *           },
                      *           "deliveryStatus": "received",
                      *           "externalId": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
@@ -13247,7 +13744,9 @@ export interface operations {
                         success: true;
                         data: {
                             message: components["schemas"]["Message"];
+                            /** @example cnv_01jd8x3k5q7w9e2r4t6y8v0m1n */
                             conversationId: string;
+                            /** @example gst_01jd8x3k5q7w9e2r4t6y8v0m1n */
                             guestId: string;
                             /** @description The sender was unknown and became a new guest */
                             guestCreated: boolean;
@@ -13258,6 +13757,7 @@ export interface operations {
                             autoReply: {
                                 /** @example msg_01jd8x3k5q7w9e2r4t6y8v0m1n */
                                 id: string;
+                                /** @example cnv_01jd8x3k5q7w9e2r4t6y8v0m1n */
                                 conversationId: string;
                                 /** @enum {unknown} */
                                 direction: "inbound" | "outbound";
@@ -13447,7 +13947,10 @@ export interface operations {
                  *     }
                  */
                 "application/json": {
-                    /** @description A known guest */
+                    /**
+                     * @description A known guest
+                     * @example gst_01jd8x3k5q7w9e2r4t6y8v0m1n
+                     */
                     guestId?: string;
                     /** @description The visitor, matched to a guest by phone or e-mail, else a new guest */
                     guest?: {
@@ -13492,7 +13995,7 @@ export interface operations {
                      *           "content": "Hello! Could we have two extra towels, please?",
                      *           "sender": {
                      *             "type": "guest",
-                     *             "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n"
+                     *             "id": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n"
                      *           },
                      *           "deliveryStatus": "received",
                      *           "externalId": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
@@ -13518,7 +14021,7 @@ export interface operations {
                      *           "content": "Hello! Could we have two extra towels, please?",
                      *           "sender": {
                      *             "type": "guest",
-                     *             "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n"
+                     *             "id": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n"
                      *           },
                      *           "deliveryStatus": "received",
                      *           "externalId": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
@@ -13539,7 +14042,9 @@ export interface operations {
                         success: true;
                         data: {
                             message: components["schemas"]["Message"];
+                            /** @example cnv_01jd8x3k5q7w9e2r4t6y8v0m1n */
                             conversationId: string;
+                            /** @example gst_01jd8x3k5q7w9e2r4t6y8v0m1n */
                             guestId: string;
                             /** @description The sender was unknown and became a new guest */
                             guestCreated: boolean;
@@ -13550,6 +14055,7 @@ export interface operations {
                             autoReply: {
                                 /** @example msg_01jd8x3k5q7w9e2r4t6y8v0m1n */
                                 id: string;
+                                /** @example cnv_01jd8x3k5q7w9e2r4t6y8v0m1n */
                                 conversationId: string;
                                 /** @enum {unknown} */
                                 direction: "inbound" | "outbound";
@@ -13619,7 +14125,7 @@ export interface operations {
                      *           "content": "Hello! Could we have two extra towels, please?",
                      *           "sender": {
                      *             "type": "guest",
-                     *             "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n"
+                     *             "id": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n"
                      *           },
                      *           "deliveryStatus": "received",
                      *           "externalId": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
@@ -13645,7 +14151,7 @@ export interface operations {
                      *           "content": "Hello! Could we have two extra towels, please?",
                      *           "sender": {
                      *             "type": "guest",
-                     *             "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n"
+                     *             "id": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n"
                      *           },
                      *           "deliveryStatus": "received",
                      *           "externalId": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
@@ -13666,7 +14172,9 @@ export interface operations {
                         success: true;
                         data: {
                             message: components["schemas"]["Message"];
+                            /** @example cnv_01jd8x3k5q7w9e2r4t6y8v0m1n */
                             conversationId: string;
+                            /** @example gst_01jd8x3k5q7w9e2r4t6y8v0m1n */
                             guestId: string;
                             /** @description The sender was unknown and became a new guest */
                             guestCreated: boolean;
@@ -13677,6 +14185,7 @@ export interface operations {
                             autoReply: {
                                 /** @example msg_01jd8x3k5q7w9e2r4t6y8v0m1n */
                                 id: string;
+                                /** @example cnv_01jd8x3k5q7w9e2r4t6y8v0m1n */
                                 conversationId: string;
                                 /** @enum {unknown} */
                                 direction: "inbound" | "outbound";
@@ -14388,6 +14897,7 @@ export interface operations {
                 "If-None-Match"?: string;
             };
             path: {
+                /** @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise */
                 id: string;
             };
             cookie?: never;
@@ -14447,9 +14957,7 @@ export interface operations {
                     "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
-                content: {
-                    "application/json": unknown;
-                };
+                content?: never;
             };
             /** @description VALIDATION_ERROR: the request is malformed or a field is invalid */
             400: {
@@ -14584,6 +15092,7 @@ export interface operations {
                 "If-Match"?: string;
             };
             path: {
+                /** @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise */
                 id: string;
             };
             cookie?: never;
@@ -14774,6 +15283,7 @@ export interface operations {
                 "If-Match"?: string;
             };
             path: {
+                /** @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise */
                 id: string;
             };
             cookie?: never;
@@ -15038,6 +15548,7 @@ export interface operations {
                 "Idempotency-Key"?: string;
             };
             path: {
+                /** @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise */
                 id: string;
             };
             cookie?: never;

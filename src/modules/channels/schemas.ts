@@ -1,7 +1,7 @@
 // Owns the request and response schemas of the channel routes: what Twilio, Meta, an inbound
 // e-mail relay and the web widget's backend send, and what they get back.
 import { type Static, Type } from 'typebox';
-import { Nullable } from '../../lib/schemas.js';
+import { Nullable, RefId, RefIdInput } from '../../lib/schemas.js';
 import { Message } from '../conversations/schemas.js';
 
 const Text = (maxLength: number, description?: string) =>
@@ -50,7 +50,7 @@ const Phone = Type.String({ pattern: '^\\+[1-9]\\d{6,14}$', maxLength: 16, descr
 
 export const WebInboundBody = Type.Object(
   {
-    guestId: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'A known guest' })),
+    guestId: Type.Optional(RefIdInput('gst', 'A known guest')),
     guest: Type.Optional(
       Type.Object(
         {
@@ -79,8 +79,8 @@ export type WebInboundBody = Static<typeof WebInboundBody>;
 
 export const InboundReceipt = Type.Object({
   message: Message,
-  conversationId: Type.String({ maxLength: 64 }),
-  guestId: Type.String({ maxLength: 64 }),
+  conversationId: RefId('cnv'),
+  guestId: RefId('gst'),
   guestCreated: Type.Boolean({ description: 'The sender was unknown and became a new guest' }),
   conversationCreated: Type.Boolean({ description: 'The message started a new conversation' }),
   duplicate: Type.Boolean({ description: 'The message was already stored: nothing changed' }),

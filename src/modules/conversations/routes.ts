@@ -59,7 +59,7 @@ export const conversationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         description:
           'Each item is `{ id, status?, assignee? }` with at least one change and follows the rules of ' +
           'PATCH /conversations/:id. Counts in the bulk rate-limit bucket.',
-        body: BulkBody,
+        body: BulkBody(BulkUpdateItemSchema),
         response: { 200: BulkResponse(Conversation), ...STANDARD_ERRORS, ...BODY_ERRORS },
       },
     },

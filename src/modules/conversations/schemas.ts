@@ -1,6 +1,6 @@
 // Owns the request and response schemas of conversations and their messages.
 import { type Static, Type } from 'typebox';
-import { Nullable, PageQuery, RecordId } from '../../lib/schemas.js';
+import { Nullable, PageQuery, RecordId, RefId, RefIdInput } from '../../lib/schemas.js';
 
 // Enums rather than unions of literals: a bad value then reads "must be one of: …" once.
 const CHANNELS = ['whatsapp', 'sms', 'email', 'web'] as const;
@@ -9,18 +9,17 @@ export const Channel = Type.Enum(CHANNELS);
 export const ConversationStatus = Type.Enum(STATUSES);
 export type ConversationStatus = Static<typeof ConversationStatus>;
 
-const staffId = (description: string) => Type.String({ minLength: 1, maxLength: 64, description });
+const staffId = (description: string) => RefIdInput('stf', description);
 const Timestamp = Type.String({ format: 'date-time', maxLength: 30 });
-const Id = Type.String({ maxLength: 64 });
 
 export const Conversation = Type.Object(
   {
     id: RecordId('cnv'),
-    guestId: Id,
-    guest: Type.Object({ id: Id, name: Type.String({ maxLength: 200 }) }),
+    guestId: RefId('gst'),
+    guest: Type.Object({ id: RefId('gst'), name: Type.String({ maxLength: 200 }) }),
     channel: Channel,
     status: ConversationStatus,
-    assignee: Nullable(Type.String({ maxLength: 64, description: 'Staff id of the assignee; null when unassigned' })),
+    assignee: Nullable(RefId('stf', 'Staff id of the assignee; null when unassigned')),
     subject: Nullable(Type.String({ maxLength: 200 })),
     lastMessageAt: Type.String({
       format: 'date-time',
@@ -38,15 +37,13 @@ export type ConversationView = Static<typeof Conversation>;
 export const Message = Type.Object(
   {
     id: RecordId('msg'),
-    conversationId: Id,
+    conversationId: RefId('cnv'),
     direction: Type.Enum(['inbound', 'outbound']),
     type: Type.Enum(['text', 'note'], { description: 'text goes to the guest; note is internal and never sent' }),
     content: Type.String({ maxLength: 4096 }),
     sender: Type.Object({
       type: Type.Enum(['guest', 'staff', 'system', 'api_key']),
-      id: Nullable(
-        Type.String({ maxLength: 64, description: 'Guest, staff or API key id; null for the system (an auto reply)' }),
-      ),
+      id: Nullable(RefId(['gst', 'stf', 'key'], 'Guest, staff or API key id; null for the system (an auto reply)')),
     }),
     deliveryStatus: Type.Enum(['received', 'queued', 'sent', 'delivered', 'read', 'failed'], {
       description:
@@ -79,16 +76,14 @@ export const ListConversationsQuery = Type.Object(
     ...PageQuery,
     status: Type.Optional(ConversationStatus),
     channel: Type.Optional(Channel),
-    assignee: Type.Optional(
-      Type.String({ minLength: 1, maxLength: 64, description: 'A staff id, or `unassigned` for those with none' }),
-    ),
+    assignee: Type.Optional(RefIdInput('stf', 'A staff id, or `unassigned` for those with none', 'unassigned')),
   },
   { additionalProperties: false },
 );
 
 export const CreateConversationBody = Type.Object(
   {
-    guestId: Type.String({ minLength: 1, maxLength: 64, description: 'An existing guest id' }),
+    guestId: RefIdInput('gst', 'An existing guest id'),
     channel: Channel,
     subject: Type.Optional(Subject),
     assignee: Type.Optional(

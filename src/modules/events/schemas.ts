@@ -1,7 +1,7 @@
 // Owns the event vocabulary: every event type, the event as the feed, the stream and webhooks
 // show it, and the feed's query and answer.
 import { type Static, Type } from 'typebox';
-import { Nullable } from '../../lib/schemas.js';
+import { Nullable, RefId } from '../../lib/schemas.js';
 
 /** Types a write path emits; webhooks may subscribe to any of them (or "*"). */
 export const EVENT_TYPES = [
@@ -27,6 +27,29 @@ export const EVENT_TYPES = [
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
+/** The record each event type carries as `data` (a component of the OpenAPI document). */
+export const EVENT_DATA: Record<EventType, string> = {
+  'conversation.created': 'Conversation',
+  'conversation.updated': 'Conversation',
+  'conversation.assigned': 'Conversation',
+  'conversation.status_changed': 'Conversation',
+  'message.created': 'Message',
+  'message.updated': 'Message',
+  'guest.created': 'Guest',
+  'guest.updated': 'Guest',
+  'task.created': 'Task',
+  'task.updated': 'Task',
+  'task.completed': 'Task',
+  'knowledge.created': 'KnowledgeEntry',
+  'knowledge.updated': 'KnowledgeEntry',
+  'knowledge.deleted': 'KnowledgeEntry',
+  'staff.created': 'Staff',
+  'staff.updated': 'Staff',
+  'setting.updated': 'Setting',
+  'webhook.disabled': 'Webhook',
+  'webhook.test': 'Webhook',
+};
+
 export const isEventType = (s: string): s is EventType => (EVENT_TYPES as readonly string[]).includes(s);
 
 /**
@@ -38,7 +61,7 @@ export const Cursor = Type.String({ pattern: CURSOR_PATTERN, maxLength: 15, exam
 
 export const Actor = Type.Object({
   type: Type.Enum(['staff', 'system', 'guest', 'api_key']),
-  id: Nullable(Type.String({ maxLength: 64, description: 'Staff, guest or API key id; null for the system' })),
+  id: Nullable(RefId(['stf', 'gst', 'key'], 'Staff, guest or API key id; null for the system')),
 });
 export type Actor = Static<typeof Actor>;
 
@@ -54,6 +77,8 @@ export const Event = Type.Object(
     type: Type.Enum([...EVENT_TYPES]),
     occurredAt: Type.String({ format: 'date-time', maxLength: 30 }),
     actor: Actor,
+    // The document says which record each type carries (EVENT_DATA, src/plugins/openapi.ts); the
+    // serializer writes it as it is, where a union would validate each event against every shape.
     data: Type.Unknown({ description: 'The record after the change, in its API shape' }),
     changes: Type.Optional(
       Type.Record(Type.String({ maxLength: 64 }), Change, {
@@ -65,8 +90,13 @@ export const Event = Type.Object(
 );
 export type EventView = Static<typeof Event>;
 
+const anyType = `(?:${EVENT_TYPES.map((t) => t.replace('.', '\\.')).join('|')})`;
+
 export const TypesQuery = Type.String({
   maxLength: 2000,
+  // What parseTypes (routes.ts) takes: known types separated by commas, blanks around each ignored.
+  pattern: `^\\s*(?:${anyType}\\s*)?(?:,\\s*(?:${anyType}\\s*)?)*$`,
+  'x-pattern-message': `must list event types, separated by commas: ${EVENT_TYPES.join(', ')}`,
   description: 'Comma-separated event types; only these are returned',
   examples: ['message.created,conversation.assigned'],
 });

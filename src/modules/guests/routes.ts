@@ -78,7 +78,7 @@ export const guestsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         tags: ['guests'],
         operationId: 'bulkCreateGuests',
         summary: 'Create 1–100 guests; each item is validated and created on its own, results in item order',
-        body: BulkBody,
+        body: BulkBody(CreateGuestBody),
         response: { 200: BulkResponse(Guest), ...STANDARD_ERRORS, ...BODY_ERRORS },
       },
     },

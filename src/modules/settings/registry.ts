@@ -25,10 +25,10 @@ const isLocale = (l: string) => {
   }
 };
 
-const HHMM = Type.String({ pattern: '^([01]\\d|2[0-3]):[0-5]\\d$', description: 'HH:MM, 24-hour' });
+const HHMM = Type.String({ pattern: '^([01]\\d|2[0-3]):[0-5]\\d$', maxLength: 5, description: 'HH:MM, 24-hour' });
 const Interval = Type.Object({ open: HHMM, close: HHMM }, { additionalProperties: false });
 const DAYS = ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'] as const;
-const Minutes = Type.Integer({ minimum: 1, maximum: 525600 });
+const Minutes = Type.Integer({ format: 'int32', minimum: 1, maximum: 525600 });
 
 export interface KeyDef {
   schema: TSchema;
@@ -39,6 +39,31 @@ export interface KeyDef {
 }
 
 export const DEFAULT_DEPARTMENTS = ['housekeeping', 'front-desk', 'maintenance', 'concierge', 'food-and-beverage'];
+
+const DEPARTMENT_PATTERN = '^[a-z0-9][a-z0-9-]*$';
+
+/**
+ * A department a request body names. Which ones exist is the `departments` setting, read with
+ * each request (so it is said in words); the pattern every entry of that setting has is checked
+ * by validation.
+ */
+export const DepartmentInput = Type.String({
+  minLength: 1,
+  maxLength: 50,
+  pattern: DEPARTMENT_PATTERN,
+  'x-pattern-message': 'must be a department of the departments setting (lowercase letters, digits and -)',
+  description:
+    'One of the departments the `departments` setting lists (GET /settings/departments; by default ' +
+    `${DEFAULT_DEPARTMENTS.join(', ')}); any other is 400 VALIDATION_ERROR`,
+  examples: ['housekeeping'],
+});
+
+/** A department to filter a list by: one naming no department of the setting finds nothing. */
+export const DepartmentFilter = Type.String({
+  minLength: 1,
+  maxLength: 50,
+  description: 'Only those of this department (one the `departments` setting lists)',
+});
 
 export const SETTINGS: Record<string, KeyDef> = {
   hotel: {
@@ -59,7 +84,7 @@ export const SETTINGS: Record<string, KeyDef> = {
   },
   departments: {
     description: 'Department names that tasks and staff may use.',
-    schema: Type.Array(Type.String({ minLength: 1, maxLength: 50, pattern: '^[a-z0-9][a-z0-9-]*$' }), {
+    schema: Type.Array(Type.String({ minLength: 1, maxLength: 50, pattern: DEPARTMENT_PATTERN }), {
       minItems: 1,
       maxItems: 100,
       uniqueItems: true,
@@ -134,6 +159,9 @@ export const SETTINGS: Record<string, KeyDef> = {
     default: { firstResponseMinutes: 15, taskMinutes: { low: 1440, normal: 240, high: 60, urgent: 15 } },
   },
 };
+
+/** Every key a setting may have: a known key, or custom.<name>. */
+export const KEY_PATTERN = `^(${Object.keys(SETTINGS).join('|')}|${CUSTOM_KEY.source.slice(1, -1)})$`;
 
 export const isKnownKey = (key: string): boolean => Object.hasOwn(SETTINGS, key) || CUSTOM_KEY.test(key);
 

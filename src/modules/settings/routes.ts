@@ -4,21 +4,29 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { ADMIN, ADMIN_MANAGER } from '../../lib/auth.js';
 import type { Current } from '../../lib/etag.js';
-import { BODY_ERRORS, errorResponse, Nullable, Ok, ok, STANDARD_ERRORS } from '../../lib/schemas.js';
-import { isKnownKey, MAX_CUSTOM_KEYS, SETTINGS } from './registry.js';
+import { BODY_ERRORS, errorResponse, Nullable, Ok, ok, RefId, STANDARD_ERRORS } from '../../lib/schemas.js';
+import { isKnownKey, KEY_PATTERN, MAX_CUSTOM_KEYS, SETTINGS } from './registry.js';
 import { getSetting as findSetting, listSettings } from './repository.js';
 import { getSetting, resetSetting, setSetting } from './service.js';
 
 const Setting = Type.Object(
   {
-    key: Type.String({ maxLength: 100 }),
+    key: Type.String({ maxLength: 100, pattern: KEY_PATTERN }),
+    // The document gives each key its value's shape (src/plugins/openapi.ts).
     value: Type.Unknown({ description: 'The JSON value; its shape depends on the key' }),
     updatedAt: Nullable(Type.String({ format: 'date-time', maxLength: 30 })),
-    updatedBy: Nullable(Type.String({ maxLength: 64, description: 'Staff id of the last writer; null for a default' })),
+    updatedBy: Nullable(RefId('stf', 'Staff id of the last writer; null for a default')),
   },
   { $id: 'Setting' },
 );
-const KeyParams = Type.Object({ key: Type.String({ minLength: 1, maxLength: 100 }) });
+const KeyParams = Type.Object({
+  key: Type.String({
+    minLength: 1,
+    maxLength: 100,
+    description: `A known key (${Object.keys(SETTINGS).join(', ')}) or custom.<name> (1–64 of A-Z a-z 0-9 _ . -); any other key is 404 NOT_FOUND`,
+    examples: ['hotel'],
+  }),
+});
 const PutBody = Type.Object({ value: Type.Unknown() }, { additionalProperties: false, required: ['value'] });
 
 /** A setting as GET /settings/:key shows it (its default when never set), for If-Match. */

@@ -2,6 +2,7 @@
 import { Type } from 'typebox';
 import { MIN_PASSWORD_LENGTH } from '../../lib/password.js';
 import { Nullable, PageQuery, RecordId } from '../../lib/schemas.js';
+import { DepartmentFilter, DepartmentInput } from '../settings/registry.js';
 
 export const RoleSchema = Type.Union([Type.Literal('admin'), Type.Literal('manager'), Type.Literal('staff')]);
 
@@ -21,7 +22,7 @@ export const Staff = Type.Object(
 
 const Name = Type.String({ minLength: 1, maxLength: 200 });
 export const Email = Type.String({ format: 'email', maxLength: 254 });
-export const Department = Type.String({ minLength: 1, maxLength: 50 });
+export const Department = DepartmentInput;
 export const Password = Type.String({ minLength: MIN_PASSWORD_LENGTH, maxLength: 256 });
 
 export const CreateStaffBody = Type.Object(
@@ -56,7 +57,7 @@ export const ListStaffQuery = Type.Object(
   {
     ...PageQuery,
     role: Type.Optional(RoleSchema),
-    department: Type.Optional(Department),
+    department: Type.Optional(DepartmentFilter),
     active: Type.Optional(Type.Boolean()),
   },
   { additionalProperties: false },

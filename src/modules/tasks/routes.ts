@@ -84,7 +84,7 @@ export const tasksRoutes: FastifyPluginAsyncTypebox = async (app) => {
         tags: ['tasks'],
         operationId: 'bulkCreateTasks',
         summary: 'Create 1–100 tasks (admin, manager); each item is validated and created on its own',
-        body: BulkBody,
+        body: BulkBody(CreateTaskBody),
         response: { 200: BulkResponse(Task), ...STANDARD_ERRORS, ...BODY_ERRORS },
       },
     },

@@ -1,6 +1,7 @@
 // Owns the task resource's request and response schemas.
 import { type Static, Type } from 'typebox';
-import { Nullable, PageQuery, RecordId } from '../../lib/schemas.js';
+import { Nullable, PageQuery, RecordId, RefId, RefIdInput } from '../../lib/schemas.js';
+import { DepartmentFilter, DepartmentInput } from '../settings/registry.js';
 
 // Enums rather than unions of literals, so a bad value is reported once as "must be one of: …".
 export const TASK_PRIORITIES = ['low', 'normal', 'high', 'urgent'] as const;
@@ -9,7 +10,6 @@ export const Priority = Type.Enum([...TASK_PRIORITIES]);
 export const Status = Type.Enum([...TASK_STATUSES]);
 
 const DateTime = Type.String({ format: 'date-time', maxLength: 30 });
-const Id = Type.String({ maxLength: 64 });
 
 export const Task = Type.Object(
   {
@@ -19,9 +19,9 @@ export const Task = Type.Object(
     department: Type.String({ maxLength: 50 }),
     priority: Priority,
     status: Status,
-    guestId: Nullable(Id),
-    conversationId: Nullable(Id),
-    assignee: Nullable(Type.String({ maxLength: 64, description: 'Staff id' })),
+    guestId: Nullable(RefId('gst')),
+    conversationId: Nullable(RefId('cnv')),
+    assignee: Nullable(RefId('stf', 'Staff id')),
     notes: Nullable(Type.String({ maxLength: 5000 })),
     dueAt: Nullable(DateTime),
     completedAt: Nullable(
@@ -36,12 +36,7 @@ export type TaskView = Static<typeof Task>;
 
 const Title = Type.String({ minLength: 1, maxLength: 200 });
 const LongText = Type.String({ maxLength: 5000 });
-const Department = Type.String({
-  minLength: 1,
-  maxLength: 50,
-  description: 'One of the departments the `departments` setting lists',
-});
-const refId = (description: string) => Type.String({ minLength: 1, maxLength: 64, description });
+const Department = DepartmentInput;
 const DueAt = Type.String({ format: 'date-time', maxLength: 64, description: 'ISO 8601 date-time with a time zone' });
 
 export const CreateTaskBody = Type.Object(
@@ -50,11 +45,11 @@ export const CreateTaskBody = Type.Object(
     department: Department,
     priority: Type.Optional(Type.Enum([...TASK_PRIORITIES], { default: 'normal' })),
     description: Type.Optional(Nullable(LongText)),
-    guestId: Type.Optional(Nullable(refId('An existing guest id'))),
+    guestId: Type.Optional(Nullable(RefIdInput('gst', 'An existing guest id'))),
     conversationId: Type.Optional(
-      Nullable(refId('An existing conversation id; of the same guest when guestId is given')),
+      Nullable(RefIdInput('cnv', 'An existing conversation id; of the same guest when guestId is given')),
     ),
-    assignee: Type.Optional(Nullable(refId('An active staff id'))),
+    assignee: Type.Optional(Nullable(RefIdInput('stf', 'An active staff id'))),
     dueAt: Type.Optional(Nullable(DueAt)),
   },
   { additionalProperties: false },
@@ -69,7 +64,7 @@ export const UpdateTaskBody = Type.Object(
     description: Type.Optional(Nullable(LongText)),
     department: Type.Optional(Department),
     priority: Type.Optional(Priority),
-    assignee: Type.Optional(Nullable(refId('An active staff id, or null to unassign'))),
+    assignee: Type.Optional(Nullable(RefIdInput('stf', 'An active staff id, or null to unassign'))),
     dueAt: Type.Optional(Nullable(DueAt)),
   },
   { additionalProperties: false, minProperties: 1 },
@@ -84,8 +79,8 @@ export const ListTasksQuery = Type.Object(
     ...PageQuery,
     status: Type.Optional(Status),
     priority: Type.Optional(Priority),
-    department: Type.Optional(Type.String({ minLength: 1, maxLength: 50 })),
-    assignee: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: 'A staff id, or `unassigned`' })),
+    department: Type.Optional(DepartmentFilter),
+    assignee: Type.Optional(RefIdInput('stf', 'A staff id, or `unassigned`', 'unassigned')),
   },
   { additionalProperties: false },
 );

@@ -27,7 +27,7 @@ export function toDelivery(row: DeliveryListRow): DeliveryView {
     id: row.id,
     webhookId: row.webhook_id,
     eventId: String(row.event_id),
-    eventType: row.event_type,
+    eventType: row.event_type as DeliveryView['eventType'],
     status: row.status,
     attempts: Number(row.attempts),
     lastResponseCode: row.last_response_code === null ? null : Number(row.last_response_code),

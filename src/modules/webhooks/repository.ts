@@ -23,7 +23,7 @@ export function toWebhook(row: WebhookListRow): WebhookView {
   return {
     id: row.id,
     url: row.url,
-    events: JSON.parse(row.events) as string[],
+    events: JSON.parse(row.events) as WebhookView['events'],
     description: row.description,
     active: Boolean(row.active),
     consecutiveFailures: Number(row.consecutive_failures),

@@ -1,6 +1,6 @@
 // Owns the webhook resource's request and response schemas, and those of its deliveries.
 import { type Static, Type } from 'typebox';
-import { Nullable, PageQuery, RecordId } from '../../lib/schemas.js';
+import { Nullable, PageQuery, RecordId, RefId } from '../../lib/schemas.js';
 import { EVENT_TYPES } from '../events/schemas.js';
 
 /** What an endpoint may subscribe to: any event type but the test ping (sent on request), or "*". */
@@ -13,7 +13,7 @@ export const Webhook = Type.Object(
   {
     id: RecordId('whk'),
     url: Type.String({ maxLength: 2048 }),
-    events: Type.Array(Type.String({ maxLength: 64 }), { maxItems: SUBSCRIBABLE.length }),
+    events: Type.Array(Type.Enum([...SUBSCRIBABLE]), { maxItems: SUBSCRIBABLE.length }),
     description: Nullable(Type.String({ maxLength: 500 })),
     active: Type.Boolean({ description: 'Inactive endpoints get no new deliveries and their pending ones wait' }),
     consecutiveFailures: Type.Integer({
@@ -44,6 +44,11 @@ export const WebhookWithSecret = Type.Object(
 const Url = Type.String({
   minLength: 1,
   maxLength: 2048,
+  // What the server's URL check (url-guard.ts) needs of the form: an http or https scheme (any
+  // case), "://", then a host with no user name or password before it.
+  pattern: '^[Hh][Tt][Tt][Pp][Ss]?://[^/?#@\\s\\\\]+([/?#\\\\].*)?$',
+  'x-pattern-message': 'must be an absolute http or https URL, without a user name or password',
+  examples: ['https://hooks.example.com/guest-messaging'],
   description:
     'http(s) URL of the receiver. Hosts resolving to loopback, private, link-local, unspecified or multicast ' +
     'addresses are refused unless WEBHOOK_ALLOW_PRIVATE=true',
@@ -87,10 +92,10 @@ export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number];
 
 export const Delivery = Type.Object(
   {
-    id: Type.String({ maxLength: 64, description: 'Also the Webhook-Id header, the same on every attempt' }),
-    webhookId: Id,
+    id: RefId('whd', 'Also the Webhook-Id header, the same on every attempt'),
+    webhookId: RefId('whk'),
     eventId: Type.String({ maxLength: 15 }),
-    eventType: Type.String({ maxLength: 64 }),
+    eventType: Type.Enum([...EVENT_TYPES]),
     status: Type.Enum([...DELIVERY_STATUSES]),
     attempts: Type.Integer({ format: 'int32', minimum: 0, maximum: 2_147_483_647 }),
     lastResponseCode: Nullable(Type.Integer({ format: 'int32', minimum: 100, maximum: 999 })),
