@@ -240,7 +240,10 @@ export async function measureFanOut(o: FanOutOptions): Promise<FanOutFigures> {
       MAX_CONNECTIONS: String(Math.ceil(o.streams / instances) + 1000),
     };
     // The first instance migrates the store and creates the admin; the others start on it after.
-    servers.push(await startApiServer(store, { cwd: ROOT, logDir: o.logDir, env }));
+    // BENCH_STREAMS_CPU_PROF=<dir>: the first instance writes a CPU profile there when it stops.
+    const profDir = process.env.BENCH_STREAMS_CPU_PROF;
+    const nodeFlags = profDir ? ['--cpu-prof', `--cpu-prof-dir=${profDir}`] : [];
+    servers.push(await startApiServer(store, { cwd: ROOT, logDir: o.logDir, env, nodeFlags }));
     for (let i = 1; i < instances; i++) servers.push(await startApiServer(store, { cwd: ROOT, logDir: o.logDir, env }));
     const writer = servers[0]!.baseUrl;
     const token = await login(writer, EMAIL, PASSWORD);
