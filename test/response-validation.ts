@@ -5,11 +5,11 @@
 // the operation a request reached. RESPONSE_VALIDATION=0 turns it off (a quick local run).
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { validate } from '@hyperjump/json-schema/openapi-3-1';
+import { restoreValidator, validate } from '@hyperjump/json-schema/openapi-3-1';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 
 const ENABLED = process.env.RESPONSE_VALIDATION !== '0';
@@ -26,12 +26,15 @@ interface Route {
 
 interface Document {
   doc: Doc;
+  /** The document's content hash: compiled validators are shared between processes under it. */
+  hash: string;
   base: string;
   routes: Route[];
   /** By the content of the schema they validate. */
   validators: Map<string, Promise<Validator>>;
 }
 
+const DIR = join(tmpdir(), 'gma-response-validation');
 const byApp = new WeakMap<FastifyInstance, Document>();
 const byHash = new Map<string, Document>();
 
@@ -47,12 +50,11 @@ function documentOf(app: FastifyInstance): Document {
   const hash = createHash('sha256').update(text).digest('hex').slice(0, 16);
   let d = byHash.get(hash);
   if (d === undefined) {
-    const dir = join(tmpdir(), 'gma-response-validation');
-    mkdirSync(dir, { recursive: true });
+    mkdirSync(DIR, { recursive: true });
     // The `.openapi.json` suffix tells the validator the file is an OpenAPI document.
     // One file per process: test files run in parallel processes, and one must never read another's
     // half-written copy.
-    const file = join(dir, `${hash}-${process.pid}.openapi.json`);
+    const file = join(DIR, `${hash}-${process.pid}.openapi.json`);
     writeFileSync(file, text);
     process.once('exit', () => rmSync(file, { force: true }));
     const routes = Object.keys(doc.paths ?? {})
@@ -63,7 +65,7 @@ function documentOf(app: FastifyInstance): Document {
       }))
       // A literal segment wins over a parameter (/conversations/bulk before /conversations/{id}).
       .sort((a, b) => a.params - b.params);
-    d = { doc, base: pathToFileURL(file).href, routes, validators: new Map() };
+    d = { doc, hash, base: pathToFileURL(file).href, routes, validators: new Map() };
     byHash.set(hash, d);
   }
   byApp.set(app, d);
@@ -77,12 +79,34 @@ function documentOf(app: FastifyInstance): Document {
  * `$ref`s into the same document) reuses that validator.
  */
 function validatorFor(d: Document, location: string, schema: unknown): Promise<Validator> {
-  const key = createHash('sha256').update(JSON.stringify(schema)).digest('hex');
+  const key = createHash('sha256').update(JSON.stringify(schema)).digest('hex').slice(0, 24);
   let v = d.validators.get(key);
   if (v === undefined) {
-    v = validate(`${d.base}#/${location}`);
+    v = compiled(d, location, key);
     d.validators.set(key, v);
   }
+  return v;
+}
+
+/**
+ * The validator of a schema, compiled by this process or restored from what another test process
+ * compiled (the library serialises its compiled form): each test file is its own process, and
+ * compiling again in each one cost more than every validation together. Kept beside the
+ * document's copy, keyed by the document's hash and the schema's, written whole or not at all.
+ */
+async function compiled(d: Document, location: string, key: string): Promise<Validator> {
+  const file = join(DIR, `${d.hash}-${key}.validator.json`);
+  if (existsSync(file)) {
+    try {
+      return restoreValidator(readFileSync(file, 'utf8'));
+    } catch {
+      // Written by another version of the library, or cut short: compile it again.
+    }
+  }
+  const v = await validate(`${d.base}#/${location}`);
+  const partial = `${file}.${process.pid}.tmp`;
+  writeFileSync(partial, v.serialize());
+  renameSync(partial, file);
   return v;
 }
 
