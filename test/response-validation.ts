@@ -15,6 +15,8 @@ import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 const ENABLED = process.env.RESPONSE_VALIDATION !== '0';
 
 type Validator = Awaited<ReturnType<typeof validate>>;
+/** Validates one answer's body (BASIC output). */
+type Check = (value: unknown) => Promise<ReturnType<Validator>>;
 // biome-ignore lint/suspicious/noExplicitAny: the served OpenAPI document, read as JSON.
 type Doc = any;
 
@@ -31,7 +33,7 @@ interface Document {
   base: string;
   routes: Route[];
   /** By the content of the schema they validate. */
-  validators: Map<string, Promise<Validator>>;
+  validators: Map<string, Promise<Check>>;
 }
 
 const DIR = join(tmpdir(), 'gma-response-validation');
@@ -78,7 +80,7 @@ function documentOf(app: FastifyInstance): Document {
  * 429 and 500 look alike), so a schema identical in content to one compiled before (same JSON,
  * `$ref`s into the same document) reuses that validator.
  */
-function validatorFor(d: Document, location: string, schema: unknown): Promise<Validator> {
+function validatorFor(d: Document, location: string, schema: unknown): Promise<Check> {
   const key = createHash('sha256').update(JSON.stringify(schema)).digest('hex').slice(0, 24);
   let v = d.validators.get(key);
   if (v === undefined) {
@@ -94,20 +96,37 @@ function validatorFor(d: Document, location: string, schema: unknown): Promise<V
  * compiling again in each one cost more than every validation together. Kept beside the
  * document's copy, keyed by the document's hash and the schema's, written whole or not at all.
  */
-async function compiled(d: Document, location: string, key: string): Promise<Validator> {
+async function compiled(d: Document, location: string, key: string): Promise<Check> {
   const file = join(DIR, `${d.hash}-${key}.validator.json`);
+  const fresh = () => validate(`${d.base}#/${location}`);
   if (existsSync(file)) {
+    let restored: Validator | undefined;
     try {
-      return restoreValidator(readFileSync(file, 'utf8'));
+      restored = restoreValidator(readFileSync(file, 'utf8'));
     } catch {
-      // Written by another version of the library, or cut short: compile it again.
+      // Written by another version of the library, or cut short: compile it again below.
+    }
+    if (restored !== undefined) {
+      const r = restored;
+      let own: Promise<Validator> | undefined;
+      // A restored validator's lookups are plain parsed objects, so an instance key such as
+      // "constructor" can find Object.prototype's and throw: such an answer is checked by a
+      // validator compiled here, as every answer was before the cache.
+      return async (value) => {
+        try {
+          return r(value as never, 'BASIC');
+        } catch {
+          own ??= fresh();
+          return (await own)(value as never, 'BASIC');
+        }
+      };
     }
   }
-  const v = await validate(`${d.base}#/${location}`);
+  const v = await fresh();
   const partial = `${file}.${process.pid}.tmp`;
   writeFileSync(partial, v.serialize());
   renameSync(partial, file);
-  return v;
+  return async (value) => v(value as never, 'BASIC');
 }
 
 /** Asserts that a response agrees with the document of the app that answered it. */
@@ -142,7 +161,7 @@ export async function checkResponse(
     pointer('paths', route.template, m, 'responses', status, 'content', type, 'schema'),
     media.schema,
   );
-  const out = v(JSON.parse(res.body), 'BASIC');
+  const out = await v(JSON.parse(res.body));
   if (!out.valid) {
     const errors = (out.errors ?? [])
       .slice(0, 5)
