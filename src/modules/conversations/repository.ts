@@ -1,10 +1,10 @@
 // Owns conversation rows: reads (joined with the guest's name), writes, and the row-to-API mapping;
 // also the two lookups a conversation's references are checked with (guest, active staff).
-import { sql } from 'kysely';
+import { type ExpressionBuilder, type RawBuilder, sql } from 'kysely';
 import { paginate } from '../../db/paginate.js';
 import { type Param, type Prepared, prepared } from '../../db/prepared.js';
 import { nowIso, toBool, toIso } from '../../db/store.js';
-import type { ConversationRow, Executor } from '../../db/types.js';
+import type { ConversationRow, Database, Executor } from '../../db/types.js';
 import type { ConversationStatus, ConversationView } from './schemas.js';
 
 const COLUMNS = [
@@ -162,6 +162,28 @@ export async function updateConversationRow(
     .execute();
 }
 
+/** What a new message changes in its conversation's row: one more message, activity at `at`. */
+function touched(
+  eb: ExpressionBuilder<Database, 'conversations'>,
+  at: string | RawBuilder<string>,
+  reopenClosed: boolean,
+) {
+  return {
+    last_message_at: at,
+    message_count: eb('message_count', '+', 1),
+    updated_at: at,
+    ...(reopenClosed && {
+      status: eb
+        .case()
+        .when('status', '=', 'closed')
+        .then('open')
+        .else(eb.ref('status'))
+        .end()
+        .$castTo<ConversationStatus>(),
+    }),
+  };
+}
+
 /**
  * Records that a message arrived at `at`: one more message, latest activity now. `reopenClosed`
  * turns a closed conversation open; decided in the statement so a concurrent status change
@@ -171,20 +193,7 @@ const touch = [false, true].map((reopenClosed) =>
   prepared((db, p: Param<{ id: string; at: string }>) =>
     db
       .updateTable('conversations')
-      .set((eb) => ({
-        last_message_at: p('at'),
-        message_count: eb('message_count', '+', 1),
-        updated_at: p('at'),
-        ...(reopenClosed && {
-          status: eb
-            .case()
-            .when('status', '=', 'closed')
-            .then('open')
-            .else(eb.ref('status'))
-            .end()
-            .$castTo<ConversationStatus>(),
-        }),
-      }))
+      .set((eb) => touched(eb, p('at'), reopenClosed))
       .where('id', '=', p('id')),
   ),
 ) as [Prepared<{ id: string; at: string }, unknown>, Prepared<{ id: string; at: string }, unknown>];
@@ -206,20 +215,7 @@ const advance = [false, true].map((reopenClosed) =>
         : sql<string>`case when cast(${p('now')} as timestamptz) > last_message_at then cast(${p('now')} as timestamptz) else last_message_at + interval '1 millisecond' end`;
     return db
       .updateTable('conversations')
-      .set((eb) => ({
-        last_message_at: next,
-        message_count: eb('message_count', '+', 1),
-        updated_at: next,
-        ...(reopenClosed && {
-          status: eb
-            .case()
-            .when('status', '=', 'closed')
-            .then('open')
-            .else(eb.ref('status'))
-            .end()
-            .$castTo<ConversationStatus>(),
-        }),
-      }))
+      .set((eb) => touched(eb, next, reopenClosed))
       .where('id', '=', p('id'))
       .returning('last_message_at');
   }),
