@@ -11,7 +11,7 @@ import { listApiKeys } from '../src/modules/api-keys/repository.js';
 import { listAudit } from '../src/modules/audit/repository.js';
 import { listMessages } from '../src/modules/conversations/messages-repository.js';
 import { listConversations } from '../src/modules/conversations/repository.js';
-import { guestPages } from '../src/modules/guests/repository.js';
+import { guestPages, staffGuestPages } from '../src/modules/guests/repository.js';
 import { bestFirst, byTitle } from '../src/modules/knowledge/repository.js';
 import { listStaff } from '../src/modules/staff/repository.js';
 import { listTasks } from '../src/modules/tasks/repository.js';
@@ -51,7 +51,14 @@ const CATALOG: [Pages<never>, unknown[]][] = [
       { mode: { by: 'scan', pattern: '%a%' } },
       { mode: { by: 'index', pattern: '%abc%' } },
       { mode: null, tag: 'vip' },
+      { mode: { by: 'index', pattern: '%abc%' }, tag: 'vip' },
+    ],
+  ],
+  [
+    staffGuestPages as never,
+    [
       { mode: null, assignee: 'stf' },
+      { mode: { by: 'scan', pattern: '%a%' }, assignee: 'stf' },
       { mode: { by: 'index', pattern: '%abc%' }, tag: 'vip', assignee: 'stf' },
     ],
   ],

@@ -10,6 +10,7 @@ import { apiKeys } from './migrations/007-api-keys.js';
 import { idempotency } from './migrations/008-idempotency.js';
 import { auditLog } from './migrations/009-audit-log.js';
 import { finishedSends } from './migrations/010-finished-sends.js';
+import { staffGuests } from './migrations/011-staff-guests.js';
 import { columnTypes, type MigrationDef } from './migrations/helpers.js';
 import type { Store } from './store.js';
 
@@ -24,6 +25,7 @@ const MIGRATIONS: MigrationDef[] = [
   idempotency,
   auditLog,
   finishedSends,
+  staffGuests,
 ];
 
 export async function migrate(store: Store): Promise<string[]> {

@@ -29,8 +29,12 @@ export type ListParam = (name: string) => never;
 export interface ListSpec<F, R> {
   /** Names the list: a cursor of one list is refused by another. */
   readonly name: string;
-  /** The list's table, aliased as its order columns name it (`conversations as c`). */
-  from(db: From, f: F): AnyQuery;
+  /**
+   * The list's table, aliased as its order columns name it (`conversations as c`). A list kept in
+   * a table of its own per owner (a staff member's guests) narrows it here, so the deferred join's
+   * outer read, which is not narrowed again, meets each row once.
+   */
+  from(db: From, f: F, p: ListParam): AnyQuery;
   /** `q` narrowed by the filter, each value a placeholder `p(name)`. */
   where(q: AnyQuery, f: F, p: ListParam, db: Pick<Executor, 'selectFrom'>): AnyQuery;
   /** The joins and columns of a row (its fields are R's), added to `q` (the table, narrowed or not). */
@@ -78,7 +82,8 @@ function statements<F, R>(spec: ListSpec<F, R>, f: F): Statements {
   const [col, id] = spec.order;
   const dir = spec.direction;
   const ordered = (q: AnyQuery) => q.orderBy(col, dir).orderBy(id, dir);
-  const narrowed = (x: Executor, p: Param<PageInputs>) => spec.where(spec.from(x, f), f, p as ListParam, x);
+  const narrowed = (x: Executor, p: Param<PageInputs>) =>
+    spec.where(spec.from(x, f, p as ListParam), f, p as ListParam, x);
   return {
     // One statement: the page and its total (a scalar subquery, evaluated once), one snapshot.
     first: preparedPage((x, p) =>
@@ -104,7 +109,10 @@ function statements<F, R>(spec: ListSpec<F, R>, f: F): Statements {
       );
       const db: From = { selectFrom: withTotal.selectFrom.bind(withTotal) as From['selectFrom'], dialect: x.dialect };
       return ordered(
-        spec.columns(spec.from(db, f)).where(id, 'in', keys).select(sql<number>`(select n from page_total)`.as(TOTAL)),
+        spec
+          .columns(spec.from(db, f, p as ListParam))
+          .where(id, 'in', keys)
+          .select(sql<number>`(select n from page_total)`.as(TOTAL)),
       );
     }) as Statements['deep'],
     // Rows strictly after the cursor's key in the list's order; one more than asked says whether

@@ -238,10 +238,19 @@ export interface GuestCountTable {
   n: number;
 }
 
+/** A staff member's guests (migration 011): kept by triggers on conversations and tasks. */
+export interface StaffGuestTable {
+  staff_id: string;
+  guest_id: string;
+  guest_created_at: Timestamp;
+  refs: number;
+}
+
 export interface Database {
   conversation_counts: ConversationCountTable;
   task_counts: TaskCountTable;
   guest_counts: GuestCountTable;
+  staff_guests: StaffGuestTable;
   events: EventTable;
   webhooks: WebhookTable;
   webhook_deliveries: WebhookDeliveryTable;

@@ -108,6 +108,66 @@ async function assertGuestTotal(app: FastifyInstance, admin: TestUser) {
   assert.equal(await total(app, admin.token, '/guests', {}), Number(row.n));
 }
 
+/** staff_guests (migration 011) holds exactly what the assignments say, references included. */
+async function assertStaffGuestsTable(app: FastifyInstance, label: string) {
+  const db = app.ctx.store.db;
+  const kept = await db.selectFrom('staff_guests').select(['staff_id', 'guest_id', 'refs']).execute();
+  const conversations = await db
+    .selectFrom('conversations')
+    .select(['assignee', 'guest_id'])
+    .where('assignee', 'is not', null)
+    .execute();
+  const tasks = await db
+    .selectFrom('tasks')
+    .select(['assignee', 'guest_id'])
+    .where('assignee', 'is not', null)
+    .where('guest_id', 'is not', null)
+    .execute();
+  const want = new Map<string, number>();
+  for (const r of [...conversations, ...tasks]) {
+    const key = `${r.assignee} ${r.guest_id}`;
+    want.set(key, (want.get(key) ?? 0) + 1);
+  }
+  assert.deepEqual(new Map(kept.map((r) => [`${r.staff_id} ${r.guest_id}`, Number(r.refs)])), want, label);
+}
+
+/** Each staff member's GET /guests (first page, a deep page, its total) is their assignments' guests. */
+async function assertStaffGuestLists(app: FastifyInstance, staff: TestUser[], label: string) {
+  await assertStaffGuestsTable(app, label);
+  const db = app.ctx.store.db;
+  for (const s of staff) {
+    const want = await db
+      .selectFrom('guests')
+      .select('id')
+      .where((eb) =>
+        eb.or([
+          eb('id', 'in', eb.selectFrom('conversations').select('guest_id').where('assignee', '=', s.id)),
+          eb('id', 'in', eb.selectFrom('tasks').select('guest_id').where('assignee', '=', s.id)),
+        ]),
+      )
+      .orderBy('created_at', 'desc')
+      .orderBy('id', 'desc')
+      .execute();
+    const ids = want.map((r) => r.id);
+    const first = await call(app, 'GET', '/guests?limit=100', { token: s.token });
+    assert.equal(first.status, 200, JSON.stringify(first.body));
+    assert.deepEqual(
+      first.data.map((g: { id: string }) => g.id),
+      ids,
+      `${label}: guests of ${s.id}`,
+    );
+    assert.equal(first.body.meta.total, ids.length, `${label}: total of ${s.id}`);
+    const second = await call(app, 'GET', '/guests?limit=1&page=2', { token: s.token });
+    assert.equal(second.status, 200);
+    assert.deepEqual(
+      second.data.map((g: { id: string }) => g.id),
+      ids.slice(1, 2),
+      `${label}: page 2 of ${s.id}`,
+    );
+    assert.equal(second.body.meta.total, ids.length);
+  }
+}
+
 // Each check is many list requests: far over the default per-token budget.
 const LIMITS = { RATE_LIMIT_STANDARD: '1000000', RATE_LIMIT_BULK: '1000000' };
 
@@ -150,6 +210,7 @@ test('conversation totals stay exact through creates, status changes, reassignme
   assert.equal(own.status, 201);
   created.push(own.data.id);
   await assertConversationTotals(app, admin, staff, 'after creates');
+  await assertStaffGuestLists(app, staff, 'after creates');
 
   const patch = (id: string, body: unknown, token = admin.token) =>
     call(app, 'PATCH', `/conversations/${id}`, { token, body });
@@ -161,6 +222,7 @@ test('conversation totals stay exact through creates, status changes, reassignme
   assert.equal((await patch(created[4]!, { assignee: a.id, status: 'open' })).status, 200);
   assert.equal((await patch(own.data.id, { status: 'closed' }, a.token)).status, 200);
   await assertConversationTotals(app, admin, staff, 'after updates');
+  await assertStaffGuestLists(app, staff, 'after updates');
 
   // A message on a closed conversation reopens it: the touch changes the status key.
   const msg = await call(app, 'POST', `/conversations/${created[0]}/messages`, {
@@ -184,6 +246,7 @@ test('conversation totals stay exact through creates, status changes, reassignme
   });
   assert.equal(bulk.status, 200);
   await assertConversationTotals(app, admin, staff, 'after a bulk update');
+  await assertStaffGuestLists(app, staff, 'after a bulk update');
 });
 
 test('task totals stay exact through creates, bulk creates and every kind of update', async (t) => {
@@ -218,6 +281,7 @@ test('task totals stay exact through creates, bulk creates and every kind of upd
   });
   assert.equal(bulk.status, 200);
   await assertTaskTotals(app, admin, staff, 'after creates');
+  await assertStaffGuestLists(app, staff, 'after task creates');
 
   const patch = (id: string, body: unknown, token = manager.token) =>
     call(app, 'PATCH', `/tasks/${id}`, { token, body });
@@ -228,6 +292,7 @@ test('task totals stay exact through creates, bulk creates and every kind of upd
   assert.equal((await patch(made[4]!, { notes: 'No key changes' })).status, 200);
   assert.equal((await patch(made[4]!, { status: 'cancelled' }, a.token)).status, 200);
   await assertTaskTotals(app, admin, staff, 'after updates');
+  await assertStaffGuestLists(app, staff, 'after task updates');
 });
 
 test('the unfiltered guest total comes from guest_counts and stays exact through single and bulk creates', async (t) => {
@@ -277,4 +342,5 @@ test('totals match a direct count after the demo-data seed, which inserts throug
     assert.equal(await total(app, admin.token, '/tasks', f), await countTasks(app, f), query(f));
   }
   await assertGuestTotal(app, admin);
+  await assertStaffGuestsTable(app, 'after the seed');
 });

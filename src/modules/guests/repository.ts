@@ -44,23 +44,13 @@ export async function findGuest(db: Executor, id: string): Promise<GuestView | u
 
 /** Whether the guest is linked to a conversation or task assigned to the staff member. */
 export async function isGuestOfStaff(db: Executor, guestId: string, staffId: string): Promise<boolean> {
-  const [cnv, tsk] = await Promise.all([
-    db
-      .selectFrom('conversations')
-      .select('id')
-      .where('guest_id', '=', guestId)
-      .where('assignee', '=', staffId)
-      .limit(1)
-      .executeTakeFirst(),
-    db
-      .selectFrom('tasks')
-      .select('id')
-      .where('guest_id', '=', guestId)
-      .where('assignee', '=', staffId)
-      .limit(1)
-      .executeTakeFirst(),
-  ]);
-  return cnv !== undefined || tsk !== undefined;
+  const row = await db
+    .selectFrom('staff_guests')
+    .select('refs')
+    .where('staff_id', '=', staffId)
+    .where('guest_id', '=', guestId)
+    .executeTakeFirst();
+  return row !== undefined;
 }
 
 export interface GuestFilter {
@@ -96,84 +86,104 @@ export interface GuestListFilter extends GuestFilter {
   mode: SearchMode;
 }
 
-type Guests = SelectQueryBuilder<Database, 'guests', object>;
-
-/** `q` narrowed by the filter's search, tag and staff member, each value a placeholder. */
-function narrowed(db: Pick<Executor, 'selectFrom'>, q: Guests, f: GuestListFilter, p: ListParam): Guests {
-  if (f.mode?.by === 'scan') q = q.where(sql<boolean>`search_text like ${p('pattern')} escape '\\'`);
+/**
+ * `q` narrowed by the filter's search and tag, each value a placeholder; `id` names the guest id
+ * column of `q`'s table (guests' own, or staff_guests' copy of it).
+ */
+function narrowed(
+  db: Pick<Executor, 'selectFrom'>,
+  // biome-ignore lint/suspicious/noExplicitAny: guests or staff_guests, both carrying a guest id
+  q: SelectQueryBuilder<Database, any, object>,
+  id: 'guests.id' | 'sg.guest_id',
+  f: GuestListFilter,
+  p: ListParam,
+) {
+  if (f.mode?.by === 'scan') {
+    q =
+      id === 'guests.id'
+        ? q.where(sql<boolean>`search_text like ${p('pattern')} escape '\\'`)
+        : q.where(
+            sql<boolean>`sg.guest_id in (select id from guests where search_text like ${p('pattern')} escape '\\')`,
+          );
+  }
   if (f.mode?.by === 'index') {
     q = q.where(
-      sql<boolean>`guests.id in (select k.guest_id from guest_search s join guest_search_keys k on k.k = s.rowid where s.search_text like ${p('pattern')})`,
+      sql<boolean>`${sql.ref(id)} in (select k.guest_id from guest_search s join guest_search_keys k on k.k = s.rowid where s.search_text like ${p('pattern')})`,
     );
   }
   if (f.tag !== undefined) {
     // IN, not a join: the (tag, guest_id) index yields the ids and each guest appears once.
-    q = q.where(
-      'guests.id',
-      'in',
-      db.selectFrom('guest_tags').select('guest_tags.guest_id').where('tag', '=', p('tag')),
-    );
-  }
-  if (f.assignee !== undefined) {
-    // IN over the assignee indexes rather than a correlated EXISTS per guest: a staff member has
-    // few assignments, the hotel many guests, so start from the assignments.
-    q = q.where(
-      'guests.id',
-      'in',
-      db
-        .selectFrom('conversations')
-        .select('conversations.guest_id')
-        .where('conversations.assignee', '=', p('assignee'))
-        .union(
-          db
-            .selectFrom('tasks')
-            .select('tasks.guest_id')
-            .where('tasks.assignee', '=', p('assignee'))
-            .where('tasks.guest_id', 'is not', null)
-            .$narrowType<{ guest_id: string }>(),
-        ),
-    );
+    q = q.where(id, 'in', db.selectFrom('guest_tags').select('guest_tags.guest_id').where('tag', '=', p('tag')));
   }
   return q;
 }
 
-/** Guests, newest first, prepared once per shape (search mode, tag, staff member). */
+const shapeOf = (f: GuestListFilter) => `${f.mode?.by ?? 'all'},${f.tag !== undefined}`;
+const values = (f: GuestListFilter) => ({ pattern: f.mode?.pattern, tag: f.tag, assignee: f.assignee });
+const keyOf = (row: GuestListRow): [string, string] => [toIso(row.created_at), row.id];
+
+/** Every guest, newest first, prepared once per shape (search mode, tag). */
 export const guestPages = paginate<GuestListFilter, GuestListRow>({
   name: 'guests',
   from: (db) => db.selectFrom('guests'),
-  where: (q, f, p, db) => narrowed(db, q as Guests, f, p),
+  where: (q, f, p, db) => narrowed(db, q, 'guests.id', f, p),
   columns: (q) => q.select(COLUMNS),
   order: ['created_at', 'id'],
   direction: 'desc',
-  keyOf: (row) => [toIso(row.created_at), row.id],
+  keyOf,
   count(x, f, p) {
     // Unfiltered: guest_counts' single row (kept by triggers, migration 002). A search alone on
     // the index: the index's own count, one row per guest, no join.
-    if (f.mode === null && f.tag === undefined && f.assignee === undefined) {
-      return x.selectFrom('guest_counts').select('n').where('id', '=', 1);
-    }
-    if (f.mode?.by === 'index' && f.tag === undefined && f.assignee === undefined) {
+    if (f.mode === null && f.tag === undefined) return x.selectFrom('guest_counts').select('n').where('id', '=', 1);
+    if (f.mode?.by === 'index' && f.tag === undefined) {
       return x
         .selectFrom(sql<{ search_text: string }>`guest_search`.as('s'))
         .where(sql<boolean>`s.search_text like ${p('pattern')}`)
         .select((eb) => eb.fn.countAll<number>().as('n'));
     }
-    return narrowed(x, x.selectFrom('guests'), f, p).select((eb) => eb.fn.countAll<number>().as('n'));
+    return narrowed(x, x.selectFrom('guests'), 'guests.id', f, p).select((eb) => eb.fn.countAll<number>().as('n'));
   },
-  shapeOf: (f) => `${f.mode?.by ?? 'all'},${f.tag !== undefined},${f.assignee !== undefined}`,
-  values: (f) => ({ pattern: f.mode?.pattern, tag: f.tag, assignee: f.assignee }),
+  shapeOf,
+  values,
+});
+
+/**
+ * A staff member's guests (those of their conversations and tasks), newest first: a range of
+ * staff_guests' (staff_id, guest_created_at, guest_id) index (migration 011), so a page and a
+ * deep page's skipped entries come from that index alone, and the guest rows are joined for the
+ * page only.
+ */
+export const staffGuestPages = paginate<GuestListFilter, GuestListRow>({
+  name: 'staff-guests',
+  from: (db, _f, p) => db.selectFrom('staff_guests as sg').where('sg.staff_id', '=', p('assignee')),
+  where: (q, f, p, db) => narrowed(db, q, 'sg.guest_id', f, p),
+  columns: (q) => q.innerJoin('guests', 'guests.id', 'sg.guest_id').select(COLUMNS.map((c) => `guests.${c}` as const)),
+  order: ['sg.guest_created_at', 'sg.guest_id'],
+  direction: 'desc',
+  keyOf,
+  count: (x, f, p) =>
+    narrowed(
+      x,
+      x.selectFrom('staff_guests as sg').where('sg.staff_id', '=', p('assignee')),
+      'sg.guest_id',
+      f,
+      p,
+    ).select((eb) => eb.fn.countAll<number>().as('n')),
+  shapeOf,
+  values,
 });
 
 export async function listGuests(x: Executor, f: GuestFilter, req: PageRequest): Promise<PageResult<GuestListRow>> {
+  const pages = f.assignee === undefined ? guestPages : staffGuestPages;
   const search = f.search !== undefined && f.search !== '' ? f.search : undefined;
-  if (search === undefined) return guestPages(x, { ...f, mode: null }, req);
+  if (search === undefined) return pages(x, { ...f, mode: null }, req);
   const indexed = sqliteIndexedTerm(x, search);
-  if (indexed === null) return guestPages(x, { ...f, mode: { by: 'scan', pattern: likeContains(search) } }, req);
+  if (indexed === null) return pages(x, { ...f, mode: { by: 'scan', pattern: likeContains(search) } }, req);
   // A common term is found sooner by reading guests newest first than through the index; with a
   // tag or staff member narrowing the guests, the index always serves.
   const alone = f.tag === undefined && f.assignee === undefined;
   const common = alone && Number((await x.first(indexMatches, { pattern: `%${indexed}%` }))?.n ?? 0) > COMMON_MATCHES;
-  return guestPages(
+  return pages(
     x,
     { ...f, mode: { by: common ? 'scan' : 'index', pattern: common ? likeContains(search) : `%${indexed}%` } },
     req,
