@@ -103,6 +103,62 @@ test('the stream applies the staff filter and the types filter', async (t) => {
   assert.equal(tasksOnly.events.length, 2);
 });
 
+test('events committed together reach each stream once, in order, filtered within the batch', async (t) => {
+  const app = await buildTestApp(t);
+  const admin = await createStaff(app, 'admin');
+  const staff = await createStaff(app, 'staff');
+  const manager = await createStaff(app, 'manager');
+  const url = await listen(app);
+  const all = await openStream(url, admin.token);
+  const mine = await openStream(url, staff.token);
+  const none = await openStream(`${url}?types=task.deleted`, admin.token);
+
+  // Five tasks, the staff member's first, middle and last rows in or out of what they may see:
+  // whether the hub reads them in one batch or several, each stream gets its own, once, in order.
+  const owners = [null, staff.id, null, staff.id, staff.id];
+  const bulk = await call(app, 'POST', '/tasks/bulk', {
+    token: manager.token,
+    body: { items: owners.map((assignee, i) => ({ title: `Batch ${i}`, department: 'housekeeping', assignee })) },
+  });
+  assert.equal(bulk.status, 200, JSON.stringify(bulk.body));
+
+  const everything = await all.waitFor(5);
+  assert.deepEqual(
+    everything.map((e) => e.data.data.title),
+    owners.map((_, i) => `Batch ${i}`),
+  );
+  const ids = everything.map((e) => Number(e.id));
+  assert.deepEqual(
+    ids,
+    [...ids].sort((a, b) => a - b),
+  );
+  const seen = await mine.waitFor(3);
+  assert.deepEqual(
+    seen.map((e) => e.data.data.title),
+    ['Batch 1', 'Batch 3', 'Batch 4'],
+  );
+  await sleep(100);
+  assert.equal(all.events.length, 5);
+  assert.equal(mine.events.length, 3);
+  assert.equal(none.events.length, 0);
+
+  // A stream catching up reads the five from the table in one batch, and filters it the same way.
+  const after = ids[0]! - 1;
+  const caughtUp = await openStream(`${url}?after=${after}`, staff.token);
+  assert.deepEqual(
+    (await caughtUp.waitFor(3)).map((e) => e.data.data.title),
+    ['Batch 1', 'Batch 3', 'Batch 4'],
+  );
+  const caughtUpAll = await openStream(`${url}?after=${after}`, admin.token);
+  assert.deepEqual(
+    (await caughtUpAll.waitFor(5)).map((e) => e.id),
+    everything.map((e) => e.id),
+  );
+  await sleep(100);
+  assert.equal(caughtUp.events.length, 3);
+  assert.equal(caughtUpAll.events.length, 5);
+});
+
 test('bad requests are answered in the envelope before any stream starts', async (t) => {
   const app = await buildTestApp(t);
   const admin = await createStaff(app, 'admin');

@@ -7,8 +7,11 @@ import { PollLoop } from './poll-loop.js';
 import { type EventListRow, listEvents, maxEventId } from './repository.js';
 
 export interface Subscriber {
-  /** Every new event, in id order; the subscriber applies its own filters. */
-  push(row: EventListRow): void;
+  /**
+   * The new events of one read of the table, in id order; the subscriber applies its own filters.
+   * Every subscriber is handed the same array, so what it derives from a batch can be shared.
+   */
+  push(rows: readonly EventListRow[]): void;
   /** The hub is shutting down: end the stream. */
   close(): void;
 }
@@ -74,10 +77,10 @@ export class EventHub {
   private async step(): Promise<undefined> {
     for (;;) {
       const rows = await listEvents(this.db, { after: this.cursor, limit: BATCH });
-      for (const row of rows) {
-        this.cursor = Math.max(this.cursor, Number(row.id));
-        for (const s of this.subs) s.push(row);
-      }
+      for (const row of rows) this.cursor = Math.max(this.cursor, Number(row.id));
+      // A batch, not row by row: when the streams fall behind (a busy process reads several events
+      // at once), each stream gets them in one write, so a backlog costs fewer writes, not more.
+      if (rows.length > 0) for (const s of this.subs) s.push(rows);
       if (rows.length < BATCH) return undefined;
     }
   }

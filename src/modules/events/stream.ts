@@ -28,8 +28,7 @@ interface Frame {
   chunked: Buffer;
 }
 
-function framed(text: string): Frame {
-  const plain = Buffer.from(text);
+function framed(plain: Buffer): Frame {
   return { plain, chunked: Buffer.concat([Buffer.from(`${plain.length.toString(16)}\r\n`), plain, CRLF]) };
 }
 
@@ -46,13 +45,30 @@ const frames = new WeakMap<EventListRow, Frame>();
 function frameOf(row: EventListRow): Frame {
   let f = frames.get(row);
   if (f === undefined) {
-    f = framed(`id: ${row.id}\ndata: ${toEventJson(row)}\n\n`);
+    f = framed(Buffer.from(`id: ${row.id}\ndata: ${toEventJson(row)}\n\n`));
     frames.set(row, f);
   }
   return f;
 }
-const RETRY = framed('retry: 3000\n\n');
-const HEARTBEAT = framed(': heartbeat\n\n');
+
+/**
+ * The frames of several rows as one write (one chunk). A stream that sees the hub's whole batch, as
+ * most do, shares the batch's Buffer, made once for all of them.
+ */
+const batches = new WeakMap<readonly EventListRow[], Frame>();
+function framesOf(rows: readonly EventListRow[], batch: readonly EventListRow[]): Frame {
+  if (rows.length === 1) return frameOf(rows[0]!);
+  const whole = rows.length === batch.length;
+  let f = whole ? batches.get(batch) : undefined;
+  if (f === undefined) {
+    f = framed(Buffer.concat(rows.map((r) => frameOf(r).plain)));
+    if (whole) batches.set(batch, f);
+  }
+  return f;
+}
+
+const RETRY = framed(Buffer.from('retry: 3000\n\n'));
+const HEARTBEAT = framed(Buffer.from(': heartbeat\n\n'));
 /** A client this far behind is cut off; it reconnects with Last-Event-ID and catches up from the table. */
 const MAX_BUFFERED_BYTES = 1024 * 1024;
 const MAX_TIMER_MS = 2_147_483_647;
@@ -90,7 +106,7 @@ export async function serveStream(request: FastifyRequest, reply: FastifyReply, 
   let cursor = o.after;
   let live = false;
   let ended = false;
-  const buffered: EventListRow[] = [];
+  const buffered: (readonly EventListRow[])[] = [];
 
   const end = () => {
     if (ended) return;
@@ -101,16 +117,25 @@ export async function serveStream(request: FastifyRequest, reply: FastifyReply, 
     o.onEnd?.();
     res.end();
   };
-  const send = (row: EventListRow) => {
-    const id = Number(row.id);
-    if (ended || id <= cursor) return;
-    cursor = id;
-    if (!visible(row)) return;
-    write(frameOf(row));
+  /** Writes the rows of `batch` past the cursor that the caller may see, in one write. */
+  const send = (batch: readonly EventListRow[]) => {
+    if (ended) return;
+    // Usually every row passes, and the batch itself (whose frames are shared) is written.
+    let rows: readonly EventListRow[] = batch;
+    for (let i = 0; i < batch.length; i++) {
+      const row = batch[i]!;
+      const id = Number(row.id);
+      const pass = id > cursor && visible(row);
+      if (id > cursor) cursor = id;
+      if (!pass && rows === batch) rows = batch.slice(0, i);
+      else if (pass && rows !== batch) (rows as EventListRow[]).push(row);
+    }
+    if (rows.length === 0) return;
+    write(framesOf(rows, batch));
     if (backlog() > MAX_BUFFERED_BYTES) end();
   };
   const sub: Subscriber = {
-    push: (row) => (live ? send(row) : buffered.push(row)),
+    push: (rows) => (live ? send(rows) : buffered.push(rows)),
     close: end,
   };
 
@@ -135,11 +160,11 @@ export async function serveStream(request: FastifyRequest, reply: FastifyReply, 
         assignee: o.assignee,
         limit: CATCH_UP_BATCH,
       });
-      for (const row of rows) send(row);
+      send(rows);
       if (rows.length < CATCH_UP_BATCH || ended) break;
     }
     live = true;
-    for (const row of buffered.splice(0)) send(row);
+    for (const rows of buffered.splice(0)) send(rows);
   } catch (err) {
     request.log.warn({ err }, 'event stream failed while catching up');
     end();
