@@ -150,7 +150,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     if (ownsStore) await store.close();
   });
   await app.register(counters, { config });
-  await app.register(revocation, { store });
+  await app.register(revocation, { store, counter: app.counters.counter });
 
   app.decorate('ctx', {
     config,

@@ -1,5 +1,6 @@
 // Owns fixed-window request counters: in process by default, in Redis when configured so every
 // instance shares them. If Redis fails, counting falls back to the process until it answers again.
+import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 
 export interface Hit {
@@ -7,10 +8,21 @@ export interface Hit {
   count: number;
   /** Unix time in milliseconds when the window resets. */
   resetAtMs: number;
+  /**
+   * The shared generation read with the count (Redis only; absent in process or when Redis
+   * failed): every instance sees it move at once, so what is kept under one generation is stale
+   * under the next (the gate's staff rows, src/plugins/gate.ts).
+   */
+  generation?: string;
 }
 
 export interface Counter {
   hit(key: string, windowMs: number): Promise<Hit>;
+  /**
+   * Moves the shared generation, after a commit that changes what may be kept under it. Resolves
+   * false when it could not (no Redis, or Redis failed).
+   */
+  bumpGeneration(): Promise<boolean>;
 }
 
 export class MemoryCounter implements Counter {
@@ -25,6 +37,11 @@ export class MemoryCounter implements Counter {
 
   async hit(key: string, windowMs: number): Promise<Hit> {
     return this.hitSync(key, windowMs, Date.now());
+  }
+
+  /** In process there is nothing shared to move: nothing is kept under a generation here. */
+  async bumpGeneration(): Promise<boolean> {
+    return false;
   }
 
   hitSync(key: string, windowMs: number, now: number): Hit {
@@ -46,13 +63,16 @@ export class MemoryCounter implements Counter {
   }
 }
 
-// INCR and set the expiry on the first hit of a window, atomically; returns [count, ms left].
+// INCR and set the expiry on the first hit of a window, atomically; returns [count, ms left,
+// the shared generation] (KEYS[2], read in the same round trip).
 const HIT_SCRIPT = `
 local n = redis.call('INCR', KEYS[1])
 if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
 local ttl = redis.call('PTTL', KEYS[1])
 if ttl < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[1]); ttl = tonumber(ARGV[1]) end
-return {n, ttl}`;
+return {n, ttl, redis.call('GET', KEYS[2]) or '0'}`;
+
+const GENERATION_KEY = 'generation';
 
 export class RedisCounter implements Counter {
   private readonly fallback = new MemoryCounter();
@@ -61,18 +81,32 @@ export class RedisCounter implements Counter {
     private readonly redis: Redis,
     private readonly onFallback: (err: unknown) => void,
   ) {
-    redis.defineCommand('gmaHit', { numberOfKeys: 1, lua: HIT_SCRIPT });
+    redis.defineCommand('gmaHit', { numberOfKeys: 2, lua: HIT_SCRIPT });
   }
 
   async hit(key: string, windowMs: number): Promise<Hit> {
     const now = Date.now();
     try {
-      const cmd = (this.redis as unknown as { gmaHit(k: string, w: number): Promise<[number, number]> }).gmaHit;
-      const [count, ttl] = await cmd.call(this.redis, `rl:${key}`, windowMs);
-      return { count, resetAtMs: now + ttl };
+      const cmd = (
+        this.redis as unknown as { gmaHit(k: string, g: string, w: number): Promise<[number, number, string]> }
+      ).gmaHit;
+      const [count, ttl, generation] = await cmd.call(this.redis, `rl:${key}`, GENERATION_KEY, windowMs);
+      return { count, resetAtMs: now + ttl, generation };
     } catch (err) {
       this.onFallback(err);
       return this.fallback.hitSync(key, windowMs, now);
+    }
+  }
+
+  async bumpGeneration(): Promise<boolean> {
+    try {
+      // A fresh random value rather than INCR: after a Redis restart forgets the key, a counter
+      // would come back to values an instance may still hold rows under.
+      await this.redis.set(GENERATION_KEY, randomUUID());
+      return true;
+    } catch (err) {
+      this.onFallback(err);
+      return false;
     }
   }
 

@@ -6,6 +6,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { sql } from 'kysely';
 import { type Param, prepared, type RowOf } from '../db/prepared.js';
+import type { Store } from '../db/store.js';
 import { type Access, type AuthUser, type Bucket, hasScope, type Scope } from '../lib/auth.js';
 import { AppError, authError, forbidden } from '../lib/errors.js';
 import { type Hit, MemoryCounter } from '../lib/rate-limiter.js';
@@ -44,35 +45,44 @@ type StaffRow = RowOf<typeof staffForToken> | undefined;
 
 /** Tokens whose staff row is kept between changes to the store; past this, rows are read each time. */
 const MAX_CACHED_TOKENS = 10_000;
+/**
+ * Rows are read again at least this often: had a generation move been lost (Redis failing just
+ * after a commit), a change still reaches every instance within this.
+ */
+const MAX_KEPT_MS = 5_000;
 
 /**
- * The staff row and revocation for a token, kept while the store's version (src/db/store.ts) is
- * unchanged: any write (a logout, a deactivation, a password change, or anything else) moves the
- * version and empties it, so a revoked token is refused on its next request, as without it. On a
- * store that cannot tell its version cheaply (PostgreSQL) every request reads the row.
+ * The staff row and revocation for a token, kept while a version is unchanged, so a revoked token
+ * is refused on its next request, as without it. The version is the store's own on SQLite (any
+ * write, a logout, a deactivation, a password change or anything else, moves it); on PostgreSQL
+ * it is the generation the Redis rate-limit count reads in its round trip, moved by every write
+ * of a staff row or a revocation (see bumpGeneration). Null: nothing can be kept (PostgreSQL
+ * without Redis, Redis failing, a transaction open on SQLite's connection).
  */
-function staffRows(app: FastifyInstance) {
+function staffRows() {
   const rows = new Map<string, StaffRow>();
   let readAt: string | null = null;
+  let since = 0;
   return {
-    /** The row as kept at the store's version now; undefined if not kept. */
-    kept(sub: string, jti: string): { row: StaffRow } | undefined {
-      const version = app.ctx.store.readVersion();
+    /** The row as kept at `version`; undefined if not kept. */
+    kept(sub: string, jti: string, version: string | null): { row: StaffRow } | undefined {
       if (version === null) return undefined;
-      if (version !== readAt) {
+      const now = Date.now();
+      if (version !== readAt || now - since > MAX_KEPT_MS) {
         rows.clear();
         readAt = version;
+        since = now;
         return undefined;
       }
       const key = `${sub}\u0000${jti}`;
       return rows.has(key) ? { row: rows.get(key) } : undefined;
     },
-    /** The row read from the store, kept for the next request if nothing changed meanwhile. */
-    async read(sub: string, jti: string): Promise<StaffRow> {
-      const version = app.ctx.store.readVersion();
-      const row = await app.ctx.store.first(staffForToken, { sub, jti });
-      // Kept under the version read before the query: a write in between moves the version, so the
-      // next request reads again.
+    /**
+     * The row read from the store, kept for the next request at `version`, read before the query:
+     * a write in between moves the version, so the next request reads again.
+     */
+    async read(store: Store, sub: string, jti: string, version: string | null): Promise<StaffRow> {
+      const row = await store.first(staffForToken, { sub, jti });
       if (version !== null && version === readAt && rows.size < MAX_CACHED_TOKENS) rows.set(`${sub}\u0000${jti}`, row);
       return row;
     },
@@ -104,21 +114,33 @@ function claimsOf(app: FastifyInstance, token: string) {
 
 type KeyAuthenticator = ReturnType<typeof keyAuthenticator>;
 
-/** The caller, at once when the token's staff row is kept, else a promise; throws when refused. */
+/**
+ * The caller, at once when the token's staff row is kept, else a promise; throws when refused.
+ * With `countFirst` (PostgreSQL + Redis) a staff token is counted before its row is looked up,
+ * and the count's answer carries the generation the kept rows are checked against.
+ */
 function authenticate(
   app: FastifyInstance,
   request: FastifyRequest,
   staff: StaffRows,
   keys: KeyAuthenticator,
+  countFirst: ((caller: string) => Hit | Promise<Hit>) | null,
 ): AuthUser | Promise<AuthUser> {
   const credential = bearerOf(request.headers.authorization);
   if (looksLikeKey(credential)) return keys(credential);
   const { sub, jti, iat, exp } = claimsOf(app, credential);
-  // One round trip (or none while the store is unchanged): the staff member as stored now, and
+  const { store } = app.ctx;
+  // One round trip (or none while the version is unchanged): the staff member as stored now, and
   // whether this token was revoked.
-  const kept = staff.kept(sub, jti);
-  if (kept !== undefined) return admit(kept.row, jti, iat, exp);
-  return staff.read(sub, jti).then((row) => admit(row, jti, iat, exp));
+  const lookUp = (version: string | null): AuthUser | Promise<AuthUser> => {
+    const kept = staff.kept(sub, jti, version);
+    if (kept !== undefined) return admit(kept.row, jti, iat, exp);
+    return staff.read(store, sub, jti, version).then((row) => admit(row, jti, iat, exp));
+  };
+  if (countFirst === null) return lookUp(store.readVersion());
+  return Promise.resolve(countFirst(`stf:${sub}`)).then((hit) =>
+    lookUp(hit.generation === undefined ? null : `g:${hit.generation}`),
+  );
 }
 
 function admit(row: StaffRow, jti: string, iat: number, exp: number): AuthUser {
@@ -171,13 +193,23 @@ function count(
   reply: FastifyReply,
   bucket: Bucket,
 ): void | Promise<void> {
-  const { counter } = app.ctx;
   // A request the router never matched (a malformed URL) has no `user` decoration at all.
   const user = request.user ?? null;
   const caller = user === null ? `ip:${request.ip}` : `${user.kind === 'api_key' ? 'key' : 'stf'}:${user.id}`;
+  const hit = countAs(app, reply, bucket, caller);
+  if (hit instanceof Promise) return hit.then(() => undefined);
+}
+
+/** Counts a request of `caller` in its bucket and sets the headers; throws RATE_LIMITED past the limit. */
+function countAs(app: FastifyInstance, reply: FastifyReply, bucket: Bucket, caller: string): Hit | Promise<Hit> {
+  const { counter } = app.ctx;
   const { limit, windowMs, key } = bucketOf(app, bucket, caller);
-  if (counter instanceof MemoryCounter) return limitTo(reply, limit, counter.hitSync(key, windowMs, Date.now()));
-  return counter.hit(key, windowMs).then((hit) => limitTo(reply, limit, hit));
+  const limited = (hit: Hit) => {
+    limitTo(reply, limit, hit);
+    return hit;
+  };
+  if (counter instanceof MemoryCounter) return limited(counter.hitSync(key, windowMs, Date.now()));
+  return counter.hit(key, windowMs).then(limited);
 }
 
 /**
@@ -220,7 +252,10 @@ function scopeRefusal(needed: Scope | undefined, held: readonly Scope[]): AppErr
 export default fp(
   async function gate(app: FastifyInstance) {
     app.decorateRequest('user', null);
-    const staff = staffRows(app);
+    const staff = staffRows();
+    // PostgreSQL cannot tell its version without a round trip; with Redis counting every request
+    // anyway, that round trip brings a generation instead (see staffRows).
+    const generational = app.ctx.store.dialect === 'postgres' && app.ctx.redis !== null;
     const keys = keyAuthenticator(app);
 
     app.addHook('onRoute', (route) => {
@@ -244,9 +279,19 @@ export default fp(
         if (!access.includes(user.role)) return forbidden();
         return undefined;
       };
+      // Counted already when a staff token was counted before its row was looked up.
+      let countedFirst = false;
+      const countFirst =
+        generational && bucket !== false
+          ? (caller: string) => {
+              countedFirst = true;
+              return countAs(app, reply, bucket, caller);
+            }
+          : null;
       // A request that fails authentication (a bad token, or the store not answering: 503) is
       // still counted, so every response carries the X-RateLimit-* headers.
       const counted = (failure: unknown) => {
+        if (countedFirst) return done(verdict(failure));
         let pending: void | Promise<void>;
         try {
           pending = bucket === false ? undefined : count(app, request, reply, bucket);
@@ -259,7 +304,7 @@ export default fp(
       if (access === 'public') return counted(null);
       let user: AuthUser | Promise<AuthUser>;
       try {
-        user = authenticate(app, request, staff, keys);
+        user = authenticate(app, request, staff, keys, countFirst);
       } catch (err) {
         return counted(err);
       }

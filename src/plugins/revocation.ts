@@ -4,6 +4,7 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Store } from '../db/store.js';
+import type { Counter } from '../lib/rate-limiter.js';
 
 /**
  * Revokes a token id until its expiry. Resolves true when this call revoked it, false when it
@@ -20,16 +21,19 @@ declare module 'fastify' {
 const PURGE_EVERY_MS = 3600_000;
 
 export default fp(
-  async function revocation(app: FastifyInstance, opts: { store: Store }) {
-    const { store } = opts;
-    const revoke: Revoke = async (jti, expSec) => {
-      const r = await store
-        .insertInto('revoked_tokens')
-        .values({ jti, expires_at: expSec })
-        .onConflict((oc) => oc.column('jti').doNothing())
-        .executeTakeFirst();
-      return Number(r.numInsertedOrUpdatedRows ?? 0) > 0;
-    };
+  async function revocation(app: FastifyInstance, opts: { store: Store; counter: Counter }) {
+    const { store, counter } = opts;
+    const revoke: Revoke = (jti, expSec) =>
+      store.transact(async (tx) => {
+        const r = await tx
+          .insertInto('revoked_tokens')
+          .values({ jti, expires_at: expSec })
+          .onConflict((oc) => oc.column('jti').doNothing())
+          .executeTakeFirst();
+        // Instances keeping staff rows under the shared generation read them again (src/plugins/gate.ts).
+        tx.onCommit(() => void counter.bumpGeneration());
+        return Number(r.numInsertedOrUpdatedRows ?? 0) > 0;
+      });
     app.decorate('revoke', revoke);
 
     // Revocations are kept only until the token would have expired anyway.

@@ -1,11 +1,13 @@
 // A token's staff row is kept between changes to the store (src/plugins/gate.ts): these tests use a
 // token until it is surely kept, then end it (logout, deactivation, a role change, password
 // change), through this instance or another one on the same store, and expect the very next
-// request to see the change. On PostgreSQL nothing is kept; the same assertions hold.
+// request to see the change. On SQLite the rows are kept under the store's version; on PostgreSQL
+// + Redis under the generation the instances share through Redis (one deployment, one
+// REDIS_KEY_PREFIX), which these writes move.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { FastifyInstance } from 'fastify';
-import { buildTestApp, call, createStaff, freshDatabaseUrl, PASSWORD } from '../helpers.js';
+import { buildTestApp, call, createStaff, freshDatabaseUrl, PASSWORD, redisEnv } from '../helpers.js';
 
 async function useWarm(app: FastifyInstance, token: string, expectedRole?: string) {
   for (let i = 0; i < 3; i++) {
@@ -16,7 +18,7 @@ async function useWarm(app: FastifyInstance, token: string, expectedRole?: strin
 }
 
 async function twoInstances(t: Parameters<typeof buildTestApp>[0]) {
-  const env = { DATABASE_URL: await freshDatabaseUrl(t), RATE_LIMIT_STANDARD: '1000' };
+  const env = { DATABASE_URL: await freshDatabaseUrl(t), RATE_LIMIT_STANDARD: '1000', ...redisEnv() };
   const a = await buildTestApp(t, env);
   const b = await buildTestApp(t, env);
   t.after(async () => {

@@ -93,6 +93,10 @@ export async function changePassword(
   // refused from now on (so is one issued earlier in the same second), and the new session is
   // dated from the next second.
   const validAfter = Math.floor(Date.now() / 1000) + 1;
-  await setPassword(deps.store, user.id, await hashPassword(newPassword), validAfter);
+  const hash = await hashPassword(newPassword);
+  await deps.store.transact(async (tx) => {
+    await setPassword(tx, user.id, hash, validAfter);
+    tx.onCommit(() => void deps.counter.bumpGeneration());
+  });
   return session(deps, user, validAfter);
 }

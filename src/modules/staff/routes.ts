@@ -81,6 +81,6 @@ export const staffRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: Ok(Staff), ...STANDARD_ERRORS, ...CONFLICT_ERROR, ...BODY_ERRORS },
       },
     },
-    async (request) => ok(await updateStaff(db(), request.user!, request.params.id, request.body)),
+    async (request) => ok(await updateStaff(db(), app.ctx.counter, request.user!, request.params.id, request.body)),
   );
 };

@@ -8,6 +8,7 @@ import { visibleTo } from '../../lib/access.js';
 import type { AuthUser } from '../../lib/auth.js';
 import { conflict } from '../../lib/errors.js';
 import { generatePassword, hashPassword } from '../../lib/password.js';
+import type { Counter } from '../../lib/rate-limiter.js';
 import { recordEvents, staffActor } from '../events/emit.js';
 import { withEvents } from '../events/outbox.js';
 import { checkDepartment } from '../settings/service.js';
@@ -59,6 +60,7 @@ export async function createStaff(
 
 export async function updateStaff(
   store: Store,
+  counter: Pick<Counter, 'bumpGeneration'>,
   user: AuthUser,
   id: string,
   body: Static<typeof UpdateStaffBody>,
@@ -72,6 +74,8 @@ export async function updateStaff(
       throw conflict('This is the last active admin; promote another admin first');
     }
     const after = (await updateStaffRow(tx, id, body))!;
+    // The gate keeps staff rows under the shared generation: every instance reads this one again.
+    tx.onCommit(() => void counter.bumpGeneration());
     recordEvents(outbox, 'staff', staffActor(user), current, after);
     return after;
   });
