@@ -3,7 +3,7 @@
 // each change written with its `message.updated` event in the caller's transaction.
 import { fromJson, nowIso } from '../../db/store.js';
 import type { Executor } from '../../db/types.js';
-import { findMessage } from '../conversations/messages-repository.js';
+import { findMessage, updateMessageIf } from '../conversations/messages-repository.js';
 import type { MessageView } from '../conversations/schemas.js';
 import { changesOf } from '../events/emit.js';
 import type { Outbox } from '../events/outbox.js';
@@ -27,7 +27,6 @@ export interface SendContext {
   message: { id: string; conversationId: string; type: string; status: Status; content: string };
   outgoing: Outgoing;
   assignee: string | null;
-  hotelName: string;
 }
 
 /** How many Message-IDs an e-mail's References carries: the thread's first and its latest ones. */
@@ -81,9 +80,11 @@ export async function loadForSend(db: Executor, messageId: string): Promise<Send
     ])
     .executeTakeFirst();
   if (row === undefined) return undefined;
-  const references = row.channel === 'email' ? await threadOf(db, row) : [];
-  // The setting as the API shows it: its default ('My Hotel') until an admin sets one.
-  const hotelName = hotelNameOf((await getSetting(db, 'hotel'))?.value);
+  const email = row.channel === 'email';
+  const references = email ? await threadOf(db, row) : [];
+  // An e-mail without a subject of its own is titled with the hotel's name, the setting as the API
+  // shows it (its default, 'My Hotel', until an admin sets one); no other channel has a subject.
+  const subject = row.subject ?? (email ? hotelNameOf((await getSetting(db, 'hotel'))?.value) : '');
   return {
     message: {
       id: row.id,
@@ -98,12 +99,11 @@ export async function loadForSend(db: Executor, messageId: string): Promise<Send
       content: row.content,
       email: row.email,
       phone: row.phone,
-      subject: row.subject ?? hotelName,
+      subject,
       references,
       template: templateOf(row.template),
     },
     assignee: row.assignee,
-    hotelName,
   };
 }
 
@@ -149,24 +149,18 @@ export async function applyStatus(
   const s = change.status;
   // A status reached implies the earlier ones happened: a `read` first stamps delivered and sent.
   const reached = (x: Status) => s !== 'failed' && RANK[s] >= RANK[x];
-  const r = await tx
-    .updateTable('messages')
-    .set({
-      delivery_status: s,
-      updated_at: nowIso(),
-      ...(change.externalId !== undefined ? { external_id: change.externalId } : {}),
-      ...(change.error !== undefined
-        ? { error_code: change.error?.code ?? null, error_message: change.error?.message ?? null }
-        : {}),
-      ...(reached('sent') && before.sentAt === null ? { sent_at: at } : {}),
-      ...(reached('delivered') && before.deliveredAt === null ? { delivered_at: at } : {}),
-      ...(reached('read') && before.readAt === null ? { read_at: at } : {}),
-    })
-    .where('id', '=', ref.messageId)
-    .where('delivery_status', '=', before.deliveryStatus)
-    .executeTakeFirst();
-  if (Number(r.numUpdatedRows) === 0) return undefined;
-  const after = (await findMessage(tx, ref.conversationId, ref.messageId))!;
+  const after = await updateMessageIf(tx, ref.messageId, before.deliveryStatus, {
+    delivery_status: s,
+    updated_at: nowIso(),
+    ...(change.externalId !== undefined ? { external_id: change.externalId } : {}),
+    ...(change.error !== undefined
+      ? { error_code: change.error?.code ?? null, error_message: change.error?.message ?? null }
+      : {}),
+    ...(reached('sent') && before.sentAt === null ? { sent_at: at } : {}),
+    ...(reached('delivered') && before.deliveredAt === null ? { delivered_at: at } : {}),
+    ...(reached('read') && before.readAt === null ? { read_at: at } : {}),
+  });
+  if (after === undefined) return undefined;
   messageUpdated(outbox, actor, before, after, ref.assignee);
   return after;
 }

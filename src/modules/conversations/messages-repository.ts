@@ -1,5 +1,6 @@
 // Owns message rows: listing a conversation's messages oldest first, inserting one, and the
 // row-to-API mapping. Keeping the conversation's counters in step is the caller's (service.ts).
+import type { Updateable } from 'kysely';
 import { paginate } from '../../db/paginate.js';
 import { type Param, prepared } from '../../db/prepared.js';
 import { toIso } from '../../db/store.js';
@@ -113,6 +114,26 @@ const one = prepared((db, p: Param<{ conversationId: string; id: string }>) =>
     .where('id', '=', p('id'))
     .select(COLUMNS),
 );
+
+/**
+ * Sets `changes` on the message if its delivery status is still `from` (a concurrent change of it
+ * wins otherwise) and returns the message after, in the same statement; undefined if unchanged.
+ */
+export async function updateMessageIf(
+  db: Executor,
+  id: string,
+  from: MessageView['deliveryStatus'],
+  changes: Updateable<MessageRow>,
+): Promise<MessageView | undefined> {
+  const row = await db
+    .updateTable('messages')
+    .set(changes)
+    .where('id', '=', id)
+    .where('delivery_status', '=', from)
+    .returning(COLUMNS)
+    .executeTakeFirst();
+  return row && toMessage(row);
+}
 
 export async function findMessage(db: Executor, conversationId: string, id: string): Promise<MessageView | undefined> {
   const row = await db.first(one, { conversationId, id });
