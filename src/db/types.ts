@@ -246,11 +246,17 @@ export interface StaffGuestTable {
   refs: number;
 }
 
+export interface StaffGuestCountTable {
+  staff_id: string;
+  n: number;
+}
+
 export interface Database {
   conversation_counts: ConversationCountTable;
   task_counts: TaskCountTable;
   guest_counts: GuestCountTable;
   staff_guests: StaffGuestTable;
+  staff_guest_counts: StaffGuestCountTable;
   events: EventTable;
   webhooks: WebhookTable;
   webhook_deliveries: WebhookDeliveryTable;

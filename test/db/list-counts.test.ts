@@ -129,6 +129,15 @@ async function assertStaffGuestsTable(app: FastifyInstance, label: string) {
     want.set(key, (want.get(key) ?? 0) + 1);
   }
   assert.deepEqual(new Map(kept.map((r) => [`${r.staff_id} ${r.guest_id}`, Number(r.refs)])), want, label);
+  // Each member's count is their number of rows (a member whose rows all went keeps a 0).
+  const perStaff = new Map<string, number>();
+  for (const r of kept) perStaff.set(r.staff_id, (perStaff.get(r.staff_id) ?? 0) + 1);
+  const counts = await db.selectFrom('staff_guest_counts').select(['staff_id', 'n']).execute();
+  assert.deepEqual(
+    new Map(counts.filter((r) => Number(r.n) > 0).map((r) => [r.staff_id, Number(r.n)])),
+    perStaff,
+    `${label}: staff_guest_counts`,
+  );
 }
 
 /** Each staff member's GET /guests (first page, a deep page, its total) is their assignments' guests. */
@@ -165,6 +174,15 @@ async function assertStaffGuestLists(app: FastifyInstance, staff: TestUser[], la
       `${label}: page 2 of ${s.id}`,
     );
     assert.equal(second.body.meta.total, ids.length);
+    // Every guest here is named "Guest <n>": a search for "guest" matches all of a member's.
+    const search = await call(app, 'GET', '/guests?limit=100&search=guest', { token: s.token });
+    assert.equal(search.status, 200);
+    assert.deepEqual(
+      search.data.map((g: { id: string }) => g.id),
+      ids,
+      `${label}: search of ${s.id}`,
+    );
+    assert.equal(search.body.meta.total, ids.length, `${label}: search total of ${s.id}`);
   }
 }
 

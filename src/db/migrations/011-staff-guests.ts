@@ -1,9 +1,10 @@
 // Owns staff_guests: for each staff member, the guests of the conversations and tasks assigned to
 // them (`GET /guests` as staff), with the guest's created_at, so that list is an index range in its
-// own order (newest guest first) whatever the number of assignments, and its total one index
-// count. `refs` is how many of the member's conversations and tasks name the guest; a row goes
-// when it drops to 0. Triggers on conversations and tasks keep it exact; guests are never deleted
-// and their created_at never changes, so the copy of it cannot go stale.
+// own order (newest guest first) whatever the number of assignments; staff_guest_counts holds each
+// member's number of such guests, the list's total. `refs` is how many of the member's
+// conversations and tasks name the guest; a row goes when it drops to 0. Triggers on conversations
+// and tasks keep staff_guests exact, and triggers on staff_guests keep the counts; guests are never
+// deleted and their created_at never changes, so the copy of it cannot go stale.
 import { type Kysely, sql } from 'kysely';
 import type { MigrationDef } from './helpers.js';
 
@@ -37,8 +38,36 @@ export const staffGuests: MigrationDef = {
       .addPrimaryKeyConstraint('staff_guests_pk', ['staff_id', 'guest_id'])
       .execute();
     await run(db, 'create index staff_guests_order_idx on staff_guests (staff_id, guest_created_at, guest_id)');
+    await db.schema
+      .createTable('staff_guest_counts')
+      .addColumn('staff_id', 'text', (c) => c.primaryKey())
+      .addColumn('n', 'bigint', (c) => c.notNull())
+      .execute();
+    // A row of staff_guests inserted (an upsert that updates fires no insert trigger) or deleted
+    // moves its member's count. Counts that drop to 0 are kept, as in 002.
+    const countUp = `insert into staff_guest_counts (staff_id, n) values (new.staff_id, 1)
+       on conflict (staff_id) do update set n = staff_guest_counts.n + 1;`;
+    const countDown = 'update staff_guest_counts set n = n - 1 where staff_id = old.staff_id;';
+    if (t.dialect === 'sqlite') {
+      await run(db, `create trigger staff_guest_counts_ai after insert on staff_guests begin ${countUp} end`);
+      await run(db, `create trigger staff_guest_counts_ad after delete on staff_guests begin ${countDown} end`);
+    } else {
+      await run(
+        db,
+        `create function staff_guest_counts_trg() returns trigger language plpgsql as $$
+         begin
+           if tg_op = 'INSERT' then ${countUp} else ${countDown} end if;
+           return null;
+         end $$`,
+      );
+      await run(
+        db,
+        `create trigger staff_guest_counts_aid after insert or delete on staff_guests
+           for each row execute function staff_guest_counts_trg()`,
+      );
+    }
 
-    // Triggers before the backfill, as in 002: on PostgreSQL CREATE TRIGGER holds writers off
+    // Triggers before the backfill (which also fills the counts through their triggers), as in 002: on PostgreSQL CREATE TRIGGER holds writers off
     // until the migration commits; on SQLite the migration's transaction already does.
     if (t.dialect === 'sqlite') {
       for (const table of TABLES) {
@@ -52,13 +81,16 @@ export const staffGuests: MigrationDef = {
         );
       }
     } else {
-      // A reassignment touches two rows; two moving the same guest's rows in opposite directions
-      // would each hold one and wait for the other, so both are locked first, in key order.
+      // A reassignment touches two rows of each table; two moving rows in opposite directions
+      // would each hold one and wait for the other, so the rows it may touch are locked first, in
+      // key order: the two members' counts, then their rows for the guest.
       await run(
         db,
         `create function staff_guests_trg() returns trigger language plpgsql as $$
          begin
            if tg_op = 'UPDATE' then
+             perform 1 from staff_guest_counts where staff_id in (old.assignee, new.assignee)
+               order by staff_id for update;
              perform 1 from staff_guests
                where (staff_id, guest_id) in ((old.assignee, old.guest_id), (new.assignee, new.guest_id))
                order by staff_id, guest_id for update;

@@ -161,14 +161,32 @@ export const staffGuestPages = paginate<GuestListFilter, GuestListRow>({
   order: ['sg.guest_created_at', 'sg.guest_id'],
   direction: 'desc',
   keyOf,
-  count: (x, f, p) =>
-    narrowed(
+  count(x, f, p) {
+    // Unfiltered: the member's row of staff_guest_counts (kept by triggers, migration 011).
+    if (f.mode === null && f.tag === undefined) {
+      return x.selectFrom('staff_guest_counts').select('n').where('staff_id', '=', p('assignee'));
+    }
+    // A search alone: the index's matches, each looked up among the member's (a term matches far
+    // fewer guests than a member has); CROSS JOIN keeps SQLite from reading the member's rows instead.
+    if (f.mode?.by === 'index' && f.tag === undefined) {
+      return x
+        .selectFrom(
+          sql<{
+            n: number;
+          }>`(select count(*) as n from guest_search s join guest_search_keys k on k.k = s.rowid cross join staff_guests sg where s.search_text like ${p('pattern')} and sg.staff_id = ${p('assignee')} and sg.guest_id = k.guest_id)`.as(
+            'c',
+          ),
+        )
+        .select('c.n');
+    }
+    return narrowed(
       x,
       x.selectFrom('staff_guests as sg').where('sg.staff_id', '=', p('assignee')),
       'sg.guest_id',
       f,
       p,
-    ).select((eb) => eb.fn.countAll<number>().as('n')),
+    ).select((eb) => eb.fn.countAll<number>().as('n'));
+  },
   shapeOf,
   values,
 });
