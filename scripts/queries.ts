@@ -51,6 +51,8 @@ const CATALOG: [Pages<never>, unknown[]][] = [
       { mode: { by: 'scan', pattern: '%a%' } },
       { mode: { by: 'index', pattern: '%abc%' } },
       { mode: null, tag: 'vip' },
+      { mode: null, tag: 'vip', tagBy: 'order' },
+      { mode: { by: 'scan', pattern: '%abc%', indexed: '%abc%' } },
       { mode: { by: 'index', pattern: '%abc%' }, tag: 'vip' },
     ],
   ],

@@ -80,10 +80,17 @@ function sqliteIndexedTerm(db: Executor, term: string): string | null {
 export const COMMON_MATCHES = 1000;
 
 /** How a search is matched: reading the guests one by one, or through the trigram index. */
-export type SearchMode = { by: 'scan'; pattern: string } | { by: 'index'; pattern: string } | null;
+export type SearchMode =
+  /** `indexed`: the term's trigram-index pattern, when it has one (a common term): the count uses it. */
+  { by: 'scan'; pattern: string; indexed?: string } | { by: 'index'; pattern: string } | null;
 
 export interface GuestListFilter extends GuestFilter {
   mode: SearchMode;
+  /**
+   * SQLite, a common tag: read guests newest first and keep those with the tag, rather than
+   * reading every tagged guest and sorting them (the planner's choice when left alone).
+   */
+  tagBy?: 'order';
 }
 
 /**
@@ -111,15 +118,26 @@ function narrowed(
       sql<boolean>`${sql.ref(id)} in (select k.guest_id from guest_search s join guest_search_keys k on k.k = s.rowid where s.search_text like ${p('pattern')})`,
     );
   }
-  if (f.tag !== undefined) {
+  if (f.tag !== undefined && f.tagBy === 'order') {
+    // The unary plus keeps SQLite from driving the read from this term (its ids), so it reads the
+    // ordering index and tests each guest against the tag's ids.
+    q = q.where(sql<boolean>`+${sql.ref(id)} in (select guest_id from guest_tags where tag = ${p('tag')})`);
+  } else if (f.tag !== undefined) {
     // IN, not a join: the (tag, guest_id) index yields the ids and each guest appears once.
     q = q.where(id, 'in', db.selectFrom('guest_tags').select('guest_tags.guest_id').where('tag', '=', p('tag')));
   }
   return q;
 }
 
-const shapeOf = (f: GuestListFilter) => `${f.mode?.by ?? 'all'},${f.tag !== undefined}`;
-const values = (f: GuestListFilter) => ({ pattern: f.mode?.pattern, tag: f.tag, assignee: f.assignee });
+const indexedOf = (f: GuestListFilter) => (f.mode?.by === 'scan' ? f.mode.indexed : undefined);
+const shapeOf = (f: GuestListFilter) =>
+  `${f.mode?.by ?? 'all'},${indexedOf(f) !== undefined},${f.tag === undefined ? '' : (f.tagBy ?? 'ids')}`;
+const values = (f: GuestListFilter) => ({
+  pattern: f.mode?.pattern,
+  indexed: indexedOf(f),
+  tag: f.tag,
+  assignee: f.assignee,
+});
 const keyOf = (row: GuestListRow): [string, string] => [toIso(row.created_at), row.id];
 
 /** Every guest, newest first, prepared once per shape (search mode, tag). */
@@ -132,13 +150,22 @@ export const guestPages = paginate<GuestListFilter, GuestListRow>({
   direction: 'desc',
   keyOf,
   count(x, f, p) {
-    // Unfiltered: guest_counts' single row (kept by triggers, migration 002). A search alone on
-    // the index: the index's own count, one row per guest, no join.
+    // Unfiltered: guest_counts' single row (kept by triggers, migration 002). A search alone with
+    // a trigram pattern (read through the index, or a common term read newest first): the index's
+    // own count, one row per guest, no join, where reading every guest would be the alternative.
     if (f.mode === null && f.tag === undefined) return x.selectFrom('guest_counts').select('n').where('id', '=', 1);
-    if (f.mode?.by === 'index' && f.tag === undefined) {
+    // A tag alone: its index range (a guest holds a tag once).
+    if (f.mode === null) {
+      return x
+        .selectFrom('guest_tags')
+        .where('tag', '=', p('tag'))
+        .select((eb) => eb.fn.countAll<number>().as('n'));
+    }
+    const trigrams = f.mode?.by === 'index' ? p('pattern') : indexedOf(f) !== undefined ? p('indexed') : null;
+    if (trigrams !== null && f.tag === undefined) {
       return x
         .selectFrom(sql<{ search_text: string }>`guest_search`.as('s'))
-        .where(sql<boolean>`s.search_text like ${p('pattern')}`)
+        .where(sql<boolean>`s.search_text like ${trigrams}`)
         .select((eb) => eb.fn.countAll<number>().as('n'));
     }
     return narrowed(x, x.selectFrom('guests'), 'guests.id', f, p).select((eb) => eb.fn.countAll<number>().as('n'));
@@ -194,19 +221,35 @@ export const staffGuestPages = paginate<GuestListFilter, GuestListRow>({
 export async function listGuests(x: Executor, f: GuestFilter, req: PageRequest): Promise<PageResult<GuestListRow>> {
   const pages = f.assignee === undefined ? guestPages : staffGuestPages;
   const search = f.search !== undefined && f.search !== '' ? f.search : undefined;
-  if (search === undefined) return pages(x, { ...f, mode: null }, req);
+  if (search === undefined) {
+    // A common tag alone on SQLite (its guests counted first: an index range) is read newest first.
+    const common =
+      f.tag !== undefined &&
+      f.assignee === undefined &&
+      x.dialect === 'sqlite' &&
+      Number((await x.first(tagMatches, { tag: f.tag }))?.n ?? 0) > COMMON_MATCHES;
+    return pages(x, { ...f, mode: null, ...(common && { tagBy: 'order' as const }) }, req);
+  }
   const indexed = sqliteIndexedTerm(x, search);
   if (indexed === null) return pages(x, { ...f, mode: { by: 'scan', pattern: likeContains(search) } }, req);
   // A common term is found sooner by reading guests newest first than through the index; with a
   // tag or staff member narrowing the guests, the index always serves.
+  const pattern = `%${indexed}%`;
   const alone = f.tag === undefined && f.assignee === undefined;
-  const common = alone && Number((await x.first(indexMatches, { pattern: `%${indexed}%` }))?.n ?? 0) > COMMON_MATCHES;
+  const common = alone && Number((await x.first(indexMatches, { pattern }))?.n ?? 0) > COMMON_MATCHES;
   return pages(
     x,
-    { ...f, mode: { by: common ? 'scan' : 'index', pattern: common ? likeContains(search) : `%${indexed}%` } },
+    { ...f, mode: common ? { by: 'scan', pattern: likeContains(search), indexed: pattern } : { by: 'index', pattern } },
     req,
   );
 }
+
+const tagMatches = prepared((x, p: Param<{ tag: string }>) =>
+  x
+    .selectFrom('guest_tags')
+    .where('tag', '=', p('tag'))
+    .select((eb) => eb.fn.countAll<number>().as('n')),
+);
 
 const indexMatches = prepared((x, p: Param<{ pattern: string }>) =>
   x

@@ -37,16 +37,40 @@ select "id", "name", "email", "phone", "tags", "notes", "created_at", "updated_a
 select count(*) as "n" from guest_search as "s" where s.search_text like $1;
 
 -- {"mode":null,"tag":"vip"}: first
-select "id", "name", "email", "phone", "tags", "notes", "created_at", "updated_at", (select count(*) as "n" from "guests" where "guests"."id" in (select "guest_tags"."guest_id" from "guest_tags" where "tag" = $1)) as "list_total" from "guests" where "guests"."id" in (select "guest_tags"."guest_id" from "guest_tags" where "tag" = $2) order by "created_at" desc, "id" desc limit $3 offset $4;
+select "id", "name", "email", "phone", "tags", "notes", "created_at", "updated_at", (select count(*) as "n" from "guest_tags" where "tag" = $1) as "list_total" from "guests" where "guests"."id" in (select "guest_tags"."guest_id" from "guest_tags" where "tag" = $2) order by "created_at" desc, "id" desc limit $3 offset $4;
 
 -- {"mode":null,"tag":"vip"}: deep
-with "page_total" as materialized (select count(*) as "n" from "guests" where "guests"."id" in (select "guest_tags"."guest_id" from "guest_tags" where "tag" = $1)) select "id", "name", "email", "phone", "tags", "notes", "created_at", "updated_at", (select n from page_total) as "list_total" from "guests" where "id" in (select "id" from "guests" where "guests"."id" in (select "guest_tags"."guest_id" from "guest_tags" where "tag" = $2) and (select n from page_total) > $3 order by "created_at" desc, "id" desc limit $4 offset $5) order by "created_at" desc, "id" desc;
+with "page_total" as materialized (select count(*) as "n" from "guest_tags" where "tag" = $1) select "id", "name", "email", "phone", "tags", "notes", "created_at", "updated_at", (select n from page_total) as "list_total" from "guests" where "id" in (select "id" from "guests" where "guests"."id" in (select "guest_tags"."guest_id" from "guest_tags" where "tag" = $2) and (select n from page_total) > $3 order by "created_at" desc, "id" desc limit $4 offset $5) order by "created_at" desc, "id" desc;
 
 -- {"mode":null,"tag":"vip"}: after
 select "id", "name", "email", "phone", "tags", "notes", "created_at", "updated_at" from "guests" where "guests"."id" in (select "guest_tags"."guest_id" from "guest_tags" where "tag" = $1) and ("created_at", "id") < ($2, $3) order by "created_at" desc, "id" desc limit $4;
 
 -- {"mode":null,"tag":"vip"}: count
-select count(*) as "n" from "guests" where "guests"."id" in (select "guest_tags"."guest_id" from "guest_tags" where "tag" = $1);
+select count(*) as "n" from "guest_tags" where "tag" = $1;
+
+-- {"mode":null,"tag":"vip","tagBy":"order"}: first
+select "id", "name", "email", "phone", "tags", "notes", "created_at", "updated_at", (select count(*) as "n" from "guest_tags" where "tag" = $1) as "list_total" from "guests" where +"guests"."id" in (select guest_id from guest_tags where tag = $2) order by "created_at" desc, "id" desc limit $3 offset $4;
+
+-- {"mode":null,"tag":"vip","tagBy":"order"}: deep
+with "page_total" as materialized (select count(*) as "n" from "guest_tags" where "tag" = $1) select "id", "name", "email", "phone", "tags", "notes", "created_at", "updated_at", (select n from page_total) as "list_total" from "guests" where "id" in (select "id" from "guests" where +"guests"."id" in (select guest_id from guest_tags where tag = $2) and (select n from page_total) > $3 order by "created_at" desc, "id" desc limit $4 offset $5) order by "created_at" desc, "id" desc;
+
+-- {"mode":null,"tag":"vip","tagBy":"order"}: after
+select "id", "name", "email", "phone", "tags", "notes", "created_at", "updated_at" from "guests" where +"guests"."id" in (select guest_id from guest_tags where tag = $1) and ("created_at", "id") < ($2, $3) order by "created_at" desc, "id" desc limit $4;
+
+-- {"mode":null,"tag":"vip","tagBy":"order"}: count
+select count(*) as "n" from "guest_tags" where "tag" = $1;
+
+-- {"mode":{"by":"scan","pattern":"%abc%","indexed":"%abc%"}}: first
+select "id", "name", "email", "phone", "tags", "notes", "created_at", "updated_at", (select count(*) as "n" from guest_search as "s" where s.search_text like $1) as "list_total" from "guests" where search_text like $2 escape '\' order by "created_at" desc, "id" desc limit $3 offset $4;
+
+-- {"mode":{"by":"scan","pattern":"%abc%","indexed":"%abc%"}}: deep
+with "page_total" as materialized (select count(*) as "n" from guest_search as "s" where s.search_text like $1) select "id", "name", "email", "phone", "tags", "notes", "created_at", "updated_at", (select n from page_total) as "list_total" from "guests" where "id" in (select "id" from "guests" where search_text like $2 escape '\' and (select n from page_total) > $3 order by "created_at" desc, "id" desc limit $4 offset $5) order by "created_at" desc, "id" desc;
+
+-- {"mode":{"by":"scan","pattern":"%abc%","indexed":"%abc%"}}: after
+select "id", "name", "email", "phone", "tags", "notes", "created_at", "updated_at" from "guests" where search_text like $1 escape '\' and ("created_at", "id") < ($2, $3) order by "created_at" desc, "id" desc limit $4;
+
+-- {"mode":{"by":"scan","pattern":"%abc%","indexed":"%abc%"}}: count
+select count(*) as "n" from guest_search as "s" where s.search_text like $1;
 
 -- {"mode":{"by":"index","pattern":"%abc%"},"tag":"vip"}: first
 select "id", "name", "email", "phone", "tags", "notes", "created_at", "updated_at", (select count(*) as "n" from "guests" where "guests"."id" in (select k.guest_id from guest_search s join guest_search_keys k on k.k = s.rowid where s.search_text like $1) and "guests"."id" in (select "guest_tags"."guest_id" from "guest_tags" where "tag" = $2)) as "list_total" from "guests" where "guests"."id" in (select k.guest_id from guest_search s join guest_search_keys k on k.k = s.rowid where s.search_text like $3) and "guests"."id" in (select "guest_tags"."guest_id" from "guest_tags" where "tag" = $4) order by "created_at" desc, "id" desc limit $5 offset $6;

@@ -37,16 +37,40 @@ select "id", "name", "email", "phone", "tags", "notes", "created_at", "updated_a
 select count(*) as "n" from guest_search as "s" where s.search_text like ?;
 
 -- {"mode":null,"tag":"vip"}: first
-select "id", "name", "email", "phone", "tags", "notes", "created_at", "updated_at", (select count(*) as "n" from "guests" where "guests"."id" in (select "guest_tags"."guest_id" from "guest_tags" where "tag" = ?)) as "list_total" from "guests" where "guests"."id" in (select "guest_tags"."guest_id" from "guest_tags" where "tag" = ?) order by "created_at" desc, "id" desc limit ? offset ?;
+select "id", "name", "email", "phone", "tags", "notes", "created_at", "updated_at", (select count(*) as "n" from "guest_tags" where "tag" = ?) as "list_total" from "guests" where "guests"."id" in (select "guest_tags"."guest_id" from "guest_tags" where "tag" = ?) order by "created_at" desc, "id" desc limit ? offset ?;
 
 -- {"mode":null,"tag":"vip"}: deep
-with "page_total" as materialized (select count(*) as "n" from "guests" where "guests"."id" in (select "guest_tags"."guest_id" from "guest_tags" where "tag" = ?)) select "id", "name", "email", "phone", "tags", "notes", "created_at", "updated_at", (select n from page_total) as "list_total" from "guests" where "id" in (select "id" from "guests" where "guests"."id" in (select "guest_tags"."guest_id" from "guest_tags" where "tag" = ?) order by "created_at" desc, "id" desc limit case when (select n from page_total) > ? then ? else 0 end offset ?) order by "created_at" desc, "id" desc;
+with "page_total" as materialized (select count(*) as "n" from "guest_tags" where "tag" = ?) select "id", "name", "email", "phone", "tags", "notes", "created_at", "updated_at", (select n from page_total) as "list_total" from "guests" where "id" in (select "id" from "guests" where "guests"."id" in (select "guest_tags"."guest_id" from "guest_tags" where "tag" = ?) order by "created_at" desc, "id" desc limit case when (select n from page_total) > ? then ? else 0 end offset ?) order by "created_at" desc, "id" desc;
 
 -- {"mode":null,"tag":"vip"}: after
 select "id", "name", "email", "phone", "tags", "notes", "created_at", "updated_at" from "guests" where "guests"."id" in (select "guest_tags"."guest_id" from "guest_tags" where "tag" = ?) and ("created_at", "id") < (?, ?) order by "created_at" desc, "id" desc limit ?;
 
 -- {"mode":null,"tag":"vip"}: count
-select count(*) as "n" from "guests" where "guests"."id" in (select "guest_tags"."guest_id" from "guest_tags" where "tag" = ?);
+select count(*) as "n" from "guest_tags" where "tag" = ?;
+
+-- {"mode":null,"tag":"vip","tagBy":"order"}: first
+select "id", "name", "email", "phone", "tags", "notes", "created_at", "updated_at", (select count(*) as "n" from "guest_tags" where "tag" = ?) as "list_total" from "guests" where +"guests"."id" in (select guest_id from guest_tags where tag = ?) order by "created_at" desc, "id" desc limit ? offset ?;
+
+-- {"mode":null,"tag":"vip","tagBy":"order"}: deep
+with "page_total" as materialized (select count(*) as "n" from "guest_tags" where "tag" = ?) select "id", "name", "email", "phone", "tags", "notes", "created_at", "updated_at", (select n from page_total) as "list_total" from "guests" where "id" in (select "id" from "guests" where +"guests"."id" in (select guest_id from guest_tags where tag = ?) order by "created_at" desc, "id" desc limit case when (select n from page_total) > ? then ? else 0 end offset ?) order by "created_at" desc, "id" desc;
+
+-- {"mode":null,"tag":"vip","tagBy":"order"}: after
+select "id", "name", "email", "phone", "tags", "notes", "created_at", "updated_at" from "guests" where +"guests"."id" in (select guest_id from guest_tags where tag = ?) and ("created_at", "id") < (?, ?) order by "created_at" desc, "id" desc limit ?;
+
+-- {"mode":null,"tag":"vip","tagBy":"order"}: count
+select count(*) as "n" from "guest_tags" where "tag" = ?;
+
+-- {"mode":{"by":"scan","pattern":"%abc%","indexed":"%abc%"}}: first
+select "id", "name", "email", "phone", "tags", "notes", "created_at", "updated_at", (select count(*) as "n" from guest_search as "s" where s.search_text like ?) as "list_total" from "guests" where search_text like ? escape '\' order by "created_at" desc, "id" desc limit ? offset ?;
+
+-- {"mode":{"by":"scan","pattern":"%abc%","indexed":"%abc%"}}: deep
+with "page_total" as materialized (select count(*) as "n" from guest_search as "s" where s.search_text like ?) select "id", "name", "email", "phone", "tags", "notes", "created_at", "updated_at", (select n from page_total) as "list_total" from "guests" where "id" in (select "id" from "guests" where search_text like ? escape '\' order by "created_at" desc, "id" desc limit case when (select n from page_total) > ? then ? else 0 end offset ?) order by "created_at" desc, "id" desc;
+
+-- {"mode":{"by":"scan","pattern":"%abc%","indexed":"%abc%"}}: after
+select "id", "name", "email", "phone", "tags", "notes", "created_at", "updated_at" from "guests" where search_text like ? escape '\' and ("created_at", "id") < (?, ?) order by "created_at" desc, "id" desc limit ?;
+
+-- {"mode":{"by":"scan","pattern":"%abc%","indexed":"%abc%"}}: count
+select count(*) as "n" from guest_search as "s" where s.search_text like ?;
 
 -- {"mode":{"by":"index","pattern":"%abc%"},"tag":"vip"}: first
 select "id", "name", "email", "phone", "tags", "notes", "created_at", "updated_at", (select count(*) as "n" from "guests" where "guests"."id" in (select k.guest_id from guest_search s join guest_search_keys k on k.k = s.rowid where s.search_text like ?) and "guests"."id" in (select "guest_tags"."guest_id" from "guest_tags" where "tag" = ?)) as "list_total" from "guests" where "guests"."id" in (select k.guest_id from guest_search s join guest_search_keys k on k.k = s.rowid where s.search_text like ?) and "guests"."id" in (select "guest_tags"."guest_id" from "guest_tags" where "tag" = ?) order by "created_at" desc, "id" desc limit ? offset ?;
