@@ -67,8 +67,9 @@ export const staffGuests: MigrationDef = {
       );
     }
 
-    // Triggers before the backfill (which also fills the counts through their triggers), as in 002: on PostgreSQL CREATE TRIGGER holds writers off
-    // until the migration commits; on SQLite the migration's transaction already does.
+    // Triggers before the backfill (which fills the counts through their own triggers), as in 002:
+    // on PostgreSQL CREATE TRIGGER holds writers off until the migration commits; on SQLite the
+    // migration's transaction already does.
     if (t.dialect === 'sqlite') {
       for (const table of TABLES) {
         await run(db, `create trigger staff_guests_${table}_ai after insert on ${table} begin ${increment('new')} end`);

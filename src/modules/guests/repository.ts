@@ -129,6 +129,20 @@ function narrowed(
   return q;
 }
 
+/** The guests holding a tag: its index range (a guest holds a tag once). */
+const tagCount = (x: Pick<Executor, 'selectFrom'>, tag: unknown) =>
+  x
+    .selectFrom('guest_tags')
+    .where('tag', '=', tag as string)
+    .select((eb) => eb.fn.countAll<number>().as('n'));
+
+/** The guests a trigram pattern matches, counted in the index alone (one row per guest, no join). */
+const trigramCount = (x: Pick<Executor, 'selectFrom'>, pattern: unknown) =>
+  x
+    .selectFrom(sql<{ search_text: string }>`guest_search`.as('s'))
+    .where(sql<boolean>`s.search_text like ${pattern}`)
+    .select((eb) => eb.fn.countAll<number>().as('n'));
+
 const indexedOf = (f: GuestListFilter) => (f.mode?.by === 'scan' ? f.mode.indexed : undefined);
 const shapeOf = (f: GuestListFilter) =>
   `${f.mode?.by ?? 'all'},${indexedOf(f) !== undefined},${f.tag === undefined ? '' : (f.tagBy ?? 'ids')}`;
@@ -154,20 +168,9 @@ export const guestPages = paginate<GuestListFilter, GuestListRow>({
     // a trigram pattern (read through the index, or a common term read newest first): the index's
     // own count, one row per guest, no join, where reading every guest would be the alternative.
     if (f.mode === null && f.tag === undefined) return x.selectFrom('guest_counts').select('n').where('id', '=', 1);
-    // A tag alone: its index range (a guest holds a tag once).
-    if (f.mode === null) {
-      return x
-        .selectFrom('guest_tags')
-        .where('tag', '=', p('tag'))
-        .select((eb) => eb.fn.countAll<number>().as('n'));
-    }
+    if (f.mode === null) return tagCount(x, p('tag'));
     const trigrams = f.mode?.by === 'index' ? p('pattern') : indexedOf(f) !== undefined ? p('indexed') : null;
-    if (trigrams !== null && f.tag === undefined) {
-      return x
-        .selectFrom(sql<{ search_text: string }>`guest_search`.as('s'))
-        .where(sql<boolean>`s.search_text like ${trigrams}`)
-        .select((eb) => eb.fn.countAll<number>().as('n'));
-    }
+    if (trigrams !== null && f.tag === undefined) return trigramCount(x, trigrams);
     return narrowed(x, x.selectFrom('guests'), 'guests.id', f, p).select((eb) => eb.fn.countAll<number>().as('n'));
   },
   shapeOf,
