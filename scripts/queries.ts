@@ -11,7 +11,7 @@ import { listApiKeys } from '../src/modules/api-keys/repository.js';
 import { listAudit } from '../src/modules/audit/repository.js';
 import { listMessages } from '../src/modules/conversations/messages-repository.js';
 import { listConversations } from '../src/modules/conversations/repository.js';
-import { guestPages, staffGuestPages } from '../src/modules/guests/repository.js';
+import { guestPages, staffGuestPages, tagGuestPages } from '../src/modules/guests/repository.js';
 import { bestFirst, byTitle } from '../src/modules/knowledge/repository.js';
 import { listStaff } from '../src/modules/staff/repository.js';
 import { listTasks } from '../src/modules/tasks/repository.js';
@@ -50,10 +50,8 @@ const CATALOG: [Pages<never>, unknown[]][] = [
       { mode: null },
       { mode: { by: 'scan', pattern: '%a%' } },
       { mode: { by: 'index', pattern: '%abc%' } },
-      { mode: null, tag: 'vip' },
-      { mode: null, tag: 'vip', tagBy: 'order' },
       { mode: { by: 'scan', pattern: '%abc%', indexed: '%abc%' } },
-      { mode: { by: 'index', pattern: '%abc%' }, tag: 'vip' },
+      { mode: { by: 'index', pattern: '%abc%' }, assignee: 'stf' },
     ],
   ],
   [
@@ -61,6 +59,14 @@ const CATALOG: [Pages<never>, unknown[]][] = [
     [
       { mode: null, assignee: 'stf' },
       { mode: { by: 'scan', pattern: '%a%' }, assignee: 'stf' },
+    ],
+  ],
+  [
+    tagGuestPages as never,
+    [
+      { mode: null, tag: 'vip' },
+      { mode: { by: 'index', pattern: '%abc%' }, tag: 'vip' },
+      { mode: null, tag: 'vip', assignee: 'stf' },
       { mode: { by: 'index', pattern: '%abc%' }, tag: 'vip', assignee: 'stf' },
     ],
   ],

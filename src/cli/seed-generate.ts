@@ -130,7 +130,7 @@ const GUEST_COLUMNS = 'id name email email_lower phone tags notes search_text cr
 /** Guests with e-mail and phone numbered from `seqStart` (the guests already stored), so re-runs stay unique. */
 export async function seedGuests(w: BulkWriter, world: World, n: number, seqStart: number, batch: number) {
   const guests = w.sink('guests', GUEST_COLUMNS, batch);
-  const tags = w.sink('guest_tags', 'guest_id tag', batch);
+  const tags = w.sink('guest_tags', 'guest_id tag guest_created_at', batch);
   const progress = new Progress('guests', n);
   const from = world.nowMs - 730 * DAY;
   const span = 639 * DAY; // all guests exist before the 90 days of conversations
@@ -170,7 +170,7 @@ export async function seedGuests(w: BulkWriter, world: World, n: number, seqStar
         created,
         created,
       );
-      for (const tag of guestTags) tags.row(id, tag);
+      for (const tag of guestTags) tags.row(id, tag, created);
       world.guestIds[i] = id;
       world.guestFirst[i] = fi;
       world.guestContact[i] = contact;

@@ -11,6 +11,7 @@ import { idempotency } from './migrations/008-idempotency.js';
 import { auditLog } from './migrations/009-audit-log.js';
 import { finishedSends } from './migrations/010-finished-sends.js';
 import { staffGuests } from './migrations/011-staff-guests.js';
+import { tagOrder } from './migrations/012-tag-order.js';
 import { columnTypes, type MigrationDef } from './migrations/helpers.js';
 import type { Store } from './store.js';
 
@@ -26,6 +27,7 @@ const MIGRATIONS: MigrationDef[] = [
   auditLog,
   finishedSends,
   staffGuests,
+  tagOrder,
 ];
 
 export async function migrate(store: Store): Promise<string[]> {

@@ -70,6 +70,8 @@ export interface PageResult<R> {
 
 /** The column a first page carries its total in. */
 const TOTAL = 'list_total';
+/** The column the deep page's keys are read under. */
+const KEY = 'list_key';
 
 interface Statements {
   first: Prepared<PageInputs, Record<string, unknown>>;
@@ -97,7 +99,7 @@ function statements<F, R>(spec: ListSpec<F, R>, f: F): Statements {
     // the first step; PostgreSQL runs the WHERE term once (a one-time filter), but cannot estimate
     // a LIMIT that is an expression and then plans the join as if the page were a tenth of the table.
     deep: prepared((x, p) => {
-      const ids = ordered(narrowed(x, p).select(id));
+      const ids = ordered(narrowed(x, p).select(`${id} as ${KEY}`));
       const keys = (
         x.dialect === 'sqlite'
           ? ids.limit(sql<number>`case when (select n from page_total) > ${p('offset')} then ${p('limit')} else 0 end`)
@@ -107,11 +109,17 @@ function statements<F, R>(spec: ListSpec<F, R>, f: F): Statements {
         (cte) => cte('page_total').materialized(),
         () => spec.count(x, f, p as ListParam),
       );
-      const db: From = { selectFrom: withTotal.selectFrom.bind(withTotal) as From['selectFrom'], dialect: x.dialect };
+      // The page's keys drive the read (CROSS JOIN keeps SQLite from reordering it): each row is
+      // one lookup by id, where `id IN (keys)` let SQLite read the list's own order index instead,
+      // testing every entry up to the offset, to spare sorting the page.
+      const db: From = {
+        selectFrom: ((table: never) => withTotal.selectFrom(keys.as('k')).crossJoin(table)) as From['selectFrom'],
+        dialect: x.dialect,
+      };
       return ordered(
         spec
           .columns(spec.from(db, f, p as ListParam))
-          .where(id, 'in', keys)
+          .whereRef(id, '=', `k.${KEY}`)
           .select(sql<number>`(select n from page_total)`.as(TOTAL)),
       );
     }) as Statements['deep'],

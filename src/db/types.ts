@@ -38,6 +38,8 @@ export interface GuestTable {
 export interface GuestTagTable {
   guest_id: string;
   tag: string;
+  /** Its guest's created_at (migration 012): a tag's guests are an index range, newest first. */
+  guest_created_at: Timestamp;
 }
 
 export interface ConversationTable {

@@ -482,3 +482,59 @@ test('bulk create counts in the bulk rate-limit bucket, apart from the standard 
   const afterwards = await call(tight, 'POST', '/guests', { token: tightAdmin.token, body: { name: 'Single' } });
   assert.equal(afterwards.status, 201, 'single creates are in the standard bucket');
 });
+
+test("a tag's and a search's guests page and walk alike for the manager and a staff member", async (t) => {
+  const { app, admin } = await setup(t, { RATE_LIMIT_STANDARD: '10000' });
+  const staff = await createStaff(app, 'staff');
+  const other = await createStaff(app, 'staff');
+  const made: { id: string; name: string; tags: string[]; mine: boolean }[] = [];
+  for (let i = 0; i < 24; i++) {
+    const name = `${i % 3 === 0 ? 'Ann Baker' : 'Bo Smith'} ${i}`;
+    const tags = i % 2 === 0 ? ['vip'] : i % 5 === 0 ? ['late', 'vip'] : [];
+    const g = await newGuest(app, admin.token, { name, tags });
+    const mine = i % 4 !== 1;
+    if (mine) await insertConversation(app, g.id, { channel: 'sms', assignee: staff.id });
+    else await insertTask(app, g.id, other.id);
+    made.push({ id: g.id, name, tags, mine });
+  }
+  // A tag given later (written with the guest's own created_at) and one taken away.
+  for (const i of [3, 4]) {
+    const tags = i === 3 ? ['vip'] : [];
+    const res = await call(app, 'PATCH', `/guests/${made[i]!.id}`, { token: admin.token, body: { tags } });
+    assert.equal(res.status, 200, res.raw.body);
+    made[i]!.tags = tags;
+  }
+  const newest = [...made].reverse();
+  const cases: [string, boolean, (g: (typeof made)[number]) => boolean][] = [
+    ['tag=vip', false, (g) => g.tags.includes('vip')],
+    ['tag=vip', true, (g) => g.tags.includes('vip')],
+    ['search=baker', true, (g) => g.name.includes('Baker')],
+    ['tag=vip&search=baker', true, (g) => g.tags.includes('vip') && g.name.includes('Baker')],
+    ['tag=vip&search=baker', false, (g) => g.tags.includes('vip') && g.name.includes('Baker')],
+    ['search=n%20', true, (g) => g.name.toLowerCase().includes('n ')],
+  ];
+  for (const [filter, asStaff, keep] of cases) {
+    const want = newest.filter((g) => keep(g) && (!asStaff || g.mine)).map((g) => g.id);
+    assert.ok(want.length >= 3, `${filter}: a few guests`);
+    const token = asStaff ? staff.token : admin.token;
+    const who = `${filter} as ${asStaff ? 'staff' : 'manager'}`;
+    const pages: string[] = [];
+    for (let page = 1; page <= Math.ceil(want.length / 3) + 1; page++) {
+      const res = await call(app, 'GET', `/guests?${filter}&limit=3&page=${page}`, { token });
+      assert.equal(res.status, 200, res.raw.body);
+      assert.equal(res.body.meta.total, want.length, who);
+      pages.push(...res.data.map((g: { id: string }) => g.id));
+    }
+    assert.deepEqual(pages, want, `${who}: numbered pages`);
+    const walked: string[] = [];
+    let url: string | null = `/guests?${filter}&limit=2`;
+    while (url !== null) {
+      const res = await call(app, 'GET', url, { token });
+      assert.equal(res.status, 200, res.raw.body);
+      walked.push(...res.data.map((g: { id: string }) => g.id));
+      const cursor = res.body.meta.nextCursor as string | null;
+      url = cursor === null ? null : `/guests?${filter}&limit=2&cursor=${encodeURIComponent(cursor)}`;
+    }
+    assert.deepEqual(walked, want, `${who}: cursor walk`);
+  }
+});

@@ -79,6 +79,9 @@ function sqliteIndexedTerm(db: Executor, term: string): string | null {
  */
 export const COMMON_MATCHES = 1000;
 
+/** A match read through the trigram index costs about as much as this many guests read in order. */
+const MATCH_COST = 10;
+
 /** How a search is matched: reading the guests one by one, or through the trigram index. */
 export type SearchMode =
   /** `indexed`: the term's trigram-index pattern, when it has one (a common term): the count uses it. */
@@ -86,45 +89,30 @@ export type SearchMode =
 
 export interface GuestListFilter extends GuestFilter {
   mode: SearchMode;
-  /**
-   * SQLite, a common tag: read guests newest first and keep those with the tag, rather than
-   * reading every tagged guest and sorting them (the planner's choice when left alone).
-   */
-  tagBy?: 'order';
 }
 
-/**
- * `q` narrowed by the filter's search and tag, each value a placeholder; `id` names the guest id
- * column of `q`'s table (guests' own, or staff_guests' copy of it).
- */
-function narrowed(
-  db: Pick<Executor, 'selectFrom'>,
-  // biome-ignore lint/suspicious/noExplicitAny: guests or staff_guests, both carrying a guest id
+/** The guest id column of a list's table: guests' own, or the copy in staff_guests or guest_tags. */
+type GuestIdColumn = 'guests.id' | 'sg.guest_id' | 'gt.guest_id';
+
+/** `q` narrowed by the filter's search, its value a placeholder; `id` names `q`'s guest id column. */
+function searched(
+  // biome-ignore lint/suspicious/noExplicitAny: guests, staff_guests or guest_tags, each with a guest id
   q: SelectQueryBuilder<Database, any, object>,
-  id: 'guests.id' | 'sg.guest_id',
+  id: GuestIdColumn,
   f: GuestListFilter,
   p: ListParam,
 ) {
   if (f.mode?.by === 'scan') {
-    q =
-      id === 'guests.id'
-        ? q.where(sql<boolean>`search_text like ${p('pattern')} escape '\\'`)
-        : q.where(
-            sql<boolean>`sg.guest_id in (select id from guests where search_text like ${p('pattern')} escape '\\')`,
-          );
+    return id === 'guests.id'
+      ? q.where(sql<boolean>`search_text like ${p('pattern')} escape '\\'`)
+      : q.where(
+          sql<boolean>`${sql.ref(id)} in (select id from guests where search_text like ${p('pattern')} escape '\\')`,
+        );
   }
   if (f.mode?.by === 'index') {
-    q = q.where(
+    return q.where(
       sql<boolean>`${sql.ref(id)} in (select k.guest_id from guest_search s join guest_search_keys k on k.k = s.rowid where s.search_text like ${p('pattern')})`,
     );
-  }
-  if (f.tag !== undefined && f.tagBy === 'order') {
-    // The unary plus keeps SQLite from driving the read from this term (its ids), so it reads the
-    // ordering index and tests each guest against the tag's ids.
-    q = q.where(sql<boolean>`+${sql.ref(id)} in (select guest_id from guest_tags where tag = ${p('tag')})`);
-  } else if (f.tag !== undefined) {
-    // IN, not a join: the (tag, guest_id) index yields the ids and each guest appears once.
-    q = q.where(id, 'in', db.selectFrom('guest_tags').select('guest_tags.guest_id').where('tag', '=', p('tag')));
   }
   return q;
 }
@@ -145,7 +133,7 @@ const trigramCount = (x: Pick<Executor, 'selectFrom'>, pattern: unknown) =>
 
 const indexedOf = (f: GuestListFilter) => (f.mode?.by === 'scan' ? f.mode.indexed : undefined);
 const shapeOf = (f: GuestListFilter) =>
-  `${f.mode?.by ?? 'all'},${indexedOf(f) !== undefined},${f.tag === undefined ? '' : (f.tagBy ?? 'ids')}`;
+  `${f.mode?.by ?? 'all'},${indexedOf(f) !== undefined},${f.assignee === undefined ? '' : 'staff'}`;
 const values = (f: GuestListFilter) => ({
   pattern: f.mode?.pattern,
   indexed: indexedOf(f),
@@ -153,25 +141,39 @@ const values = (f: GuestListFilter) => ({
   assignee: f.assignee,
 });
 const keyOf = (row: GuestListRow): [string, string] => [toIso(row.created_at), row.id];
+const guestColumns = (id: GuestIdColumn) => (q: SelectQueryBuilder<Database, never, object>) =>
+  q.innerJoin('guests', 'guests.id', id as never).select(COLUMNS.map((c) => `guests.${c}` as const));
 
-/** Every guest, newest first, prepared once per shape (search mode, tag). */
+/** Every guest, newest first, prepared once per search mode. */
 export const guestPages = paginate<GuestListFilter, GuestListRow>({
   name: 'guests',
   from: (db) => db.selectFrom('guests'),
-  where: (q, f, p, db) => narrowed(db, q, 'guests.id', f, p),
+  where: (q, f, p) => ofMember(searched(q, 'guests.id', f, p), 'guests.id', f, p),
   columns: (q) => q.select(COLUMNS),
   order: ['created_at', 'id'],
   direction: 'desc',
   keyOf,
   count(x, f, p) {
-    // Unfiltered: guest_counts' single row (kept by triggers, migration 002). A search alone with
-    // a trigram pattern (read through the index, or a common term read newest first): the index's
+    // Unfiltered: guest_counts' single row (kept by triggers, migration 002). A search with a
+    // trigram pattern (read through the index, or a common term read newest first): the index's
     // own count, one row per guest, no join, where reading every guest would be the alternative.
-    if (f.mode === null && f.tag === undefined) return x.selectFrom('guest_counts').select('n').where('id', '=', 1);
-    if (f.mode === null) return tagCount(x, p('tag'));
-    const trigrams = f.mode?.by === 'index' ? p('pattern') : indexedOf(f) !== undefined ? p('indexed') : null;
-    if (trigrams !== null && f.tag === undefined) return trigramCount(x, trigrams);
-    return narrowed(x, x.selectFrom('guests'), 'guests.id', f, p).select((eb) => eb.fn.countAll<number>().as('n'));
+    if (f.mode === null) return x.selectFrom('guest_counts').select('n').where('id', '=', 1);
+    // A member's search: the index's matches, each looked up among the member's (CROSS JOIN keeps
+    // SQLite from reading the member's rows instead).
+    if (f.assignee !== undefined && f.mode.by === 'index') {
+      return x
+        .selectFrom(
+          sql<{
+            n: number;
+          }>`(select count(*) as n from guest_search s join guest_search_keys k on k.k = s.rowid cross join staff_guests sg where s.search_text like ${p('pattern')} and sg.staff_id = ${p('assignee')} and sg.guest_id = k.guest_id)`.as(
+            'c',
+          ),
+        )
+        .select('c.n');
+    }
+    const trigrams = f.mode.by === 'index' ? p('pattern') : indexedOf(f) !== undefined ? p('indexed') : null;
+    if (trigrams !== null) return trigramCount(x, trigrams);
+    return searched(x.selectFrom('guests'), 'guests.id', f, p).select((eb) => eb.fn.countAll<number>().as('n'));
   },
   shapeOf,
   values,
@@ -186,31 +188,15 @@ export const guestPages = paginate<GuestListFilter, GuestListRow>({
 export const staffGuestPages = paginate<GuestListFilter, GuestListRow>({
   name: 'staff-guests',
   from: (db, _f, p) => db.selectFrom('staff_guests as sg').where('sg.staff_id', '=', p('assignee')),
-  where: (q, f, p, db) => narrowed(db, q, 'sg.guest_id', f, p),
-  columns: (q) => q.innerJoin('guests', 'guests.id', 'sg.guest_id').select(COLUMNS.map((c) => `guests.${c}` as const)),
+  where: (q, f, p) => searched(q, 'sg.guest_id', f, p),
+  columns: guestColumns('sg.guest_id') as never,
   order: ['sg.guest_created_at', 'sg.guest_id'],
   direction: 'desc',
   keyOf,
   count(x, f, p) {
     // Unfiltered: the member's row of staff_guest_counts (kept by triggers, migration 011).
-    if (f.mode === null && f.tag === undefined) {
-      return x.selectFrom('staff_guest_counts').select('n').where('staff_id', '=', p('assignee'));
-    }
-    // A search alone: the index's matches, each looked up among the member's (a term matches far
-    // fewer guests than a member has); CROSS JOIN keeps SQLite from reading the member's rows instead.
-    if (f.mode?.by === 'index' && f.tag === undefined) {
-      return x
-        .selectFrom(
-          sql<{
-            n: number;
-          }>`(select count(*) as n from guest_search s join guest_search_keys k on k.k = s.rowid cross join staff_guests sg where s.search_text like ${p('pattern')} and sg.staff_id = ${p('assignee')} and sg.guest_id = k.guest_id)`.as(
-            'c',
-          ),
-        )
-        .select('c.n');
-    }
-    return narrowed(
-      x,
+    if (f.mode === null) return x.selectFrom('staff_guest_counts').select('n').where('staff_id', '=', p('assignee'));
+    return searched(
       x.selectFrom('staff_guests as sg').where('sg.staff_id', '=', p('assignee')),
       'sg.guest_id',
       f,
@@ -221,44 +207,87 @@ export const staffGuestPages = paginate<GuestListFilter, GuestListRow>({
   values,
 });
 
+/**
+ * The guests holding a tag, newest first, of every guest or of a staff member's: a range of
+ * guest_tags' (tag, guest_created_at, guest_id) index (migration 012), each entry looked up among
+ * the member's guests when a member asks, so a page at any depth reads that range up to its
+ * offset and the guest rows of the page alone.
+ */
+export const tagGuestPages = paginate<GuestListFilter, GuestListRow>({
+  name: 'tag-guests',
+  from: (db, _f, p) => db.selectFrom('guest_tags as gt').where('gt.tag', '=', p('tag')),
+  where: (q, f, p) => ofMember(searched(q, 'gt.guest_id', f, p), 'gt.guest_id', f, p),
+  columns: guestColumns('gt.guest_id') as never,
+  order: ['gt.guest_created_at', 'gt.guest_id'],
+  direction: 'desc',
+  keyOf,
+  count(x, f, p) {
+    if (f.mode === null && f.assignee === undefined) return tagCount(x, p('tag'));
+    const tagged = x.selectFrom('guest_tags as gt').where('gt.tag', '=', p('tag'));
+    return ofMember(searched(tagged, 'gt.guest_id', f, p), 'gt.guest_id', f, p).select((eb) => eb.fn.countAll<number>().as('n'));
+  },
+  shapeOf,
+  values,
+});
+
+/** `q`'s guests kept to the member's, when a member asks: a key lookup in staff_guests per guest. */
+function ofMember(
+  // biome-ignore lint/suspicious/noExplicitAny: guests or guest_tags, each with a guest id
+  q: SelectQueryBuilder<Database, any, object>,
+  id: GuestIdColumn,
+  f: GuestListFilter,
+  p: ListParam,
+) {
+  if (f.assignee === undefined) return q;
+  return q.where(
+    sql<boolean>`exists (select 1 from staff_guests sg where sg.staff_id = ${p('assignee')} and sg.guest_id = ${sql.ref(id)})`,
+  );
+}
+
 export async function listGuests(x: Executor, f: GuestFilter, req: PageRequest): Promise<PageResult<GuestListRow>> {
-  const pages = f.assignee === undefined ? guestPages : staffGuestPages;
   const search = f.search !== undefined && f.search !== '' ? f.search : undefined;
-  if (search === undefined) {
-    // A common tag alone on SQLite (its guests counted first: an index range) is read newest first.
-    const common =
-      f.tag !== undefined &&
-      f.assignee === undefined &&
-      x.dialect === 'sqlite' &&
-      Number((await x.first(tagMatches, { tag: f.tag }))?.n ?? 0) > COMMON_MATCHES;
-    return pages(x, { ...f, mode: null, ...(common && { tagBy: 'order' as const }) }, req);
-  }
-  const indexed = sqliteIndexedTerm(x, search);
+  const indexed = search === undefined ? null : sqliteIndexedTerm(x, search);
+  // A tag's guests are its index range; a member's, theirs; a search through the trigram index
+  // yields few enough guests to look each up (among the member's, when a member asks).
+  const pages =
+    f.tag !== undefined
+      ? tagGuestPages
+      : f.assignee === undefined || (search !== undefined && indexed !== null)
+        ? guestPages
+        : staffGuestPages;
+  if (search === undefined) return pages(x, { ...f, mode: null }, req);
   if (indexed === null) return pages(x, { ...f, mode: { by: 'scan', pattern: likeContains(search) } }, req);
-  // A common term is found sooner by reading guests newest first than through the index; with a
-  // tag or staff member narrowing the guests, the index always serves.
   const pattern = `%${indexed}%`;
-  const alone = f.tag === undefined && f.assignee === undefined;
-  const common = alone && Number((await x.first(indexMatches, { pattern }))?.n ?? 0) > COMMON_MATCHES;
+  const scan = f.tag === undefined && f.assignee === undefined && (await readNewestFirst(x, pattern, req));
   return pages(
     x,
-    { ...f, mode: common ? { by: 'scan', pattern: likeContains(search), indexed: pattern } : { by: 'index', pattern } },
+    { ...f, mode: scan ? { by: 'scan', pattern: likeContains(search), indexed: pattern } : { by: 'index', pattern } },
     req,
   );
 }
 
-const tagMatches = prepared((x, p: Param<{ tag: string }>) =>
-  x
-    .selectFrom('guest_tags')
-    .where('tag', '=', p('tag'))
-    .select((eb) => eb.fn.countAll<number>().as('n')),
-);
+/**
+ * Whether a term's page is found sooner by reading guests newest first (testing each) than
+ * through the trigram index (every match looked up, read and sorted): when the guests read to fill
+ * the page, at the term's share of all guests, are fewer than MATCH_COST times its matches. A
+ * common term's first pages read newest first; its deep pages, and a rare term's, through the
+ * index. A cursor page reads from the cursor on, as a first page does.
+ */
+async function readNewestFirst(x: Executor, pattern: string, req: PageRequest): Promise<boolean> {
+  const c = await x.first(termShare, { pattern });
+  const matches = Number(c?.matches ?? 0);
+  if (matches <= COMMON_MATCHES) return false;
+  const reach = ('page' in req ? (req.page - 1) * req.limit : 0) + req.limit;
+  return (reach * Number(c?.guests ?? 0)) / matches < MATCH_COST * matches;
+}
 
-const indexMatches = prepared((x, p: Param<{ pattern: string }>) =>
-  x
-    .selectFrom(sql<{ search_text: string }>`guest_search`.as('s'))
-    .where(sql<boolean>`s.search_text like ${p('pattern')}`)
-    .select((eb) => eb.fn.countAll<number>().as('n')),
+const termShare = prepared((x, p: Param<{ pattern: string }>) =>
+  trigramCount(x, p('pattern'))
+    .clearSelect()
+    .select((eb) => [
+      eb.fn.countAll<number>().as('matches'),
+      x.selectFrom('guest_counts').select('n').where('id', '=', 1).as('guests'),
+    ]),
 );
 
 export interface GuestConflict {
@@ -295,11 +324,13 @@ export async function findConflicts(
   return out;
 }
 
+/** The guest's tag rows, each with the guest's created_at as stored (its tag's list order). */
 async function writeTags(db: Executor, guestId: string, tags: string[]) {
   if (tags.length > 0) {
+    const createdAt = db.selectFrom('guests').select('created_at').where('id', '=', guestId);
     await db
       .insertInto('guest_tags')
-      .values(tags.map((tag) => ({ guest_id: guestId, tag })))
+      .values(tags.map((tag) => ({ guest_id: guestId, tag, guest_created_at: createdAt })))
       .execute();
   }
 }

@@ -4,7 +4,7 @@
 select "id", "action", "actor_type", "actor_id", "target_type", "target_id", "ip", "user_agent", "request_id", "created_at", (select count(*) as "n" from "audit_log") as "list_total" from "audit_log" order by "created_at" desc, "id" desc limit $1 offset $2;
 
 -- {}: deep
-with "page_total" as materialized (select count(*) as "n" from "audit_log") select "id", "action", "actor_type", "actor_id", "target_type", "target_id", "ip", "user_agent", "request_id", "created_at", (select n from page_total) as "list_total" from "audit_log" where "id" in (select "id" from "audit_log" where (select n from page_total) > $1 order by "created_at" desc, "id" desc limit $2 offset $3) order by "created_at" desc, "id" desc;
+with "page_total" as materialized (select count(*) as "n" from "audit_log") select "id", "action", "actor_type", "actor_id", "target_type", "target_id", "ip", "user_agent", "request_id", "created_at", (select n from page_total) as "list_total" from (select "id" as "list_key" from "audit_log" where (select n from page_total) > $1 order by "created_at" desc, "id" desc limit $2 offset $3) as "k" cross join "audit_log" where "id" = "k"."list_key" order by "created_at" desc, "id" desc;
 
 -- {}: after
 select "id", "action", "actor_type", "actor_id", "target_type", "target_id", "ip", "user_agent", "request_id", "created_at" from "audit_log" where ("created_at", "id") < ($1, $2) order by "created_at" desc, "id" desc limit $3;
@@ -16,7 +16,7 @@ select count(*) as "n" from "audit_log";
 select "id", "action", "actor_type", "actor_id", "target_type", "target_id", "ip", "user_agent", "request_id", "created_at", (select count(*) as "n" from "audit_log" where "action" = $1) as "list_total" from "audit_log" where "action" = $2 order by "created_at" desc, "id" desc limit $3 offset $4;
 
 -- {"action":"auth.login"}: deep
-with "page_total" as materialized (select count(*) as "n" from "audit_log" where "action" = $1) select "id", "action", "actor_type", "actor_id", "target_type", "target_id", "ip", "user_agent", "request_id", "created_at", (select n from page_total) as "list_total" from "audit_log" where "id" in (select "id" from "audit_log" where "action" = $2 and (select n from page_total) > $3 order by "created_at" desc, "id" desc limit $4 offset $5) order by "created_at" desc, "id" desc;
+with "page_total" as materialized (select count(*) as "n" from "audit_log" where "action" = $1) select "id", "action", "actor_type", "actor_id", "target_type", "target_id", "ip", "user_agent", "request_id", "created_at", (select n from page_total) as "list_total" from (select "id" as "list_key" from "audit_log" where "action" = $2 and (select n from page_total) > $3 order by "created_at" desc, "id" desc limit $4 offset $5) as "k" cross join "audit_log" where "id" = "k"."list_key" order by "created_at" desc, "id" desc;
 
 -- {"action":"auth.login"}: after
 select "id", "action", "actor_type", "actor_id", "target_type", "target_id", "ip", "user_agent", "request_id", "created_at" from "audit_log" where "action" = $1 and ("created_at", "id") < ($2, $3) order by "created_at" desc, "id" desc limit $4;
@@ -28,7 +28,7 @@ select count(*) as "n" from "audit_log" where "action" = $1;
 select "id", "action", "actor_type", "actor_id", "target_type", "target_id", "ip", "user_agent", "request_id", "created_at", (select count(*) as "n" from "audit_log" where "actor_id" = $1 and "action" = $2 and "created_at" >= $3 and "created_at" < $4) as "list_total" from "audit_log" where "actor_id" = $5 and "action" = $6 and "created_at" >= $7 and "created_at" < $8 order by "created_at" desc, "id" desc limit $9 offset $10;
 
 -- {"actor":"stf","action":"auth.login","from":"t","to":"t"}: deep
-with "page_total" as materialized (select count(*) as "n" from "audit_log" where "actor_id" = $1 and "action" = $2 and "created_at" >= $3 and "created_at" < $4) select "id", "action", "actor_type", "actor_id", "target_type", "target_id", "ip", "user_agent", "request_id", "created_at", (select n from page_total) as "list_total" from "audit_log" where "id" in (select "id" from "audit_log" where "actor_id" = $5 and "action" = $6 and "created_at" >= $7 and "created_at" < $8 and (select n from page_total) > $9 order by "created_at" desc, "id" desc limit $10 offset $11) order by "created_at" desc, "id" desc;
+with "page_total" as materialized (select count(*) as "n" from "audit_log" where "actor_id" = $1 and "action" = $2 and "created_at" >= $3 and "created_at" < $4) select "id", "action", "actor_type", "actor_id", "target_type", "target_id", "ip", "user_agent", "request_id", "created_at", (select n from page_total) as "list_total" from (select "id" as "list_key" from "audit_log" where "actor_id" = $5 and "action" = $6 and "created_at" >= $7 and "created_at" < $8 and (select n from page_total) > $9 order by "created_at" desc, "id" desc limit $10 offset $11) as "k" cross join "audit_log" where "id" = "k"."list_key" order by "created_at" desc, "id" desc;
 
 -- {"actor":"stf","action":"auth.login","from":"t","to":"t"}: after
 select "id", "action", "actor_type", "actor_id", "target_type", "target_id", "ip", "user_agent", "request_id", "created_at" from "audit_log" where "actor_id" = $1 and "action" = $2 and "created_at" >= $3 and "created_at" < $4 and ("created_at", "id") < ($5, $6) order by "created_at" desc, "id" desc limit $7;

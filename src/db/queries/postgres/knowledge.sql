@@ -4,7 +4,7 @@
 select "id", "title", "content", "category", "created_at", "updated_at", (select count(*) as "n" from "knowledge_entries") as "list_total" from "knowledge_entries" order by "title" asc, "id" asc limit $1 offset $2;
 
 -- {}: deep
-with "page_total" as materialized (select count(*) as "n" from "knowledge_entries") select "id", "title", "content", "category", "created_at", "updated_at", (select n from page_total) as "list_total" from "knowledge_entries" where "id" in (select "id" from "knowledge_entries" where (select n from page_total) > $1 order by "title" asc, "id" asc limit $2 offset $3) order by "title" asc, "id" asc;
+with "page_total" as materialized (select count(*) as "n" from "knowledge_entries") select "id", "title", "content", "category", "created_at", "updated_at", (select n from page_total) as "list_total" from (select "id" as "list_key" from "knowledge_entries" where (select n from page_total) > $1 order by "title" asc, "id" asc limit $2 offset $3) as "k" cross join "knowledge_entries" where "id" = "k"."list_key" order by "title" asc, "id" asc;
 
 -- {}: after
 select "id", "title", "content", "category", "created_at", "updated_at" from "knowledge_entries" where ("title", "id") > ($1, $2) order by "title" asc, "id" asc limit $3;
@@ -16,7 +16,7 @@ select count(*) as "n" from "knowledge_entries";
 select "id", "title", "content", "category", "created_at", "updated_at", (select count(*) as "n" from "knowledge_entries" where "category" = $1) as "list_total" from "knowledge_entries" where "category" = $2 order by "title" asc, "id" asc limit $3 offset $4;
 
 -- {"category":"c"}: deep
-with "page_total" as materialized (select count(*) as "n" from "knowledge_entries" where "category" = $1) select "id", "title", "content", "category", "created_at", "updated_at", (select n from page_total) as "list_total" from "knowledge_entries" where "id" in (select "id" from "knowledge_entries" where "category" = $2 and (select n from page_total) > $3 order by "title" asc, "id" asc limit $4 offset $5) order by "title" asc, "id" asc;
+with "page_total" as materialized (select count(*) as "n" from "knowledge_entries" where "category" = $1) select "id", "title", "content", "category", "created_at", "updated_at", (select n from page_total) as "list_total" from (select "id" as "list_key" from "knowledge_entries" where "category" = $2 and (select n from page_total) > $3 order by "title" asc, "id" asc limit $4 offset $5) as "k" cross join "knowledge_entries" where "id" = "k"."list_key" order by "title" asc, "id" asc;
 
 -- {"category":"c"}: after
 select "id", "title", "content", "category", "created_at", "updated_at" from "knowledge_entries" where "category" = $1 and ("title", "id") > ($2, $3) order by "title" asc, "id" asc limit $4;

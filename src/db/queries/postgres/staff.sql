@@ -4,7 +4,7 @@
 select "id", "name", "email", "role", "department", "active", "created_at", "updated_at", (select count(*) as "n" from "staff") as "list_total" from "staff" order by "name" asc, "id" asc limit $1 offset $2;
 
 -- {}: deep
-with "page_total" as materialized (select count(*) as "n" from "staff") select "id", "name", "email", "role", "department", "active", "created_at", "updated_at", (select n from page_total) as "list_total" from "staff" where "id" in (select "id" from "staff" where (select n from page_total) > $1 order by "name" asc, "id" asc limit $2 offset $3) order by "name" asc, "id" asc;
+with "page_total" as materialized (select count(*) as "n" from "staff") select "id", "name", "email", "role", "department", "active", "created_at", "updated_at", (select n from page_total) as "list_total" from (select "id" as "list_key" from "staff" where (select n from page_total) > $1 order by "name" asc, "id" asc limit $2 offset $3) as "k" cross join "staff" where "id" = "k"."list_key" order by "name" asc, "id" asc;
 
 -- {}: after
 select "id", "name", "email", "role", "department", "active", "created_at", "updated_at" from "staff" where ("name", "id") > ($1, $2) order by "name" asc, "id" asc limit $3;
@@ -16,7 +16,7 @@ select count(*) as "n" from "staff";
 select "id", "name", "email", "role", "department", "active", "created_at", "updated_at", (select count(*) as "n" from "staff" where "role" = $1 and "department" = $2 and "active" = $3 and "id" = $4) as "list_total" from "staff" where "role" = $5 and "department" = $6 and "active" = $7 and "id" = $8 order by "name" asc, "id" asc limit $9 offset $10;
 
 -- {"role":"staff","department":"d","active":true,"onlyId":"stf"}: deep
-with "page_total" as materialized (select count(*) as "n" from "staff" where "role" = $1 and "department" = $2 and "active" = $3 and "id" = $4) select "id", "name", "email", "role", "department", "active", "created_at", "updated_at", (select n from page_total) as "list_total" from "staff" where "id" in (select "id" from "staff" where "role" = $5 and "department" = $6 and "active" = $7 and "id" = $8 and (select n from page_total) > $9 order by "name" asc, "id" asc limit $10 offset $11) order by "name" asc, "id" asc;
+with "page_total" as materialized (select count(*) as "n" from "staff" where "role" = $1 and "department" = $2 and "active" = $3 and "id" = $4) select "id", "name", "email", "role", "department", "active", "created_at", "updated_at", (select n from page_total) as "list_total" from (select "id" as "list_key" from "staff" where "role" = $5 and "department" = $6 and "active" = $7 and "id" = $8 and (select n from page_total) > $9 order by "name" asc, "id" asc limit $10 offset $11) as "k" cross join "staff" where "id" = "k"."list_key" order by "name" asc, "id" asc;
 
 -- {"role":"staff","department":"d","active":true,"onlyId":"stf"}: after
 select "id", "name", "email", "role", "department", "active", "created_at", "updated_at" from "staff" where "role" = $1 and "department" = $2 and "active" = $3 and "id" = $4 and ("name", "id") > ($5, $6) order by "name" asc, "id" asc limit $7;

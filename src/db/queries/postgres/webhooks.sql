@@ -4,7 +4,7 @@
 select "id", "url", "events", "description", "active", "consecutive_failures", "created_at", "updated_at", (select count(*) as "n" from "webhooks") as "list_total" from "webhooks" order by "created_at" desc, "id" desc limit $1 offset $2;
 
 -- {}: deep
-with "page_total" as materialized (select count(*) as "n" from "webhooks") select "id", "url", "events", "description", "active", "consecutive_failures", "created_at", "updated_at", (select n from page_total) as "list_total" from "webhooks" where "id" in (select "id" from "webhooks" where (select n from page_total) > $1 order by "created_at" desc, "id" desc limit $2 offset $3) order by "created_at" desc, "id" desc;
+with "page_total" as materialized (select count(*) as "n" from "webhooks") select "id", "url", "events", "description", "active", "consecutive_failures", "created_at", "updated_at", (select n from page_total) as "list_total" from (select "id" as "list_key" from "webhooks" where (select n from page_total) > $1 order by "created_at" desc, "id" desc limit $2 offset $3) as "k" cross join "webhooks" where "id" = "k"."list_key" order by "created_at" desc, "id" desc;
 
 -- {}: after
 select "id", "url", "events", "description", "active", "consecutive_failures", "created_at", "updated_at" from "webhooks" where ("created_at", "id") < ($1, $2) order by "created_at" desc, "id" desc limit $3;

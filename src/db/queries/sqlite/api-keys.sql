@@ -4,7 +4,7 @@
 select "id", "name", "scopes", "expires_at", "last_used_at", "revoked_at", "created_at", "updated_at", (select count(*) as "n" from "api_keys") as "list_total" from "api_keys" order by "created_at" desc, "id" desc limit ? offset ?;
 
 -- {}: deep
-with "page_total" as materialized (select count(*) as "n" from "api_keys") select "id", "name", "scopes", "expires_at", "last_used_at", "revoked_at", "created_at", "updated_at", (select n from page_total) as "list_total" from "api_keys" where "id" in (select "id" from "api_keys" order by "created_at" desc, "id" desc limit case when (select n from page_total) > ? then ? else 0 end offset ?) order by "created_at" desc, "id" desc;
+with "page_total" as materialized (select count(*) as "n" from "api_keys") select "id", "name", "scopes", "expires_at", "last_used_at", "revoked_at", "created_at", "updated_at", (select n from page_total) as "list_total" from (select "id" as "list_key" from "api_keys" order by "created_at" desc, "id" desc limit case when (select n from page_total) > ? then ? else 0 end offset ?) as "k" cross join "api_keys" where "id" = "k"."list_key" order by "created_at" desc, "id" desc;
 
 -- {}: after
 select "id", "name", "scopes", "expires_at", "last_used_at", "revoked_at", "created_at", "updated_at" from "api_keys" where ("created_at", "id") < (?, ?) order by "created_at" desc, "id" desc limit ?;

@@ -4,7 +4,7 @@
 select "id", "name", "email", "phone", "tags", "notes", "created_at", "updated_at", (select "n" from "guest_counts" where "id" = ?) as "list_total" from "guests" order by "created_at" desc, "id" desc limit ? offset ?;
 
 -- {"mode":null}: deep
-with "page_total" as materialized (select "n" from "guest_counts" where "id" = ?) select "id", "name", "email", "phone", "tags", "notes", "created_at", "updated_at", (select n from page_total) as "list_total" from "guests" where "id" in (select "id" from "guests" order by "created_at" desc, "id" desc limit case when (select n from page_total) > ? then ? else 0 end offset ?) order by "created_at" desc, "id" desc;
+with "page_total" as materialized (select "n" from "guest_counts" where "id" = ?) select "id", "name", "email", "phone", "tags", "notes", "created_at", "updated_at", (select n from page_total) as "list_total" from (select "id" as "list_key" from "guests" order by "created_at" desc, "id" desc limit case when (select n from page_total) > ? then ? else 0 end offset ?) as "k" cross join "guests" where "id" = "k"."list_key" order by "created_at" desc, "id" desc;
 
 -- {"mode":null}: after
 select "id", "name", "email", "phone", "tags", "notes", "created_at", "updated_at" from "guests" where ("created_at", "id") < (?, ?) order by "created_at" desc, "id" desc limit ?;
@@ -16,7 +16,7 @@ select "n" from "guest_counts" where "id" = ?;
 select "id", "name", "email", "phone", "tags", "notes", "created_at", "updated_at", (select count(*) as "n" from "guests" where search_text like ? escape '\') as "list_total" from "guests" where search_text like ? escape '\' order by "created_at" desc, "id" desc limit ? offset ?;
 
 -- {"mode":{"by":"scan","pattern":"%a%"}}: deep
-with "page_total" as materialized (select count(*) as "n" from "guests" where search_text like ? escape '\') select "id", "name", "email", "phone", "tags", "notes", "created_at", "updated_at", (select n from page_total) as "list_total" from "guests" where "id" in (select "id" from "guests" where search_text like ? escape '\' order by "created_at" desc, "id" desc limit case when (select n from page_total) > ? then ? else 0 end offset ?) order by "created_at" desc, "id" desc;
+with "page_total" as materialized (select count(*) as "n" from "guests" where search_text like ? escape '\') select "id", "name", "email", "phone", "tags", "notes", "created_at", "updated_at", (select n from page_total) as "list_total" from (select "id" as "list_key" from "guests" where search_text like ? escape '\' order by "created_at" desc, "id" desc limit case when (select n from page_total) > ? then ? else 0 end offset ?) as "k" cross join "guests" where "id" = "k"."list_key" order by "created_at" desc, "id" desc;
 
 -- {"mode":{"by":"scan","pattern":"%a%"}}: after
 select "id", "name", "email", "phone", "tags", "notes", "created_at", "updated_at" from "guests" where search_text like ? escape '\' and ("created_at", "id") < (?, ?) order by "created_at" desc, "id" desc limit ?;
@@ -28,7 +28,7 @@ select count(*) as "n" from "guests" where search_text like ? escape '\';
 select "id", "name", "email", "phone", "tags", "notes", "created_at", "updated_at", (select count(*) as "n" from guest_search as "s" where s.search_text like ?) as "list_total" from "guests" where "guests"."id" in (select k.guest_id from guest_search s join guest_search_keys k on k.k = s.rowid where s.search_text like ?) order by "created_at" desc, "id" desc limit ? offset ?;
 
 -- {"mode":{"by":"index","pattern":"%abc%"}}: deep
-with "page_total" as materialized (select count(*) as "n" from guest_search as "s" where s.search_text like ?) select "id", "name", "email", "phone", "tags", "notes", "created_at", "updated_at", (select n from page_total) as "list_total" from "guests" where "id" in (select "id" from "guests" where "guests"."id" in (select k.guest_id from guest_search s join guest_search_keys k on k.k = s.rowid where s.search_text like ?) order by "created_at" desc, "id" desc limit case when (select n from page_total) > ? then ? else 0 end offset ?) order by "created_at" desc, "id" desc;
+with "page_total" as materialized (select count(*) as "n" from guest_search as "s" where s.search_text like ?) select "id", "name", "email", "phone", "tags", "notes", "created_at", "updated_at", (select n from page_total) as "list_total" from (select "id" as "list_key" from "guests" where "guests"."id" in (select k.guest_id from guest_search s join guest_search_keys k on k.k = s.rowid where s.search_text like ?) order by "created_at" desc, "id" desc limit case when (select n from page_total) > ? then ? else 0 end offset ?) as "k" cross join "guests" where "id" = "k"."list_key" order by "created_at" desc, "id" desc;
 
 -- {"mode":{"by":"index","pattern":"%abc%"}}: after
 select "id", "name", "email", "phone", "tags", "notes", "created_at", "updated_at" from "guests" where "guests"."id" in (select k.guest_id from guest_search s join guest_search_keys k on k.k = s.rowid where s.search_text like ?) and ("created_at", "id") < (?, ?) order by "created_at" desc, "id" desc limit ?;
@@ -36,35 +36,11 @@ select "id", "name", "email", "phone", "tags", "notes", "created_at", "updated_a
 -- {"mode":{"by":"index","pattern":"%abc%"}}: count
 select count(*) as "n" from guest_search as "s" where s.search_text like ?;
 
--- {"mode":null,"tag":"vip"}: first
-select "id", "name", "email", "phone", "tags", "notes", "created_at", "updated_at", (select count(*) as "n" from "guest_tags" where "tag" = ?) as "list_total" from "guests" where "guests"."id" in (select "guest_tags"."guest_id" from "guest_tags" where "tag" = ?) order by "created_at" desc, "id" desc limit ? offset ?;
-
--- {"mode":null,"tag":"vip"}: deep
-with "page_total" as materialized (select count(*) as "n" from "guest_tags" where "tag" = ?) select "id", "name", "email", "phone", "tags", "notes", "created_at", "updated_at", (select n from page_total) as "list_total" from "guests" where "id" in (select "id" from "guests" where "guests"."id" in (select "guest_tags"."guest_id" from "guest_tags" where "tag" = ?) order by "created_at" desc, "id" desc limit case when (select n from page_total) > ? then ? else 0 end offset ?) order by "created_at" desc, "id" desc;
-
--- {"mode":null,"tag":"vip"}: after
-select "id", "name", "email", "phone", "tags", "notes", "created_at", "updated_at" from "guests" where "guests"."id" in (select "guest_tags"."guest_id" from "guest_tags" where "tag" = ?) and ("created_at", "id") < (?, ?) order by "created_at" desc, "id" desc limit ?;
-
--- {"mode":null,"tag":"vip"}: count
-select count(*) as "n" from "guest_tags" where "tag" = ?;
-
--- {"mode":null,"tag":"vip","tagBy":"order"}: first
-select "id", "name", "email", "phone", "tags", "notes", "created_at", "updated_at", (select count(*) as "n" from "guest_tags" where "tag" = ?) as "list_total" from "guests" where +"guests"."id" in (select guest_id from guest_tags where tag = ?) order by "created_at" desc, "id" desc limit ? offset ?;
-
--- {"mode":null,"tag":"vip","tagBy":"order"}: deep
-with "page_total" as materialized (select count(*) as "n" from "guest_tags" where "tag" = ?) select "id", "name", "email", "phone", "tags", "notes", "created_at", "updated_at", (select n from page_total) as "list_total" from "guests" where "id" in (select "id" from "guests" where +"guests"."id" in (select guest_id from guest_tags where tag = ?) order by "created_at" desc, "id" desc limit case when (select n from page_total) > ? then ? else 0 end offset ?) order by "created_at" desc, "id" desc;
-
--- {"mode":null,"tag":"vip","tagBy":"order"}: after
-select "id", "name", "email", "phone", "tags", "notes", "created_at", "updated_at" from "guests" where +"guests"."id" in (select guest_id from guest_tags where tag = ?) and ("created_at", "id") < (?, ?) order by "created_at" desc, "id" desc limit ?;
-
--- {"mode":null,"tag":"vip","tagBy":"order"}: count
-select count(*) as "n" from "guest_tags" where "tag" = ?;
-
 -- {"mode":{"by":"scan","pattern":"%abc%","indexed":"%abc%"}}: first
 select "id", "name", "email", "phone", "tags", "notes", "created_at", "updated_at", (select count(*) as "n" from guest_search as "s" where s.search_text like ?) as "list_total" from "guests" where search_text like ? escape '\' order by "created_at" desc, "id" desc limit ? offset ?;
 
 -- {"mode":{"by":"scan","pattern":"%abc%","indexed":"%abc%"}}: deep
-with "page_total" as materialized (select count(*) as "n" from guest_search as "s" where s.search_text like ?) select "id", "name", "email", "phone", "tags", "notes", "created_at", "updated_at", (select n from page_total) as "list_total" from "guests" where "id" in (select "id" from "guests" where search_text like ? escape '\' order by "created_at" desc, "id" desc limit case when (select n from page_total) > ? then ? else 0 end offset ?) order by "created_at" desc, "id" desc;
+with "page_total" as materialized (select count(*) as "n" from guest_search as "s" where s.search_text like ?) select "id", "name", "email", "phone", "tags", "notes", "created_at", "updated_at", (select n from page_total) as "list_total" from (select "id" as "list_key" from "guests" where search_text like ? escape '\' order by "created_at" desc, "id" desc limit case when (select n from page_total) > ? then ? else 0 end offset ?) as "k" cross join "guests" where "id" = "k"."list_key" order by "created_at" desc, "id" desc;
 
 -- {"mode":{"by":"scan","pattern":"%abc%","indexed":"%abc%"}}: after
 select "id", "name", "email", "phone", "tags", "notes", "created_at", "updated_at" from "guests" where search_text like ? escape '\' and ("created_at", "id") < (?, ?) order by "created_at" desc, "id" desc limit ?;
@@ -72,14 +48,14 @@ select "id", "name", "email", "phone", "tags", "notes", "created_at", "updated_a
 -- {"mode":{"by":"scan","pattern":"%abc%","indexed":"%abc%"}}: count
 select count(*) as "n" from guest_search as "s" where s.search_text like ?;
 
--- {"mode":{"by":"index","pattern":"%abc%"},"tag":"vip"}: first
-select "id", "name", "email", "phone", "tags", "notes", "created_at", "updated_at", (select count(*) as "n" from "guests" where "guests"."id" in (select k.guest_id from guest_search s join guest_search_keys k on k.k = s.rowid where s.search_text like ?) and "guests"."id" in (select "guest_tags"."guest_id" from "guest_tags" where "tag" = ?)) as "list_total" from "guests" where "guests"."id" in (select k.guest_id from guest_search s join guest_search_keys k on k.k = s.rowid where s.search_text like ?) and "guests"."id" in (select "guest_tags"."guest_id" from "guest_tags" where "tag" = ?) order by "created_at" desc, "id" desc limit ? offset ?;
+-- {"mode":{"by":"index","pattern":"%abc%"},"assignee":"stf"}: first
+select "id", "name", "email", "phone", "tags", "notes", "created_at", "updated_at", (select "c"."n" from (select count(*) as n from guest_search s join guest_search_keys k on k.k = s.rowid cross join staff_guests sg where s.search_text like ? and sg.staff_id = ? and sg.guest_id = k.guest_id) as "c") as "list_total" from "guests" where "guests"."id" in (select k.guest_id from guest_search s join guest_search_keys k on k.k = s.rowid where s.search_text like ?) and exists (select 1 from staff_guests sg where sg.staff_id = ? and sg.guest_id = "guests"."id") order by "created_at" desc, "id" desc limit ? offset ?;
 
--- {"mode":{"by":"index","pattern":"%abc%"},"tag":"vip"}: deep
-with "page_total" as materialized (select count(*) as "n" from "guests" where "guests"."id" in (select k.guest_id from guest_search s join guest_search_keys k on k.k = s.rowid where s.search_text like ?) and "guests"."id" in (select "guest_tags"."guest_id" from "guest_tags" where "tag" = ?)) select "id", "name", "email", "phone", "tags", "notes", "created_at", "updated_at", (select n from page_total) as "list_total" from "guests" where "id" in (select "id" from "guests" where "guests"."id" in (select k.guest_id from guest_search s join guest_search_keys k on k.k = s.rowid where s.search_text like ?) and "guests"."id" in (select "guest_tags"."guest_id" from "guest_tags" where "tag" = ?) order by "created_at" desc, "id" desc limit case when (select n from page_total) > ? then ? else 0 end offset ?) order by "created_at" desc, "id" desc;
+-- {"mode":{"by":"index","pattern":"%abc%"},"assignee":"stf"}: deep
+with "page_total" as materialized (select "c"."n" from (select count(*) as n from guest_search s join guest_search_keys k on k.k = s.rowid cross join staff_guests sg where s.search_text like ? and sg.staff_id = ? and sg.guest_id = k.guest_id) as "c") select "id", "name", "email", "phone", "tags", "notes", "created_at", "updated_at", (select n from page_total) as "list_total" from (select "id" as "list_key" from "guests" where "guests"."id" in (select k.guest_id from guest_search s join guest_search_keys k on k.k = s.rowid where s.search_text like ?) and exists (select 1 from staff_guests sg where sg.staff_id = ? and sg.guest_id = "guests"."id") order by "created_at" desc, "id" desc limit case when (select n from page_total) > ? then ? else 0 end offset ?) as "k" cross join "guests" where "id" = "k"."list_key" order by "created_at" desc, "id" desc;
 
--- {"mode":{"by":"index","pattern":"%abc%"},"tag":"vip"}: after
-select "id", "name", "email", "phone", "tags", "notes", "created_at", "updated_at" from "guests" where "guests"."id" in (select k.guest_id from guest_search s join guest_search_keys k on k.k = s.rowid where s.search_text like ?) and "guests"."id" in (select "guest_tags"."guest_id" from "guest_tags" where "tag" = ?) and ("created_at", "id") < (?, ?) order by "created_at" desc, "id" desc limit ?;
+-- {"mode":{"by":"index","pattern":"%abc%"},"assignee":"stf"}: after
+select "id", "name", "email", "phone", "tags", "notes", "created_at", "updated_at" from "guests" where "guests"."id" in (select k.guest_id from guest_search s join guest_search_keys k on k.k = s.rowid where s.search_text like ?) and exists (select 1 from staff_guests sg where sg.staff_id = ? and sg.guest_id = "guests"."id") and ("created_at", "id") < (?, ?) order by "created_at" desc, "id" desc limit ?;
 
--- {"mode":{"by":"index","pattern":"%abc%"},"tag":"vip"}: count
-select count(*) as "n" from "guests" where "guests"."id" in (select k.guest_id from guest_search s join guest_search_keys k on k.k = s.rowid where s.search_text like ?) and "guests"."id" in (select "guest_tags"."guest_id" from "guest_tags" where "tag" = ?);
+-- {"mode":{"by":"index","pattern":"%abc%"},"assignee":"stf"}: count
+select "c"."n" from (select count(*) as n from guest_search s join guest_search_keys k on k.k = s.rowid cross join staff_guests sg where s.search_text like ? and sg.staff_id = ? and sg.guest_id = k.guest_id) as "c";

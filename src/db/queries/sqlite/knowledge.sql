@@ -4,7 +4,7 @@
 select "id", "title", "content", "category", "created_at", "updated_at", (select count(*) as "n" from "knowledge_entries") as "list_total" from "knowledge_entries" order by "title" asc, "id" asc limit ? offset ?;
 
 -- {}: deep
-with "page_total" as materialized (select count(*) as "n" from "knowledge_entries") select "id", "title", "content", "category", "created_at", "updated_at", (select n from page_total) as "list_total" from "knowledge_entries" where "id" in (select "id" from "knowledge_entries" order by "title" asc, "id" asc limit case when (select n from page_total) > ? then ? else 0 end offset ?) order by "title" asc, "id" asc;
+with "page_total" as materialized (select count(*) as "n" from "knowledge_entries") select "id", "title", "content", "category", "created_at", "updated_at", (select n from page_total) as "list_total" from (select "id" as "list_key" from "knowledge_entries" order by "title" asc, "id" asc limit case when (select n from page_total) > ? then ? else 0 end offset ?) as "k" cross join "knowledge_entries" where "id" = "k"."list_key" order by "title" asc, "id" asc;
 
 -- {}: after
 select "id", "title", "content", "category", "created_at", "updated_at" from "knowledge_entries" where ("title", "id") > (?, ?) order by "title" asc, "id" asc limit ?;
@@ -16,7 +16,7 @@ select count(*) as "n" from "knowledge_entries";
 select "id", "title", "content", "category", "created_at", "updated_at", (select count(*) as "n" from "knowledge_entries" where "category" = ?) as "list_total" from "knowledge_entries" where "category" = ? order by "title" asc, "id" asc limit ? offset ?;
 
 -- {"category":"c"}: deep
-with "page_total" as materialized (select count(*) as "n" from "knowledge_entries" where "category" = ?) select "id", "title", "content", "category", "created_at", "updated_at", (select n from page_total) as "list_total" from "knowledge_entries" where "id" in (select "id" from "knowledge_entries" where "category" = ? order by "title" asc, "id" asc limit case when (select n from page_total) > ? then ? else 0 end offset ?) order by "title" asc, "id" asc;
+with "page_total" as materialized (select count(*) as "n" from "knowledge_entries" where "category" = ?) select "id", "title", "content", "category", "created_at", "updated_at", (select n from page_total) as "list_total" from (select "id" as "list_key" from "knowledge_entries" where "category" = ? order by "title" asc, "id" asc limit case when (select n from page_total) > ? then ? else 0 end offset ?) as "k" cross join "knowledge_entries" where "id" = "k"."list_key" order by "title" asc, "id" asc;
 
 -- {"category":"c"}: after
 select "id", "title", "content", "category", "created_at", "updated_at" from "knowledge_entries" where "category" = ? and ("title", "id") > (?, ?) order by "title" asc, "id" asc limit ?;

@@ -4,7 +4,7 @@
 select "id", "name", "email", "role", "department", "active", "created_at", "updated_at", (select count(*) as "n" from "staff") as "list_total" from "staff" order by "name" asc, "id" asc limit ? offset ?;
 
 -- {}: deep
-with "page_total" as materialized (select count(*) as "n" from "staff") select "id", "name", "email", "role", "department", "active", "created_at", "updated_at", (select n from page_total) as "list_total" from "staff" where "id" in (select "id" from "staff" order by "name" asc, "id" asc limit case when (select n from page_total) > ? then ? else 0 end offset ?) order by "name" asc, "id" asc;
+with "page_total" as materialized (select count(*) as "n" from "staff") select "id", "name", "email", "role", "department", "active", "created_at", "updated_at", (select n from page_total) as "list_total" from (select "id" as "list_key" from "staff" order by "name" asc, "id" asc limit case when (select n from page_total) > ? then ? else 0 end offset ?) as "k" cross join "staff" where "id" = "k"."list_key" order by "name" asc, "id" asc;
 
 -- {}: after
 select "id", "name", "email", "role", "department", "active", "created_at", "updated_at" from "staff" where ("name", "id") > (?, ?) order by "name" asc, "id" asc limit ?;
@@ -16,7 +16,7 @@ select count(*) as "n" from "staff";
 select "id", "name", "email", "role", "department", "active", "created_at", "updated_at", (select count(*) as "n" from "staff" where "role" = ? and "department" = ? and "active" = ? and "id" = ?) as "list_total" from "staff" where "role" = ? and "department" = ? and "active" = ? and "id" = ? order by "name" asc, "id" asc limit ? offset ?;
 
 -- {"role":"staff","department":"d","active":true,"onlyId":"stf"}: deep
-with "page_total" as materialized (select count(*) as "n" from "staff" where "role" = ? and "department" = ? and "active" = ? and "id" = ?) select "id", "name", "email", "role", "department", "active", "created_at", "updated_at", (select n from page_total) as "list_total" from "staff" where "id" in (select "id" from "staff" where "role" = ? and "department" = ? and "active" = ? and "id" = ? order by "name" asc, "id" asc limit case when (select n from page_total) > ? then ? else 0 end offset ?) order by "name" asc, "id" asc;
+with "page_total" as materialized (select count(*) as "n" from "staff" where "role" = ? and "department" = ? and "active" = ? and "id" = ?) select "id", "name", "email", "role", "department", "active", "created_at", "updated_at", (select n from page_total) as "list_total" from (select "id" as "list_key" from "staff" where "role" = ? and "department" = ? and "active" = ? and "id" = ? order by "name" asc, "id" asc limit case when (select n from page_total) > ? then ? else 0 end offset ?) as "k" cross join "staff" where "id" = "k"."list_key" order by "name" asc, "id" asc;
 
 -- {"role":"staff","department":"d","active":true,"onlyId":"stf"}: after
 select "id", "name", "email", "role", "department", "active", "created_at", "updated_at" from "staff" where "role" = ? and "department" = ? and "active" = ? and "id" = ? and ("name", "id") > (?, ?) order by "name" asc, "id" asc limit ?;

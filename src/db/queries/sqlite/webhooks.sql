@@ -4,7 +4,7 @@
 select "id", "url", "events", "description", "active", "consecutive_failures", "created_at", "updated_at", (select count(*) as "n" from "webhooks") as "list_total" from "webhooks" order by "created_at" desc, "id" desc limit ? offset ?;
 
 -- {}: deep
-with "page_total" as materialized (select count(*) as "n" from "webhooks") select "id", "url", "events", "description", "active", "consecutive_failures", "created_at", "updated_at", (select n from page_total) as "list_total" from "webhooks" where "id" in (select "id" from "webhooks" order by "created_at" desc, "id" desc limit case when (select n from page_total) > ? then ? else 0 end offset ?) order by "created_at" desc, "id" desc;
+with "page_total" as materialized (select count(*) as "n" from "webhooks") select "id", "url", "events", "description", "active", "consecutive_failures", "created_at", "updated_at", (select n from page_total) as "list_total" from (select "id" as "list_key" from "webhooks" order by "created_at" desc, "id" desc limit case when (select n from page_total) > ? then ? else 0 end offset ?) as "k" cross join "webhooks" where "id" = "k"."list_key" order by "created_at" desc, "id" desc;
 
 -- {}: after
 select "id", "url", "events", "description", "active", "consecutive_failures", "created_at", "updated_at" from "webhooks" where ("created_at", "id") < (?, ?) order by "created_at" desc, "id" desc limit ?;
