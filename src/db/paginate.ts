@@ -86,10 +86,31 @@ function statements<F, R>(spec: ListSpec<F, R>, f: F): Statements {
   const ordered = (q: AnyQuery) => q.orderBy(col, dir).orderBy(id, dir);
   const narrowed = (x: Executor, p: Param<PageInputs>) =>
     spec.where(spec.from(x, f, p as ListParam), f, p as ListParam, x);
+  /** Selects from under `with page_total`: the list's total, computed once, as `n`. */
+  const withTotal = (x: Executor, p: Param<PageInputs>): From => {
+    const w = x.with(
+      (cte) => cte('page_total').materialized(),
+      () => spec.count(x, f, p as ListParam),
+    );
+    return { selectFrom: w.selectFrom.bind(w) as From['selectFrom'], dialect: x.dialect };
+  };
   return {
     // One statement: the page and its total (a scalar subquery, evaluated once), one snapshot.
-    first: preparedPage((x, p) =>
-      ordered(spec.columns(narrowed(x, p))).select(spec.count(x, f, p as ListParam).as(TOTAL)),
+    // On SQLite the total also bounds the read: no more rows than remain past the offset, so a
+    // filter matching few rows (or none) stops its scan at the last of them instead of reading
+    // the rest of the index it walks. (PostgreSQL plans a LIMIT it cannot read as a tenth of the
+    // table; its pages keep their written-in limit, see preparedPage.)
+    first: byDialect(
+      prepared((x, p) => {
+        const db = withTotal(x, p);
+        return ordered(spec.columns(spec.where(spec.from(db, f, p as ListParam), f, p as ListParam, x)))
+          .select(sql<number>`(select n from page_total)`.as(TOTAL))
+          .limit(sql<number>`min(${p('limit')}, max((select n from page_total) - ${p('offset')}, 0))`)
+          .offset(p('offset'));
+      }),
+      preparedPage((x, p) =>
+        ordered(spec.columns(narrowed(x, p))).select(spec.count(x, f, p as ListParam).as(TOTAL)),
+      ),
     ) as Statements['first'],
     // The ids of the page from the ordering index alone, up to the offset; then the rows of those
     // ids only (a deferred join). The total is a CTE read twice: carried in each row, and checked
@@ -105,15 +126,12 @@ function statements<F, R>(spec: ListSpec<F, R>, f: F): Statements {
           ? ids.limit(sql<number>`case when (select n from page_total) > ${p('offset')} then ${p('limit')} else 0 end`)
           : ids.where(sql<boolean>`(select n from page_total) > ${p('offset')}`).limit(p('limit'))
       ).offset(p('offset'));
-      const withTotal = x.with(
-        (cte) => cte('page_total').materialized(),
-        () => spec.count(x, f, p as ListParam),
-      );
       // The page's keys drive the read (CROSS JOIN keeps SQLite from reordering it): each row is
       // one lookup by id, where `id IN (keys)` let SQLite read the list's own order index instead,
       // testing every entry up to the offset, to spare sorting the page.
+      const total = withTotal(x, p);
       const db: From = {
-        selectFrom: ((table: never) => withTotal.selectFrom(keys.as('k')).crossJoin(table)) as From['selectFrom'],
+        selectFrom: ((table: never) => total.selectFrom(keys.as('k')).crossJoin(table)) as From['selectFrom'],
         dialect: x.dialect,
       };
       return ordered(
@@ -136,6 +154,12 @@ function statements<F, R>(spec: ListSpec<F, R>, f: F): Statements {
     ) as Statements['after'],
     count: prepared((x, p) => spec.count(x, f, p as ListParam)) as Statements['count'],
   };
+}
+
+/** One statement for SQLite, another for PostgreSQL. */
+function byDialect<P, R>(sqlite: Prepared<P, R>, postgres: Prepared<P, R>): Prepared<P, R> {
+  const of = (x: Pick<Executor, 'dialect'>) => (x.dialect === 'sqlite' ? sqlite : postgres);
+  return { statement: (x, params) => of(x).statement(x, params), sql: (x) => of(x).sql(x) };
 }
 
 /** A list's statements per filter shape, and the function that answers its pages. */
