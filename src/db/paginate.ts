@@ -108,9 +108,7 @@ function statements<F, R>(spec: ListSpec<F, R>, f: F): Statements {
           .limit(sql<number>`min(${p('limit')}, max((select n from page_total) - ${p('offset')}, 0))`)
           .offset(p('offset'));
       }),
-      preparedPage((x, p) =>
-        ordered(spec.columns(narrowed(x, p))).select(spec.count(x, f, p as ListParam).as(TOTAL)),
-      ),
+      preparedPage((x, p) => ordered(spec.columns(narrowed(x, p))).select(spec.count(x, f, p as ListParam).as(TOTAL))),
     ) as Statements['first'],
     // The ids of the page from the ordering index alone, up to the offset; then the rows of those
     // ids only (a deferred join). The total is a CTE read twice: carried in each row, and checked

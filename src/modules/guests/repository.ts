@@ -224,7 +224,9 @@ export const tagGuestPages = paginate<GuestListFilter, GuestListRow>({
   count(x, f, p) {
     if (f.mode === null && f.assignee === undefined) return tagCount(x, p('tag'));
     const tagged = x.selectFrom('guest_tags as gt').where('gt.tag', '=', p('tag'));
-    return ofMember(searched(tagged, 'gt.guest_id', f, p), 'gt.guest_id', f, p).select((eb) => eb.fn.countAll<number>().as('n'));
+    return ofMember(searched(tagged, 'gt.guest_id', f, p), 'gt.guest_id', f, p).select((eb) =>
+      eb.fn.countAll<number>().as('n'),
+    );
   },
   shapeOf,
   values,
