@@ -12,6 +12,7 @@ import { auditLog } from './migrations/009-audit-log.js';
 import { finishedSends } from './migrations/010-finished-sends.js';
 import { staffGuests } from './migrations/011-staff-guests.js';
 import { tagOrder } from './migrations/012-tag-order.js';
+import { countSlots } from './migrations/013-count-slots.js';
 import { columnTypes, type MigrationDef } from './migrations/helpers.js';
 import type { Store } from './store.js';
 
@@ -28,6 +29,7 @@ const MIGRATIONS: MigrationDef[] = [
   finishedSends,
   staffGuests,
   tagOrder,
+  countSlots,
 ];
 
 export async function migrate(store: Store): Promise<string[]> {

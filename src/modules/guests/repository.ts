@@ -117,6 +117,10 @@ function searched(
   return q;
 }
 
+/** Every guest: the sum of guest_counts' rows (one on SQLite, a few slots on PostgreSQL). */
+const guestTotal = (x: Pick<Executor, 'selectFrom'>) =>
+  x.selectFrom('guest_counts').select((eb) => eb.fn.coalesce(eb.fn.sum<number>('n'), eb.lit(0)).as('n'));
+
 /** The guests holding a tag: its index range (a guest holds a tag once). */
 const tagCount = (x: Pick<Executor, 'selectFrom'>, tag: unknown) =>
   x
@@ -154,10 +158,10 @@ export const guestPages = paginate<GuestListFilter, GuestListRow>({
   direction: 'desc',
   keyOf,
   count(x, f, p) {
-    // Unfiltered: guest_counts' single row (kept by triggers, migration 002). A search with a
+    // Unfiltered: guest_counts' rows (kept by triggers, migrations 002 and 013). A search with a
     // trigram pattern (read through the index, or a common term read newest first): the index's
     // own count, one row per guest, no join, where reading every guest would be the alternative.
-    if (f.mode === null) return x.selectFrom('guest_counts').select('n').where('id', '=', 1);
+    if (f.mode === null) return guestTotal(x);
     // A member's search: the index's matches, each looked up among the member's (CROSS JOIN keeps
     // SQLite from reading the member's rows instead).
     if (f.assignee !== undefined && f.mode.by === 'index') {
@@ -194,8 +198,13 @@ export const staffGuestPages = paginate<GuestListFilter, GuestListRow>({
   direction: 'desc',
   keyOf,
   count(x, f, p) {
-    // Unfiltered: the member's row of staff_guest_counts (kept by triggers, migration 011).
-    if (f.mode === null) return x.selectFrom('staff_guest_counts').select('n').where('staff_id', '=', p('assignee'));
+    // Unfiltered: the member's rows of staff_guest_counts (kept by triggers, migrations 011, 013).
+    if (f.mode === null) {
+      return x
+        .selectFrom('staff_guest_counts')
+        .where('staff_id', '=', p('assignee'))
+        .select((eb) => eb.fn.coalesce(eb.fn.sum<number>('n'), eb.lit(0)).as('n'));
+    }
     return searched(
       x.selectFrom('staff_guests as sg').where('sg.staff_id', '=', p('assignee')),
       'sg.guest_id',
@@ -286,10 +295,7 @@ async function readNewestFirst(x: Executor, pattern: string, req: PageRequest): 
 const termShare = prepared((x, p: Param<{ pattern: string }>) =>
   trigramCount(x, p('pattern'))
     .clearSelect()
-    .select((eb) => [
-      eb.fn.countAll<number>().as('matches'),
-      x.selectFrom('guest_counts').select('n').where('id', '=', 1).as('guests'),
-    ]),
+    .select((eb) => [eb.fn.countAll<number>().as('matches'), guestTotal(x).as('guests')]),
 );
 
 export interface GuestConflict {
