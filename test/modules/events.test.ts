@@ -4,8 +4,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { FastifyInstance } from 'fastify';
+import { sql } from 'kysely';
 import { newId } from '../../src/lib/ids.js';
-import { buildTestApp, call, createStaff, type TestUser } from '../helpers.js';
+import { EVENTS_LOCK } from '../../src/modules/events/outbox.js';
+import { buildTestApp, call, createStaff, TEST_STORE, type TestUser } from '../helpers.js';
 import { type FeedEvent, readFeed } from './events-helpers.js';
 
 async function setup(t: Parameters<typeof buildTestApp>[0]) {
@@ -306,4 +308,47 @@ test('a reader following the cursor during concurrent writes misses no event', a
   await reader;
   assert.equal(seen.length, 40);
   assert.equal(new Set(seen.map((e) => e.data.name)).size, 40);
+});
+
+test('PostgreSQL: a writer draws its event id only once it holds the events lock', {
+  skip: TEST_STORE !== 'postgres' && 'PostgreSQL only: SQLite has one writer at a time',
+}, async (t) => {
+  const app = await buildTestApp(t);
+  const admin = await createStaff(app, 'admin');
+  // Another writer holds the lock first and draws its id only after the API's write has
+  // started: the API's event must come after it. Had the API drawn its id before waiting for
+  // the lock, its smaller id would commit later than the other's, and a reader already past the
+  // other's id would never see it.
+  let posted: Promise<Awaited<ReturnType<typeof call>>> | undefined;
+  const otherId = await app.ctx.store.db.transaction().execute(async (trx) => {
+    await sql`select pg_advisory_xact_lock(${sql.lit(EVENTS_LOCK)})`.execute(trx);
+    posted = call(app, 'POST', '/guests', { token: admin.token, body: { name: 'Waits For The Lock' } });
+    // Long enough for the API's transaction to reach its first event and wait there.
+    await new Promise((r) => setTimeout(r, 300));
+    const row = await trx
+      .insertInto('events')
+      .values({
+        type: 'guest.updated',
+        occurred_at: new Date().toISOString(),
+        actor_type: 'system',
+        actor_id: null,
+        conversation_id: null,
+        task_id: null,
+        assignee: null,
+        data: '{}',
+        changes: null,
+      })
+      .returning('id')
+      .executeTakeFirstOrThrow();
+    return Number(row.id);
+  });
+  const res = await posted!;
+  assert.equal(res.status, 201, res.raw.body);
+  // Read from the table: the other writer's row is not an event the feed's schema describes.
+  const mine = await app.ctx.store.db
+    .selectFrom('events')
+    .select('id')
+    .where('type', '=', 'guest.created')
+    .executeTakeFirstOrThrow();
+  assert.ok(Number(mine.id) > otherId, `the API's event ${mine.id} comes after the lock holder's ${otherId}`);
 });

@@ -30,7 +30,7 @@ export interface Outbox {
 }
 
 // Arbitrary, fixed: the advisory lock that orders event commits on PostgreSQL (see writeEvents).
-const EVENTS_LOCK = 727_465_001;
+export const EVENTS_LOCK = 727_465_001;
 
 /**
  * Runs `work` in one transaction of the store (`store.transact`) and writes the events it added at
@@ -95,22 +95,45 @@ const insertEvent = prepared((db, p: Param<Required<EventInsert>>) =>
 );
 
 /**
- * Inserts the events and their deliveries. On PostgreSQL ids come from a sequence at insert time,
- * so without care a transaction could commit id 11 before another commits id 10, and a reader at
- * cursor 11 would never see 10. The transaction-scoped advisory lock makes event-writing
- * transactions commit in id order; SQLite has one writer at a time and needs nothing.
+ * The first event of a transaction on PostgreSQL: its id is drawn only once the transaction holds
+ * the events lock, in the same statement (see writeEvents).
+ */
+const insertFirstEventLocked = prepared((db, p: Param<Required<EventInsert>>) =>
+  db
+    .insertInto('events')
+    .values({
+      id: sql<number>`(select nextval(pg_get_serial_sequence('events', 'id')) from (select pg_advisory_xact_lock(${sql.lit(EVENTS_LOCK)})) as events_lock)`,
+      type: p('type'),
+      occurred_at: p('occurred_at'),
+      actor_type: p('actor_type'),
+      actor_id: p('actor_id'),
+      conversation_id: p('conversation_id'),
+      task_id: p('task_id'),
+      assignee: p('assignee'),
+      data: p('data'),
+      changes: p('changes'),
+    })
+    .returning('id'),
+);
+
+/**
+ * Inserts the events and their deliveries. On PostgreSQL ids come from a sequence, so without care
+ * a transaction could commit id 11 before another commits id 10, and a reader at cursor 11 would
+ * never see 10. A transaction-scoped advisory lock makes event-writing transactions draw their ids
+ * and commit one at a time, in id order; SQLite has one writer at a time and needs nothing. The
+ * lock is held from the first event's insert to COMMIT, so that is kept short: the webhooks are
+ * read before it, and it is taken inside the first insert, before that insert draws its id (a
+ * separate statement would cost the lock's holder one more round trip).
  */
 async function writeEvents(tx: Executor, events: NewEvent[]): Promise<number> {
-  if (tx.dialect === 'postgres') {
-    await sql`select pg_advisory_xact_lock(${sql.lit(EVENTS_LOCK)})`.execute(tx);
-  }
   const hooks = (await tx.run(activeWebhooks, {})).map((h) => ({ id: h.id, events: JSON.parse(h.events) as string[] }));
   const occurredAt = new Date().toISOString();
   let deliveries = 0;
-  for (const e of events) {
+  for (const [i, e] of events.entries()) {
     const data = toJson(e.data);
     const changes = e.changes === undefined ? null : toJson(e.changes);
-    const [row] = await tx.run(insertEvent, {
+    const insert = i === 0 && tx.dialect === 'postgres' ? insertFirstEventLocked : insertEvent;
+    const [row] = await tx.run(insert, {
       type: e.type,
       occurred_at: occurredAt,
       actor_type: e.actor.type,
