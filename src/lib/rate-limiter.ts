@@ -18,6 +18,8 @@ export interface Hit {
 
 export interface Counter {
   hit(key: string, windowMs: number): Promise<Hit>;
+  /** Takes back one hit of `key`'s current window (none when the window has ended since). */
+  refund(key: string): Promise<void>;
   /**
    * Moves the shared generation, after a commit that changes what may be kept under it. Resolves
    * false when it could not (no Redis, or Redis failed).
@@ -37,6 +39,15 @@ export class MemoryCounter implements Counter {
 
   async hit(key: string, windowMs: number): Promise<Hit> {
     return this.hitSync(key, windowMs, Date.now());
+  }
+
+  async refund(key: string): Promise<void> {
+    this.refundSync(key, Date.now());
+  }
+
+  refundSync(key: string, now: number): void {
+    const w = this.windows.get(key);
+    if (w !== undefined && w.resetAtMs > now && w.count > 0) w.count--;
   }
 
   /** In process there is nothing shared to move: nothing is kept under a generation here. */
@@ -72,6 +83,11 @@ local ttl = redis.call('PTTL', KEYS[1])
 if ttl < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[1]); ttl = tonumber(ARGV[1]) end
 return {n, ttl, redis.call('GET', KEYS[2]) or '0'}`;
 
+// DECR only a window that still exists: DECR on an expired key would create one without expiry.
+const REFUND_SCRIPT = `
+if redis.call('EXISTS', KEYS[1]) == 1 then return redis.call('DECR', KEYS[1]) end
+return 0`;
+
 const GENERATION_KEY = 'generation';
 
 export class RedisCounter implements Counter {
@@ -82,6 +98,17 @@ export class RedisCounter implements Counter {
     private readonly onFallback: (err: unknown) => void,
   ) {
     redis.defineCommand('gmaHit', { numberOfKeys: 2, lua: HIT_SCRIPT });
+    redis.defineCommand('gmaRefund', { numberOfKeys: 1, lua: REFUND_SCRIPT });
+  }
+
+  async refund(key: string): Promise<void> {
+    try {
+      const cmd = (this.redis as unknown as { gmaRefund(k: string): Promise<number> }).gmaRefund;
+      await cmd.call(this.redis, `rl:${key}`);
+    } catch (err) {
+      this.onFallback(err);
+      this.fallback.refundSync(key, Date.now());
+    }
   }
 
   async hit(key: string, windowMs: number): Promise<Hit> {

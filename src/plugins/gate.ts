@@ -163,6 +163,9 @@ function admit(row: StaffRow, jti: string, iat: number, exp: number): AuthUser {
   };
 }
 
+/** Whether authentication refused the credential itself (401), rather than failing to answer. */
+const refused = (failure: unknown): boolean => failure instanceof AppError && failure.statusCode === 401;
+
 /** The X-RateLimit-* headers for a request counted as `hit` in a bucket of `limit`. */
 function limitHeaders(limit: number, hit: Hit): Record<string, number> {
   return {
@@ -279,21 +282,27 @@ export default fp(
         if (!access.includes(user.role)) return forbidden();
         return undefined;
       };
-      // Counted already when a staff token was counted before its row was looked up.
-      let countedFirst = false;
+      // The staff member a token was counted as before its row was looked up, if it was.
+      let countedFirst: string | null = null;
       const countFirst =
         generational && bucket !== false
           ? (caller: string) => {
-              countedFirst = true;
+              countedFirst = caller;
               return countAs(app, reply, bucket, caller);
             }
           : null;
       // A request that fails authentication (a bad token, or the store not answering: 503) is
       // still counted, so every response carries the X-RateLimit-* headers.
       const counted = (failure: unknown) => {
-        if (countedFirst) return done(verdict(failure));
+        if (countedFirst !== null && !refused(failure)) return done(verdict(failure));
         let pending: void | Promise<void>;
         try {
+          // A token its row refuses (revoked, its member deactivated or gone) was counted as that
+          // member: the hit is taken back and counted by IP, as any other refused token is, so a
+          // logged-out token cannot spend its former owner's budget.
+          if (countedFirst !== null && bucket !== false) {
+            app.ctx.counter.refund(bucketOf(app, bucket, countedFirst).key).catch(() => {});
+          }
           pending = bucket === false ? undefined : count(app, request, reply, bucket);
         } catch (limited) {
           return done(limited as Error);

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { test } from 'node:test';
 import type { FastifyInstance } from 'fastify';
-import { buildTestApp, call, createStaff, type Res, TEST_STORE } from '../helpers.js';
+import { buildTestApp, call, createStaff, type Res, redisEnv, TEST_STORE } from '../helpers.js';
 
 function assertLimitHeaders(res: Res, limit: number, remaining?: number) {
   const nowSec = Date.now() / 1000;
@@ -148,4 +148,24 @@ test('two instances on one Redis share one budget', {
   // An instance on another prefix keeps its own budget.
   const elsewhere = await buildTestApp(t, { RATE_LIMIT_STANDARD: '10' });
   assert.equal((await fromIp(elsewhere, '10.9.9.9')).headers['x-ratelimit-remaining'], '9');
+});
+
+test("a revoked token is counted by its address, never in its former owner's budget", async (t) => {
+  const app = await buildTestApp(t, { RATE_LIMIT_STANDARD: '10', ...redisEnv() });
+  const member = await createStaff(app, 'staff');
+  const other = app.ctx.tokens.sign(member.id, member.role).token;
+  const out = await call(app, 'POST', '/auth/logout', { token: member.token });
+  assert.equal(out.status, 200, out.raw.body);
+  // On PostgreSQL + Redis a staff token is counted before its row is read (src/plugins/gate.ts):
+  // the logged-out token's hits must be taken back from the member and counted by address.
+  for (let i = 0; i < 6; i++) {
+    const res = await call(app, 'GET', '/auth/me', { token: member.token });
+    assert.equal(res.status, 401, res.raw.body);
+    assert.equal(res.body.error.code, 'TOKEN_INVALID');
+    assertLimitHeaders(res, 10, 9 - i);
+  }
+  // The member's budget holds the logout and this request only.
+  const mine = await call(app, 'GET', '/auth/me', { token: other });
+  assert.equal(mine.status, 200, mine.raw.body);
+  assertLimitHeaders(mine, 10, 8);
 });
