@@ -626,6 +626,27 @@ test('texts posted at the same time leave in the order the conversation lists th
   );
 });
 
+test('texts that finish together are recorded together, each with its own outcome and one event', async (t) => {
+  const twilio = await fakeTwilio(t);
+  const { open, send, settled, updates } = await setup(t, twilioEnv(twilio));
+  const conversations = await Promise.all([open('sms'), open('sms'), open('sms'), open('sms')]);
+  // The first text Twilio sees is refused for good: its outcome, recorded in the same batch as
+  // its neighbours' (src/modules/channels/dispatcher.ts), must not change theirs.
+  twilio.failNext({ status: 400, code: 21211, message: 'Invalid To number' }, 1);
+  const sent = await Promise.all(
+    Array.from({ length: 24 }, (_, i) => {
+      const { conversation } = conversations[i % 4]!;
+      return send(conversation.id, `batch ${i}`).then((m) => ({ conversationId: conversation.id, id: m.id }));
+    }),
+  );
+  const outcomes = await Promise.all(sent.map((m) => settled(m.conversationId, m.id)));
+  const failed = outcomes.filter((m) => m.deliveryStatus === 'failed');
+  assert.equal(failed.length, 1, JSON.stringify(outcomes.map((m) => m.deliveryStatus)));
+  assert.equal(outcomes.filter((m) => m.deliveryStatus === 'sent').length, 23);
+  assert.equal(twilio.accepted.length, 23);
+  for (const m of outcomes) assert.deepEqual(await updates(m.id), [m.deliveryStatus], m.id);
+});
+
 test('two app instances on one store send every text exactly once, in order per conversation', async (t) => {
   const twilio = await fakeTwilio(t);
   // Closed before the database goes (after-hooks run in registration order).

@@ -7,11 +7,12 @@ import { hostname } from 'node:os';
 import type { FastifyBaseLogger } from 'fastify';
 import type { ChannelsConfig } from '../../config-channels.js';
 import type { Store } from '../../db/store.js';
+import type { Tx } from '../../db/types.js';
 import { SYSTEM } from '../events/emit.js';
-import { withEvents } from '../events/outbox.js';
+import { type Outbox, withEvents } from '../events/outbox.js';
 import { PollLoop } from '../events/poll-loop.js';
 import { retryDelayMs } from '../webhooks/dispatcher.js';
-import { applyStatus, loadForSend } from './delivery.js';
+import { applyStatus, loadForSend, type StatusChange } from './delivery.js';
 import { emailMessageId, Providers, providerFor, type SendResult } from './providers.js';
 import { type ClaimedSend, claimSends, nextSendDueAt, recordSend, releaseSends } from './sends-repository.js';
 
@@ -43,6 +44,9 @@ export interface ChannelDispatcherOptions {
 export class ChannelDispatcher {
   readonly instance = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
   private readonly inFlight = new Map<string, Promise<void>>();
+  private readonly outcomes: Outcome[] = [];
+  /** Whether a batch of outcomes is being recorded (the next one collects meanwhile). */
+  private recording = false;
   private readonly shutdown = new AbortController();
   private readonly loop: PollLoop;
   private readonly providers: Providers;
@@ -120,10 +124,7 @@ export class ChannelDispatcher {
     // Only a queued text is sent: anything else was settled meanwhile (or the row is gone). Its job
     // is kept as finished, as a failed text's is, in case a retry wants it again.
     if (ctx === undefined || ctx.message.type !== 'text' || ctx.message.status !== 'queued') {
-      await withEvents(db, async (tx) => {
-        await recordSend(tx, s.messageId, this.instance, 'failed');
-      });
-      return;
+      return this.record({ messageId: s.messageId, next: 'failed', status: null });
     }
     const result = await this.send(ctx);
     if (!result.ok && this.shutdown.signal.aborted) return releaseSends(db, this.instance, [s.messageId]);
@@ -137,16 +138,68 @@ export class ChannelDispatcher {
     if (!result.ok) {
       this.o.log.warn({ message: s.messageId, code: result.code, retry }, 'channel send failed');
     }
-    await withEvents(db, async (tx, outbox) => {
-      if (!(await recordSend(tx, s.messageId, this.instance, next))) return;
-      if (retry) return;
-      const ref = { conversationId: ctx.message.conversationId, messageId: s.messageId, assignee: ctx.assignee };
-      if (result.ok) {
-        await applyStatus(tx, outbox, SYSTEM, ref, { status: 'sent', externalId: result.externalId, error: null });
-      } else {
-        const error = { code: result.code, message: result.message };
-        await applyStatus(tx, outbox, SYSTEM, ref, { status: 'failed', error });
-      }
+    const ref = { conversationId: ctx.message.conversationId, messageId: s.messageId, assignee: ctx.assignee };
+    const status: Outcome['status'] = retry
+      ? null
+      : result.ok
+        ? { ref, change: { status: 'sent', externalId: result.externalId, error: null } }
+        : { ref, change: { status: 'failed', error: { code: result.code, message: result.message } } };
+    return this.record({ messageId: s.messageId, next, status });
+  }
+
+  /**
+   * Records an outcome with the others that finish meanwhile: while one batch's transaction runs,
+   * the next collects, so under a stream of texts the record, its status change and its event
+   * share one transaction (one commit, one webhooks read, one take of the events lock) with their
+   * neighbours' instead of one each.
+   */
+  private record(o: Omit<Outcome, 'done'>): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.outcomes.push({ ...o, done: (err) => (err === undefined ? resolve() : reject(err)) });
+      if (this.recording) return;
+      this.recording = true;
+      setImmediate(() => void this.drain());
     });
   }
+
+  private async drain(): Promise<void> {
+    while (this.outcomes.length > 0) await this.recordBatch(this.outcomes.splice(0));
+    this.recording = false;
+  }
+
+  private async recordBatch(batch: Outcome[]): Promise<void> {
+    const apply = async (tx: Tx, outbox: Outbox, o: Outcome) => {
+      if (!(await recordSend(tx, o.messageId, this.instance, o.next))) return;
+      if (o.status !== null) await applyStatus(tx, outbox, SYSTEM, o.status.ref, o.status.change);
+    };
+    try {
+      await withEvents(this.o.db, async (tx, outbox) => {
+        for (const o of batch) await apply(tx, outbox, o);
+      });
+      for (const o of batch) o.done();
+    } catch (err) {
+      if (batch.length === 1) return batch[0]!.done(err);
+      // One outcome that cannot be recorded must not take the others with it: each on its own.
+      for (const o of batch) {
+        try {
+          await withEvents(this.o.db, (tx, outbox) => apply(tx, outbox, o));
+          o.done();
+        } catch (e) {
+          o.done(e);
+        }
+      }
+    }
+  }
+}
+
+/** A send's outcome waiting to be recorded: its job's next state and the message's status change. */
+interface Outcome {
+  messageId: string;
+  next: { retryAt: string } | 'sent' | 'failed';
+  /** Null: the job only (a retry, or a message no longer queued). */
+  status: {
+    ref: { conversationId: string; messageId: string; assignee: string | null };
+    change: StatusChange;
+  } | null;
+  done: (err?: unknown) => void;
 }
