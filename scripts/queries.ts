@@ -11,7 +11,7 @@ import { listApiKeys } from '../src/modules/api-keys/repository.js';
 import { listAudit } from '../src/modules/audit/repository.js';
 import { listMessages } from '../src/modules/conversations/messages-repository.js';
 import { listConversations } from '../src/modules/conversations/repository.js';
-import { guestPages, staffGuestPages, tagGuestPages } from '../src/modules/guests/repository.js';
+import { guestPages, staffGuestPages, staffSearchPages, tagGuestPages } from '../src/modules/guests/repository.js';
 import { bestFirst, byTitle } from '../src/modules/knowledge/repository.js';
 import { listStaff } from '../src/modules/staff/repository.js';
 import { listTasks } from '../src/modules/tasks/repository.js';
@@ -51,7 +51,6 @@ const CATALOG: [Pages<never>, unknown[]][] = [
       { mode: { by: 'scan', pattern: '%a%' } },
       { mode: { by: 'index', pattern: '%abc%' } },
       { mode: { by: 'scan', pattern: '%abc%', indexed: '%abc%' } },
-      { mode: { by: 'index', pattern: '%abc%' }, assignee: 'stf' },
     ],
   ],
   [
@@ -61,6 +60,7 @@ const CATALOG: [Pages<never>, unknown[]][] = [
       { mode: { by: 'scan', pattern: '%a%' }, assignee: 'stf' },
     ],
   ],
+  [staffSearchPages as never, [{ mode: { by: 'index', pattern: '%abc%' }, assignee: 'stf' }]],
   [
     tagGuestPages as never,
     [

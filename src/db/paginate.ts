@@ -8,7 +8,7 @@
 //   any depth and sees each row that did not move exactly once.
 // Statements are prepared per filter shape (`shapeOf`); a list whose filter cannot be expressed
 // with placeholders (a search term inside a pattern) returns null and is compiled per request.
-import { type SelectQueryBuilder, sql } from 'kysely';
+import { type Expression, type SelectQueryBuilder, sql } from 'kysely';
 import type { Executor } from './executor.js';
 import { type Param, type Prepared, prepared, preparedPage } from './prepared.js';
 
@@ -45,7 +45,14 @@ export interface ListSpec<F, R> {
   /** The two order values of a row, as the cursor carries them. */
   keyOf(row: R): [string | number, string];
   /** The number of rows the filter matches, as `n`. */
-  count(x: Executor, f: F, p: ListParam): AnyQuery;
+  count(x: From, f: F, p: ListParam): AnyQuery;
+  /**
+   * Rows worked out once per statement and read as the table `list_base` (a materialized CTE),
+   * for a list whose rows come out of an expensive match (a member's search): its page and its
+   * total then share one evaluation. Such a list's first page is read as a deep one (its keys
+   * sorted from `list_base`, the rows of the page alone looked up).
+   */
+  base?(f: F, p: ListParam): Expression<Record<string, unknown>>;
   /** Which placeholders the filter uses, as a key for its prepared statements; null: compile each time. */
   shapeOf(f: F): string | null;
   /** The filter's values by placeholder name. */
@@ -68,6 +75,9 @@ export interface PageResult<R> {
   next: [string | number, string] | null;
 }
 
+/** What a list's statements are built on: the executor, or a `with` in front of it. */
+type Root = From & Pick<Executor, 'with'>;
+
 /** The column a first page carries its total in. */
 const TOTAL = 'list_total';
 /** The column the deep page's keys are read under. */
@@ -84,13 +94,23 @@ function statements<F, R>(spec: ListSpec<F, R>, f: F): Statements {
   const [col, id] = spec.order;
   const dir = spec.direction;
   const ordered = (q: AnyQuery) => q.orderBy(col, dir).orderBy(id, dir);
-  const narrowed = (x: Executor, p: Param<PageInputs>) =>
-    spec.where(spec.from(x, f, p as ListParam), f, p as ListParam, x);
+  /** The statement's root: the executor, or under `with list_base` for a list with a base. */
+  const root = (x: Executor, p: Param<PageInputs>): Root => {
+    if (spec.base === undefined) return x;
+    const w = x.with(
+      (cte) => cte('list_base').materialized(),
+      () => spec.base!(f, p as ListParam),
+    );
+    return Object.assign(w, { dialect: x.dialect }) as unknown as Root;
+  };
+  const narrowed = (x: Root, p: Param<PageInputs>) => spec.where(spec.from(x, f, p as ListParam), f, p as ListParam, x);
   /** Selects from under `with page_total`: the list's total, computed once, as `n`. */
-  const withTotal = (x: Executor, p: Param<PageInputs>): From => {
+  const withTotal = (x: Root, p: Param<PageInputs>): From => {
+    // The count is built on a plain creator: a `with list_base` of the root is the statement's own.
     const w = x.with(
       (cte) => cte('page_total').materialized(),
-      () => spec.count(x, f, p as ListParam),
+      (qc) =>
+        spec.count({ selectFrom: qc.selectFrom.bind(qc) as From['selectFrom'], dialect: x.dialect }, f, p as ListParam),
     );
     return { selectFrom: w.selectFrom.bind(w) as From['selectFrom'], dialect: x.dialect };
   };
@@ -102,13 +122,15 @@ function statements<F, R>(spec: ListSpec<F, R>, f: F): Statements {
     // table; its pages keep their written-in limit, see preparedPage.)
     first: byDialect(
       prepared((x, p) => {
-        const db = withTotal(x, p);
+        const db = withTotal(root(x, p), p);
         return ordered(spec.columns(spec.where(spec.from(db, f, p as ListParam), f, p as ListParam, x)))
           .select(sql<number>`(select n from page_total)`.as(TOTAL))
           .limit(sql<number>`min(${p('limit')}, max((select n from page_total) - ${p('offset')}, 0))`)
           .offset(p('offset'));
       }),
-      preparedPage((x, p) => ordered(spec.columns(narrowed(x, p))).select(spec.count(x, f, p as ListParam).as(TOTAL))),
+      preparedPage((x, p) => {
+        return ordered(spec.columns(narrowed(root(x, p), p))).select(spec.count(x, f, p as ListParam).as(TOTAL));
+      }),
     ) as Statements['first'],
     // The ids of the page from the ordering index alone, up to the offset; then the rows of those
     // ids only (a deferred join). The total is a CTE read twice: carried in each row, and checked
@@ -118,6 +140,7 @@ function statements<F, R>(spec: ListSpec<F, R>, f: F): Statements {
     // the first step; PostgreSQL runs the WHERE term once (a one-time filter), but cannot estimate
     // a LIMIT that is an expression and then plans the join as if the page were a tenth of the table.
     deep: prepared((x, p) => {
+      // Subqueries are built on the executor: the statement's `with` clauses are its own.
       const ids = ordered(narrowed(x, p).select(`${id} as ${KEY}`));
       const keys = (
         x.dialect === 'sqlite'
@@ -127,7 +150,7 @@ function statements<F, R>(spec: ListSpec<F, R>, f: F): Statements {
       // The page's keys drive the read (CROSS JOIN keeps SQLite from reordering it): each row is
       // one lookup by id, where `id IN (keys)` let SQLite read the list's own order index instead,
       // testing every entry up to the offset, to spare sorting the page.
-      const total = withTotal(x, p);
+      const total = withTotal(root(x, p), p);
       const db: From = {
         selectFrom: ((table: never) => total.selectFrom(keys.as('k')).crossJoin(table)) as From['selectFrom'],
         dialect: x.dialect,
@@ -144,13 +167,13 @@ function statements<F, R>(spec: ListSpec<F, R>, f: F): Statements {
     after: prepared((x, p) =>
       ordered(
         spec
-          .columns(narrowed(x, p))
+          .columns(narrowed(root(x, p), p))
           .where(
             sql<boolean>`(${sql.ref(col)}, ${sql.ref(id)}) ${sql.raw(dir === 'desc' ? '<' : '>')} (${p('k0')}, ${p('k1')})`,
           ),
       ).limit(p('limit')),
     ) as Statements['after'],
-    count: prepared((x, p) => spec.count(x, f, p as ListParam)) as Statements['count'],
+    count: prepared((x, p) => spec.count(root(x, p), f, p as ListParam)) as Statements['count'],
   };
 }
 
@@ -189,7 +212,8 @@ export function paginate<F, R>(spec: ListSpec<F, R>) {
       return { rows, total: null, next: more ? spec.keyOf(rows[rows.length - 1]!) : null };
     }
     const offset = (req.page - 1) * req.limit;
-    const raw = await x.run(offset === 0 || spec.ranked ? s.first : s.deep, { ...inputs, offset });
+    const first = (offset === 0 && spec.base === undefined) || spec.ranked;
+    const raw = await x.run(first ? s.first : s.deep, { ...inputs, offset });
     let total: number;
     if (raw.length > 0) total = Number(raw[0]![TOTAL]);
     else total = Number((await x.first(s.count, inputs))?.n ?? 0);

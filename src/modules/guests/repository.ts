@@ -217,6 +217,31 @@ export const staffGuestPages = paginate<GuestListFilter, GuestListRow>({
 });
 
 /**
+ * A staff member's guests matching a search through the trigram index (SQLite), newest first: the
+ * matches, each looked up among the member's guests with its created_at, are worked out once per
+ * statement (`list_base`), so the page is sorted from them and counted from them, and guest rows
+ * are read for the page alone.
+ */
+export const staffSearchPages = paginate<GuestListFilter, GuestListRow>({
+  name: 'staff-search',
+  base: (_f, p) =>
+    sql<{
+      guest_id: string;
+      guest_created_at: string;
+    }>`(select sg.guest_id, sg.guest_created_at from guest_search s join guest_search_keys k on k.k = s.rowid cross join staff_guests sg where s.search_text like ${p('pattern')} and sg.staff_id = ${p('assignee')} and sg.guest_id = k.guest_id)`,
+  from: (db) => db.selectFrom(sql<{ guest_id: string; guest_created_at: string }>`list_base`.as('sg')),
+  where: (q) => q,
+  columns: guestColumns('sg.guest_id') as never,
+  order: ['sg.guest_created_at', 'sg.guest_id'],
+  direction: 'desc',
+  keyOf,
+  count: (x) =>
+    x.selectFrom(sql<{ guest_id: string }>`list_base`.as('b')).select((eb) => eb.fn.countAll<number>().as('n')),
+  shapeOf: () => 'index',
+  values,
+});
+
+/**
  * The guests holding a tag, newest first, of every guest or of a staff member's: a range of
  * guest_tags' (tag, guest_created_at, guest_id) index (migration 012), each entry looked up among
  * the member's guests when a member asks, so a page at any depth reads that range up to its
@@ -263,9 +288,11 @@ export async function listGuests(x: Executor, f: GuestFilter, req: PageRequest):
   const pages =
     f.tag !== undefined
       ? tagGuestPages
-      : f.assignee === undefined || (search !== undefined && indexed !== null)
+      : f.assignee === undefined
         ? guestPages
-        : staffGuestPages;
+        : search !== undefined && indexed !== null
+          ? staffSearchPages
+          : staffGuestPages;
   if (search === undefined) return pages(x, { ...f, mode: null }, req);
   if (indexed === null) return pages(x, { ...f, mode: { by: 'scan', pattern: likeContains(search) } }, req);
   const pattern = `%${indexed}%`;

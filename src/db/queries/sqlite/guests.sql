@@ -47,15 +47,3 @@ select "id", "name", "email", "phone", "tags", "notes", "created_at", "updated_a
 
 -- {"mode":{"by":"scan","pattern":"%abc%","indexed":"%abc%"}}: count
 select count(*) as "n" from guest_search as "s" where s.search_text like ?;
-
--- {"mode":{"by":"index","pattern":"%abc%"},"assignee":"stf"}: first
-with "page_total" as materialized (select "c"."n" from (select count(*) as n from guest_search s join guest_search_keys k on k.k = s.rowid cross join staff_guests sg where s.search_text like ? and sg.staff_id = ? and sg.guest_id = k.guest_id) as "c") select "id", "name", "email", "phone", "tags", "notes", "created_at", "updated_at", (select n from page_total) as "list_total" from "guests" where "guests"."id" in (select k.guest_id from guest_search s join guest_search_keys k on k.k = s.rowid where s.search_text like ?) and exists (select 1 from staff_guests sg where sg.staff_id = ? and sg.guest_id = "guests"."id") order by "created_at" desc, "id" desc limit min(?, max((select n from page_total) - ?, 0)) offset ?;
-
--- {"mode":{"by":"index","pattern":"%abc%"},"assignee":"stf"}: deep
-with "page_total" as materialized (select "c"."n" from (select count(*) as n from guest_search s join guest_search_keys k on k.k = s.rowid cross join staff_guests sg where s.search_text like ? and sg.staff_id = ? and sg.guest_id = k.guest_id) as "c") select "id", "name", "email", "phone", "tags", "notes", "created_at", "updated_at", (select n from page_total) as "list_total" from (select "id" as "list_key" from "guests" where "guests"."id" in (select k.guest_id from guest_search s join guest_search_keys k on k.k = s.rowid where s.search_text like ?) and exists (select 1 from staff_guests sg where sg.staff_id = ? and sg.guest_id = "guests"."id") order by "created_at" desc, "id" desc limit case when (select n from page_total) > ? then ? else 0 end offset ?) as "k" cross join "guests" where "id" = "k"."list_key" order by "created_at" desc, "id" desc;
-
--- {"mode":{"by":"index","pattern":"%abc%"},"assignee":"stf"}: after
-select "id", "name", "email", "phone", "tags", "notes", "created_at", "updated_at" from "guests" where "guests"."id" in (select k.guest_id from guest_search s join guest_search_keys k on k.k = s.rowid where s.search_text like ?) and exists (select 1 from staff_guests sg where sg.staff_id = ? and sg.guest_id = "guests"."id") and ("created_at", "id") < (?, ?) order by "created_at" desc, "id" desc limit ?;
-
--- {"mode":{"by":"index","pattern":"%abc%"},"assignee":"stf"}: count
-select "c"."n" from (select count(*) as n from guest_search s join guest_search_keys k on k.k = s.rowid cross join staff_guests sg where s.search_text like ? and sg.staff_id = ? and sg.guest_id = k.guest_id) as "c";
