@@ -13,6 +13,7 @@ import { finishedSends } from './migrations/010-finished-sends.js';
 import { staffGuests } from './migrations/011-staff-guests.js';
 import { tagOrder } from './migrations/012-tag-order.js';
 import { countSlots } from './migrations/013-count-slots.js';
+import { staffTagCounts } from './migrations/014-staff-tag-counts.js';
 import { columnTypes, type MigrationDef } from './migrations/helpers.js';
 import type { Store } from './store.js';
 
@@ -30,6 +31,7 @@ const MIGRATIONS: MigrationDef[] = [
   staffGuests,
   tagOrder,
   countSlots,
+  staffTagCounts,
 ];
 
 export async function migrate(store: Store): Promise<string[]> {

@@ -248,6 +248,14 @@ export interface StaffGuestTable {
   refs: number;
 }
 
+/** Per staff member and tag, how many of the member's guests hold it (migration 014). */
+export interface StaffTagCountTable {
+  staff_id: string;
+  tag: string;
+  slot: number;
+  n: number;
+}
+
 export interface StaffGuestCountTable {
   staff_id: string;
   n: number;
@@ -259,6 +267,7 @@ export interface Database {
   guest_counts: GuestCountTable;
   staff_guests: StaffGuestTable;
   staff_guest_counts: StaffGuestCountTable;
+  staff_tag_counts: StaffTagCountTable;
   events: EventTable;
   webhooks: WebhookTable;
   webhook_deliveries: WebhookDeliveryTable;

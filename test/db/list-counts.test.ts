@@ -183,8 +183,24 @@ async function assertStaffGuestLists(app: FastifyInstance, staff: TestUser[], la
       `${label}: search of ${s.id}`,
     );
     assert.equal(search.body.meta.total, ids.length, `${label}: search total of ${s.id}`);
+    // A tag's guests of the member: its total from staff_tag_counts (migration 014).
+    for (const tag of TAGS) {
+      const tagged = await db.selectFrom('guest_tags').select('guest_id').where('tag', '=', tag).execute();
+      const holding = new Set(tagged.map((r) => r.guest_id));
+      const res = await call(app, 'GET', `/guests?limit=100&tag=${tag}`, { token: s.token });
+      assert.equal(res.status, 200);
+      const want = ids.filter((id) => holding.has(id));
+      assert.deepEqual(
+        res.data.map((g: { id: string }) => g.id),
+        want,
+        `${label}: ${tag} of ${s.id}`,
+      );
+      assert.equal(res.body.meta.total, want.length, `${label}: ${tag} total of ${s.id}`);
+    }
   }
 }
+
+const TAGS = ['vip', 'late'] as const;
 
 // Each check is many list requests: far over the default per-token budget.
 const LIMITS = { RATE_LIMIT_STANDARD: '1000000', RATE_LIMIT_BULK: '1000000' };
@@ -197,7 +213,12 @@ async function setup(t: TestContext) {
   for (let i = 0; i < 3; i++) {
     const res = await call(app, 'POST', '/guests', {
       token: admin.token,
-      body: { name: `Guest ${i}`, phone: `+1555010010${i}`, email: `guest${i}@example.test` },
+      body: {
+        name: `Guest ${i}`,
+        phone: `+1555010010${i}`,
+        email: `guest${i}@example.test`,
+        tags: i === 0 ? ['vip'] : i === 1 ? ['vip', 'late'] : [],
+      },
     });
     assert.equal(res.status, 201, JSON.stringify(res.body));
     guests.push(res.data.id);
@@ -241,6 +262,17 @@ test('conversation totals stay exact through creates, status changes, reassignme
   assert.equal((await patch(own.data.id, { status: 'closed' }, a.token)).status, 200);
   await assertConversationTotals(app, admin, staff, 'after updates');
   await assertStaffGuestLists(app, staff, 'after updates');
+
+  // A guest's tags change while members hold it: their tag totals follow.
+  for (const [g, tags] of [
+    [guests[0], ['late']],
+    [guests[2], ['vip', 'late']],
+    [guests[1], []],
+  ] as const) {
+    const res = await call(app, 'PATCH', `/guests/${g}`, { token: admin.token, body: { tags } });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+  }
+  await assertStaffGuestLists(app, staff, 'after tag changes');
 
   // A message on a closed conversation reopens it: the touch changes the status key.
   const msg = await call(app, 'POST', `/conversations/${created[0]}/messages`, {
@@ -322,7 +354,8 @@ test('the unfiltered guest total comes from guest_counts and stays exact through
   });
   assert.equal(bulk.status, 200);
   await assertGuestTotal(app, admin);
-  assert.equal(await total(app, admin.token, '/guests', { tag: 'vip' }), 1);
+  // Two of setup's guests hold vip, and the bulk's "Two".
+  assert.equal(await total(app, admin.token, '/guests', { tag: 'vip' }), 3);
   assert.equal(await total(app, admin.token, '/guests', { search: 'two' }), 1);
 });
 
@@ -387,6 +420,19 @@ test('totals stay exact when many creates and moves of the same keys run at once
     ),
   );
   for (const r of moved) assert.equal(r.status, 200, JSON.stringify(r.body));
+  // Tag changes of the same guests while new assignments of them commit (migration 014's lock).
+  const mixed = await Promise.all([
+    ...guests.map((g, i) =>
+      call(app, 'PATCH', `/guests/${g}`, { token: admin.token, body: { tags: i % 2 ? ['late'] : ['vip', 'late'] } }),
+    ),
+    ...Array.from({ length: 6 }, (_, i) =>
+      call(app, 'POST', '/conversations', {
+        token: admin.token,
+        body: { guestId: guests[i % 3], channel: 'web', assignee: i % 2 ? a.id : b.id },
+      }),
+    ),
+  ]);
+  for (const r of mixed) assert.ok(r.status === 200 || r.status === 201, JSON.stringify(r.body));
   const created = await Promise.all(
     Array.from({ length: 24 }, (_, i) =>
       call(app, 'POST', '/guests', { token: admin.token, body: { name: `Concurrent ${i}` } }),

@@ -257,6 +257,14 @@ export const tagGuestPages = paginate<GuestListFilter, GuestListRow>({
   keyOf,
   count(x, f, p) {
     if (f.mode === null && f.assignee === undefined) return tagCount(x, p('tag'));
+    // A member's tag: the member's rows of staff_tag_counts (kept by triggers, migration 014).
+    if (f.mode === null) {
+      return x
+        .selectFrom('staff_tag_counts')
+        .where('staff_id', '=', p('assignee'))
+        .where('tag', '=', p('tag'))
+        .select((eb) => eb.fn.coalesce(eb.fn.sum<number>('n'), eb.lit(0)).as('n'));
+    }
     const tagged = x.selectFrom('guest_tags as gt').where('gt.tag', '=', p('tag'));
     return ofMember(searched(tagged, 'gt.guest_id', f, p), 'gt.guest_id', f, p).select((eb) =>
       eb.fn.countAll<number>().as('n'),
