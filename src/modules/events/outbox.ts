@@ -77,21 +77,22 @@ const activeWebhooks = prepared((db, _p: Param<Record<string, never>>) =>
 );
 
 type EventInsert = Omit<Insertable<EventTable>, 'id'>;
+
+/** An event's row, each value a placeholder. */
+const eventRow = (p: Param<Required<EventInsert>>) => ({
+  type: p('type'),
+  occurred_at: p('occurred_at'),
+  actor_type: p('actor_type'),
+  actor_id: p('actor_id'),
+  conversation_id: p('conversation_id'),
+  task_id: p('task_id'),
+  assignee: p('assignee'),
+  data: p('data'),
+  changes: p('changes'),
+});
+
 const insertEvent = prepared((db, p: Param<Required<EventInsert>>) =>
-  db
-    .insertInto('events')
-    .values({
-      type: p('type'),
-      occurred_at: p('occurred_at'),
-      actor_type: p('actor_type'),
-      actor_id: p('actor_id'),
-      conversation_id: p('conversation_id'),
-      task_id: p('task_id'),
-      assignee: p('assignee'),
-      data: p('data'),
-      changes: p('changes'),
-    })
-    .returning('id'),
+  db.insertInto('events').values(eventRow(p)).returning('id'),
 );
 
 /**
@@ -103,15 +104,7 @@ const insertFirstEventLocked = prepared((db, p: Param<Required<EventInsert>>) =>
     .insertInto('events')
     .values({
       id: sql<number>`(select nextval(pg_get_serial_sequence('events', 'id')) from (select pg_advisory_xact_lock(${sql.lit(EVENTS_LOCK)})) as events_lock)`,
-      type: p('type'),
-      occurred_at: p('occurred_at'),
-      actor_type: p('actor_type'),
-      actor_id: p('actor_id'),
-      conversation_id: p('conversation_id'),
-      task_id: p('task_id'),
-      assignee: p('assignee'),
-      data: p('data'),
-      changes: p('changes'),
+      ...eventRow(p),
     })
     .returning('id'),
 );
