@@ -42,22 +42,19 @@ export const staffTagCounts: MigrationDef = {
     await run(db, 'create index staff_guests_guest_idx on staff_guests (guest_id, staff_id)');
 
     if (t.dialect === 'sqlite') {
-      await run(
-        db,
-        `create trigger staff_tag_counts_sg_ai after insert on staff_guests begin ${add(ofMemberRow('new'), 1, '0')} end`,
-      );
-      await run(
-        db,
-        `create trigger staff_tag_counts_sg_ad after delete on staff_guests begin ${add(ofMemberRow('old'), -1, '0')} end`,
-      );
-      await run(
-        db,
-        `create trigger staff_tag_counts_gt_ai after insert on guest_tags begin ${add(ofTagRow('new'), 1, '0')} end`,
-      );
-      await run(
-        db,
-        `create trigger staff_tag_counts_gt_ad after delete on guest_tags begin ${add(ofTagRow('old'), -1, '0')} end`,
-      );
+      for (const [table, short, of] of [
+        ['staff_guests', 'sg', ofMemberRow],
+        ['guest_tags', 'gt', ofTagRow],
+      ] as const) {
+        await run(
+          db,
+          `create trigger staff_tag_counts_${short}_ai after insert on ${table} begin ${add(of('new'), 1, '0')} end`,
+        );
+        await run(
+          db,
+          `create trigger staff_tag_counts_${short}_ad after delete on ${table} begin ${add(of('old'), -1, '0')} end`,
+        );
+      }
     } else {
       const slot = `floor(random() * ${SLOTS})::smallint`;
       for (const [table, of] of [

@@ -148,11 +148,11 @@ const keyOf = (row: GuestListRow): [string, string] => [toIso(row.created_at), r
 const guestColumns = (id: GuestIdColumn) => (q: SelectQueryBuilder<Database, never, object>) =>
   q.innerJoin('guests', 'guests.id', id as never).select(COLUMNS.map((c) => `guests.${c}` as const));
 
-/** Every guest, newest first, prepared once per search mode. */
+/** Every guest (a manager's list), newest first, prepared once per search mode. */
 export const guestPages = paginate<GuestListFilter, GuestListRow>({
   name: 'guests',
   from: (db) => db.selectFrom('guests'),
-  where: (q, f, p) => ofMember(searched(q, 'guests.id', f, p), 'guests.id', f, p),
+  where: (q, f, p) => searched(q, 'guests.id', f, p),
   columns: (q) => q.select(COLUMNS),
   order: ['created_at', 'id'],
   direction: 'desc',
@@ -162,19 +162,6 @@ export const guestPages = paginate<GuestListFilter, GuestListRow>({
     // trigram pattern (read through the index, or a common term read newest first): the index's
     // own count, one row per guest, no join, where reading every guest would be the alternative.
     if (f.mode === null) return guestTotal(x);
-    // A member's search: the index's matches, each looked up among the member's (CROSS JOIN keeps
-    // SQLite from reading the member's rows instead).
-    if (f.assignee !== undefined && f.mode.by === 'index') {
-      return x
-        .selectFrom(
-          sql<{
-            n: number;
-          }>`(select count(*) as n from guest_search s join guest_search_keys k on k.k = s.rowid cross join staff_guests sg where s.search_text like ${p('pattern')} and sg.staff_id = ${p('assignee')} and sg.guest_id = k.guest_id)`.as(
-            'c',
-          ),
-        )
-        .select('c.n');
-    }
     const trigrams = f.mode.by === 'index' ? p('pattern') : indexedOf(f) !== undefined ? p('indexed') : null;
     if (trigrams !== null) return trigramCount(x, trigrams);
     return searched(x.selectFrom('guests'), 'guests.id', f, p).select((eb) => eb.fn.countAll<number>().as('n'));
@@ -276,7 +263,7 @@ export const tagGuestPages = paginate<GuestListFilter, GuestListRow>({
 
 /** `q`'s guests kept to the member's, when a member asks: a key lookup in staff_guests per guest. */
 function ofMember(
-  // biome-ignore lint/suspicious/noExplicitAny: guests or guest_tags, each with a guest id
+  // biome-ignore lint/suspicious/noExplicitAny: guest_tags, as the tag list names it
   q: SelectQueryBuilder<Database, any, object>,
   id: GuestIdColumn,
   f: GuestListFilter,
