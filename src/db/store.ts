@@ -5,7 +5,16 @@ import { createHash } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import SQLite from 'better-sqlite3';
-import { CompiledQuery, Kysely, PostgresDialect, type SqliteDatabase, SqliteDialect, sql } from 'kysely';
+import {
+  CompiledQuery,
+  Kysely,
+  PostgresDialect,
+  type PostgresPool,
+  type PostgresPoolClient,
+  type SqliteDatabase,
+  SqliteDialect,
+  sql,
+} from 'kysely';
 import type pg from 'pg';
 import type { StoreConfig } from '../config.js';
 import { loadPg } from '../lib/optional-deps.js';
@@ -262,16 +271,35 @@ export function openStore(config: StoreConfig, options: StoreOptions = {}): Stor
   // event poller or webhook dispatcher during a server restart): pg rejects that query, then emits
   // 'error' on the client, which the pool listens to only while the client is idle.
   pool.on('connect', (client) => client.on('error', () => {}));
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   // Named statements are parsed and planned once per connection; the name is the SQL's digest.
   const names = new Map<string, string>();
-  const root = executor(db, 'postgres', async <R>(text: string, parameters: readonly unknown[]) => {
+  const nameOf = (text: string): string => {
     let name = names.get(text);
     if (name === undefined) {
       name = `gma_${createHash('sha256').update(text).digest('base64url').slice(0, 24)}`;
       names.set(text, name);
     }
-    const result = await pool.query({ name, text, values: parameters as unknown[] });
+    return name;
+  };
+  // Kysely's statements (every statement of a transaction) are named too: sent unnamed, each was
+  // parsed and planned again on every execution, the largest part of PostgreSQL's work per write.
+  // Statements without parameters (BEGIN, COMMIT, savepoints, migrations' DDL) stay unnamed.
+  const kyselyPool: PostgresPool = {
+    async connect() {
+      const client = await pool.connect();
+      return {
+        query: ((text: unknown, parameters?: readonly unknown[]) =>
+          typeof text === 'string' && parameters !== undefined && parameters.length > 0
+            ? client.query({ name: nameOf(text), text, values: parameters as unknown[] })
+            : client.query(text as string, parameters as unknown[])) as unknown as PostgresPoolClient['query'],
+        release: () => client.release(),
+      };
+    },
+    end: () => pool.end(),
+  };
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: kyselyPool }) });
+  const root = executor(db, 'postgres', async <R>(text: string, parameters: readonly unknown[]) => {
+    const result = await pool.query({ name: nameOf(text), text, values: parameters as unknown[] });
     return result.rows as R[];
   });
   return {
