@@ -97,7 +97,7 @@ const insertEvent = prepared((db, p: Param<Required<EventInsert>>) =>
 
 /**
  * The first event of a transaction on PostgreSQL: its id is drawn only once the transaction holds
- * the events lock, in the same statement (see writeEvents).
+ * the events lock, in the same statement, which also answers the active webhooks (see writeEvents).
  */
 const insertFirstEventLocked = prepared((db, p: Param<Required<EventInsert>>) =>
   db
@@ -106,27 +106,34 @@ const insertFirstEventLocked = prepared((db, p: Param<Required<EventInsert>>) =>
       id: sql<number>`(select nextval(pg_get_serial_sequence('events', 'id')) from (select pg_advisory_xact_lock(${sql.lit(EVENTS_LOCK)})) as events_lock)`,
       ...eventRow(p),
     })
-    .returning('id'),
+    .returning([
+      'id',
+      sql<string>`(select coalesce(json_agg(json_build_array(w.id, w.events)), '[]')::text from webhooks w where w.active)`.as(
+        'hooks',
+      ),
+    ]),
 );
+
+type Hook = { id: string; events: string[] };
 
 /**
  * Inserts the events and their deliveries. On PostgreSQL ids come from a sequence, so without care
  * a transaction could commit id 11 before another commits id 10, and a reader at cursor 11 would
  * never see 10. A transaction-scoped advisory lock makes event-writing transactions draw their ids
  * and commit one at a time, in id order; SQLite has one writer at a time and needs nothing. The
- * lock is held from the first event's insert to COMMIT, so that is kept short: the webhooks are
- * read before it, and it is taken inside the first insert, before that insert draws its id (a
- * separate statement would cost the lock's holder one more round trip).
+ * lock is held from the first event's insert to COMMIT, so that is kept short: it is taken inside
+ * the first insert, before that insert draws its id, and the same statement reads the webhooks
+ * (a separate statement would cost the transaction, and the lock's holder, one more round trip).
  */
 async function writeEvents(tx: Executor, events: NewEvent[]): Promise<number> {
-  const hooks = (await tx.run(activeWebhooks, {})).map((h) => ({ id: h.id, events: JSON.parse(h.events) as string[] }));
+  const pg = tx.dialect === 'postgres';
+  let hooks: Hook[] = pg ? [] : (await tx.run(activeWebhooks, {})).map((h) => hookOf(h.id, h.events));
   const occurredAt = new Date().toISOString();
   let deliveries = 0;
   for (const [i, e] of events.entries()) {
     const data = toJson(e.data);
     const changes = e.changes === undefined ? null : toJson(e.changes);
-    const insert = i === 0 && tx.dialect === 'postgres' ? insertFirstEventLocked : insertEvent;
-    const [row] = await tx.run(insert, {
+    const values = {
       type: e.type,
       occurred_at: occurredAt,
       actor_type: e.actor.type,
@@ -136,8 +143,16 @@ async function writeEvents(tx: Executor, events: NewEvent[]): Promise<number> {
       assignee: e.assignee ?? null,
       data,
       changes,
-    });
-    const eventId = Number(row!.id);
+    };
+    let eventId: number;
+    if (i === 0 && pg) {
+      const [row] = await tx.run(insertFirstEventLocked, values);
+      eventId = Number(row!.id);
+      hooks = (JSON.parse(row!.hooks) as [string, string][]).map(([id, events]) => hookOf(id, events));
+    } else {
+      const [row] = await tx.run(insertEvent, values);
+      eventId = Number(row!.id);
+    }
     const payload = eventJson({
       id: eventId,
       type: e.type,
@@ -159,3 +174,5 @@ async function writeEvents(tx: Executor, events: NewEvent[]): Promise<number> {
   }
   return deliveries;
 }
+
+const hookOf = (id: string, events: string): Hook => ({ id, events: JSON.parse(events) as string[] });
