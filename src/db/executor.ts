@@ -38,6 +38,13 @@ export interface Tx extends Executor {
    * nobody and stops nothing, so keep them to waking things up.
    */
   onCommit(fn: () => void): void;
+  /**
+   * PostgreSQL, outside a request transaction: runs `sql` as the transaction's last statement, sent
+   * with its COMMIT in one round trip (the values written into it as literals), so whatever lock it
+   * takes is held only while the server runs it and commits. At most one per transaction.
+   * Undefined where that cannot be done (SQLite, a request transaction): run the statement instead.
+   */
+  readonly withCommit?: (sql: string, parameters: readonly unknown[]) => void;
 }
 
 /** An executor over a Kysely instance or transaction, with `run` executing prepared statements. */
@@ -88,12 +95,13 @@ export function joining(root: Executor): Executor {
 
 /** A transaction's executor, collecting the listeners to call after it commits. */
 export function transaction(
-  tx: Transaction<Database>,
+  tx: Kysely<Database> | Transaction<Database>,
   dialect: DialectName,
   runSql: RunSql,
+  withCommit?: Tx['withCommit'],
 ): { tx: Tx; committed(): void } {
   const after: (() => void)[] = [];
-  const handle: Tx = { ...executor(tx, dialect, runSql), onCommit: (fn) => void after.push(fn) };
+  const handle: Tx = { ...executor(tx, dialect, runSql), onCommit: (fn) => void after.push(fn), withCommit };
   // `run` above calls the base executor, whose statement() needs only the builder and dialect.
   return {
     tx: handle,

@@ -308,13 +308,33 @@ export function openStore(config: StoreConfig, options: StoreOptions = {}): Stor
     async transact(work) {
       if (requestTx()) return joinRequestTx(work);
       let committed = () => {};
-      const result = await db.transaction().execute(async (ktx) => {
-        // In a transaction, statements go through its connection (Kysely holds it).
-        const t = transaction(ktx, 'postgres', async (text, parameters) => {
-          return (await ktx.executeQuery(CompiledQuery.raw(text, [...parameters]))).rows as never[];
-        });
-        committed = t.committed;
-        return work(t.tx);
+      // BEGIN and COMMIT sent here rather than by Kysely's transaction(), so that the transaction's
+      // last statement can travel with its COMMIT (Tx.withCommit).
+      const result = await db.connection().execute(async (conn) => {
+        const raw = (text: string) => conn.executeQuery(CompiledQuery.raw(text));
+        let last: string | null = null;
+        await raw('begin');
+        try {
+          // Statements go through the transaction's connection (Kysely holds it).
+          const t = transaction(
+            conn,
+            'postgres',
+            async (text, parameters) =>
+              (await conn.executeQuery(CompiledQuery.raw(text, [...parameters]))).rows as never[],
+            (text, parameters) => {
+              if (last !== null) throw new Error('withCommit: one statement per transaction');
+              last = inlineParameters(text, parameters, driver.escapeLiteral);
+            },
+          );
+          committed = t.committed;
+          const value = await work(t.tx);
+          // Sent as one simple query: if the statement fails, PostgreSQL skips the COMMIT.
+          await raw(last === null ? 'commit' : `${last};\ncommit`);
+          return value;
+        } catch (err) {
+          await raw('rollback').catch(() => {});
+          throw err;
+        }
       });
       committed();
       return result;
@@ -329,6 +349,30 @@ export function openStore(config: StoreConfig, options: StoreOptions = {}): Stor
       await db.destroy();
     },
   };
+}
+
+/**
+ * `text` with each `$n` replaced by its value as a PostgreSQL literal, for a statement sent by the
+ * simple query protocol (which carries no parameters). Strings go through pg's escapeLiteral, so a
+ * value can never end its literal early; only the types our statements bind are accepted.
+ */
+export function inlineParameters(
+  text: string,
+  parameters: readonly unknown[],
+  escapeLiteral: (value: string) => string,
+): string {
+  return text.replace(/\$(\d+)/g, (_, n: string) => {
+    const i = Number(n) - 1;
+    if (i < 0 || i >= parameters.length) throw new Error(`inlineParameters: no value for $${n}`);
+    const v = parameters[i];
+    if (v === null || v === undefined) return 'null';
+    if (typeof v === 'string') return escapeLiteral(v);
+    if (typeof v === 'number' && Number.isFinite(v)) return String(v);
+    if (typeof v === 'bigint') return String(v);
+    if (typeof v === 'boolean') return v ? 'true' : 'false';
+    if (v instanceof Date) return escapeLiteral(v.toISOString());
+    throw new Error(`inlineParameters: cannot write a ${typeof v} as a literal`);
+  });
 }
 
 /** JSON columns are written as text on both stores. */

@@ -84,6 +84,37 @@ test('creating a guest and sending a message produce signed deliveries of the su
   );
 });
 
+test('quotes, backslashes, placeholders and emoji in a change reach the feed and the payload unchanged', async (t) => {
+  // On PostgreSQL the events and deliveries travel with COMMIT as one simple query, their values
+  // written in as literals: any text must come back byte for byte, and nothing else may change.
+  const app = await buildTestApp(t, WEBHOOK_ENV);
+  const admin = await createStaff(app, 'admin');
+  const rx = await startReceiver(t);
+  const hook = await registerWebhook(app, admin.token, rx.url, ['guest.created', 'guest.updated']);
+  const name = `O'Brien \\ "$1" $2; commit; -- é 🛎 \\' ''`;
+  const notes = "E'\\x41' $$ dollar $$ \n next line; rollback;";
+  const guest = await call(app, 'POST', '/guests', { token: admin.token, body: { name, notes } });
+  assert.equal(guest.status, 201, JSON.stringify(guest.body));
+  assert.equal(guest.data.name, name);
+  const updated = await call(app, 'PATCH', `/guests/${guest.data.id}`, {
+    token: admin.token,
+    body: { notes: `${notes} again` },
+  });
+  assert.equal(updated.status, 200, JSON.stringify(updated.body));
+  const got = await rx.waitFor(2, 15_000);
+  const feed = await readFeed(app, admin.token, '&types=guest.created,guest.updated');
+  assert.deepEqual(
+    got.map((r) => r.json.event),
+    feed,
+  );
+  assert.deepEqual(feed[0]!.data, guest.data);
+  assert.deepEqual(feed[1]!.data, updated.data);
+  assert.deepEqual(feed[1]!.changes, { notes: { from: notes, to: `${notes} again` } });
+  for (const r of got) assert.ok(signatureValid(hook.secret, r));
+  const read = await call(app, 'GET', `/guests/${guest.data.id}`, { token: admin.token });
+  assert.deepEqual(read.data, updated.data);
+});
+
 test('a receiver answering 500 twice then 200 gets it on the third attempt, with the same Webhook-Id', async (t) => {
   const app = await buildTestApp(t, WEBHOOK_ENV);
   const admin = await createStaff(app, 'admin');

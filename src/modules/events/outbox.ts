@@ -2,10 +2,10 @@
 // and they are written in the same transaction as the change, with one pending delivery for every
 // active webhook subscribed to them. After the commit, listeners (stream pollers, dispatcher,
 // Redis fan-out) are told that new events exist.
-import { type Insertable, sql } from 'kysely';
+import { CompiledQuery, type Insertable } from 'kysely';
 import { type Param, prepared } from '../../db/prepared.js';
 import { type Store, toBool, toIso, toJson } from '../../db/store.js';
-import type { EventTable, Executor, Tx } from '../../db/types.js';
+import type { EventTable, Tx } from '../../db/types.js';
 import { newId } from '../../lib/ids.js';
 import { insertDelivery } from '../webhooks/deliveries-repository.js';
 import type { Actor, Changes, EventType } from './schemas.js';
@@ -95,45 +95,23 @@ const insertEvent = prepared((db, p: Param<Required<EventInsert>>) =>
   db.insertInto('events').values(eventRow(p)).returning('id'),
 );
 
-/**
- * The first event of a transaction on PostgreSQL: its id is drawn only once the transaction holds
- * the events lock, in the same statement, which also answers the active webhooks (see writeEvents).
- */
-const insertFirstEventLocked = prepared((db, p: Param<Required<EventInsert>>) =>
-  db
-    .insertInto('events')
-    .values({
-      id: sql<number>`(select nextval(pg_get_serial_sequence('events', 'id')) from (select pg_advisory_xact_lock(${sql.lit(EVENTS_LOCK)})) as events_lock)`,
-      ...eventRow(p),
-    })
-    .returning([
-      'id',
-      sql<string>`(select coalesce(json_agg(json_build_array(w.id, w.events)), '[]')::text from webhooks w where w.active)`.as(
-        'hooks',
-      ),
-    ]),
-);
-
 type Hook = { id: string; events: string[] };
 
 /**
  * Inserts the events and their deliveries. On PostgreSQL ids come from a sequence, so without care
  * a transaction could commit id 11 before another commits id 10, and a reader at cursor 11 would
- * never see 10. A transaction-scoped advisory lock makes event-writing transactions draw their ids
- * and commit one at a time, in id order; SQLite has one writer at a time and needs nothing. The
- * lock is held from the first event's insert to COMMIT, so that is kept short: it is taken inside
- * the first insert, before that insert draws its id, and the same statement reads the webhooks
- * (a separate statement would cost the transaction, and the lock's holder, one more round trip).
+ * never see 10: there event-writing transactions draw their ids and commit one at a time, in id
+ * order (writeEventsPg). SQLite has one writer at a time and needs nothing.
  */
-async function writeEvents(tx: Executor, events: NewEvent[]): Promise<number> {
-  const pg = tx.dialect === 'postgres';
-  let hooks: Hook[] = pg ? [] : (await tx.run(activeWebhooks, {})).map((h) => hookOf(h.id, h.events));
+async function writeEvents(tx: Tx, events: NewEvent[]): Promise<number> {
+  const hooks = (await tx.run(activeWebhooks, {})).map((h) => hookOf(h.id, h.events));
   const occurredAt = new Date().toISOString();
+  if (tx.dialect === 'postgres') return writeEventsPg(tx, events, hooks, occurredAt);
   let deliveries = 0;
-  for (const [i, e] of events.entries()) {
+  for (const e of events) {
     const data = toJson(e.data);
     const changes = e.changes === undefined ? null : toJson(e.changes);
-    const values = {
+    const [row] = await tx.run(insertEvent, {
       type: e.type,
       occurred_at: occurredAt,
       actor_type: e.actor.type,
@@ -143,16 +121,8 @@ async function writeEvents(tx: Executor, events: NewEvent[]): Promise<number> {
       assignee: e.assignee ?? null,
       data,
       changes,
-    };
-    let eventId: number;
-    if (i === 0 && pg) {
-      const [row] = await tx.run(insertFirstEventLocked, values);
-      eventId = Number(row!.id);
-      hooks = (JSON.parse(row!.hooks) as [string, string][]).map(([id, events]) => hookOf(id, events));
-    } else {
-      const [row] = await tx.run(insertEvent, values);
-      eventId = Number(row!.id);
-    }
+    });
+    const eventId = Number(row!.id);
     const payload = eventJson({
       id: eventId,
       type: e.type,
@@ -162,17 +132,87 @@ async function writeEvents(tx: Executor, events: NewEvent[]): Promise<number> {
       data,
       changes,
     });
-    const targets = e.only
-      ? [{ webhookId: e.only.webhookId, deliveryId: e.only.deliveryId }]
-      : hooks
-          .filter((h) => h.events.includes('*') || h.events.includes(e.type))
-          .map((h) => ({ webhookId: h.id, deliveryId: newId('whd') }));
+    const targets = targetsOf(e, hooks);
     for (const t of targets) {
       await insertDelivery(tx, { id: t.deliveryId, webhookId: t.webhookId, eventId, eventType: e.type, payload });
     }
     deliveries += targets.length;
   }
   return deliveries;
+}
+
+/** The webhooks an event goes to, each with its delivery's id. */
+function targetsOf(e: NewEvent, hooks: Hook[]): { webhookId: string; deliveryId: string }[] {
+  if (e.only) return [{ webhookId: e.only.webhookId, deliveryId: e.only.deliveryId }];
+  return hooks
+    .filter((h) => h.events.includes('*') || h.events.includes(e.type))
+    .map((h) => ({ webhookId: h.id, deliveryId: newId('whd') }));
+}
+
+/** What eventJson writes before the rest of an event whose id is 0: the SQL below puts the id there. */
+const ID_HEAD = '{"id":"0",';
+
+/**
+ * PostgreSQL: every event of the transaction and every delivery in one statement, which takes a
+ * transaction-scoped advisory lock (EVENTS_LOCK) before it draws the ids; the lock is held to
+ * COMMIT, so event-writing transactions commit one at a time in id order. The statement is the
+ * transaction's last and is sent with its COMMIT in one round trip (`tx.withCommit`): the lock is
+ * then held only while PostgreSQL runs the statement and the commit, never while a reply travels
+ * to a busy API process and its next statement back. Inside a request transaction (an
+ * Idempotency-Key, an If-Match) it runs at once instead, and the lock lasts to that commit.
+ */
+async function writeEventsPg(tx: Tx, events: NewEvent[], hooks: Hook[], occurredAt: string): Promise<number> {
+  const params: unknown[] = [];
+  const p = (value: unknown): string => {
+    params.push(value);
+    return `$${params.length}`;
+  };
+  const eventRows: string[] = [];
+  const deliveryRows: string[] = [];
+  for (const [i, e] of events.entries()) {
+    const data = toJson(e.data);
+    const changes = e.changes === undefined ? null : toJson(e.changes);
+    eventRows.push(
+      `(${i}, ${p(e.type)}, ${p(e.actor.type)}, ${p(e.actor.id)}, ${p(e.conversationId ?? null)}, ${p(e.taskId ?? null)}, ${p(e.assignee ?? null)}, ${p(data)}, ${p(changes)})`,
+    );
+    const json = eventJson({
+      id: 0,
+      type: e.type,
+      occurredAt: toIso(occurredAt),
+      actorType: e.actor.type,
+      actorId: e.actor.id,
+      data,
+      changes,
+    });
+    const rest = json.slice(ID_HEAD.length);
+    for (const t of targetsOf(e, hooks)) {
+      deliveryRows.push(`(${i}, ${p(t.deliveryId)}, ${p(t.webhookId)}, ${p(e.type)}, ${p(rest)})`);
+    }
+  }
+  const at = p(occurredAt);
+  // Each id is drawn after the lock is taken: a row of `ids` exists only once `events_lock` has
+  // given its one row, and nextval runs per row, in the rows' order.
+  let text = `with events_lock as materialized (select pg_advisory_xact_lock(${EVENTS_LOCK})), ids as materialized (
+  select v.ord, nextval(pg_get_serial_sequence('events', 'id')) as id
+  from events_lock cross join (values ${events.map((_, i) => `(${i})`).join(', ')}) as v(ord)
+), ev as (
+  insert into events (id, type, occurred_at, actor_type, actor_id, conversation_id, task_id, assignee, data, changes)
+  select ids.id, v.type, ${at}::timestamptz, v.actor_type, v.actor_id, v.conversation_id, v.task_id, v.assignee, v.data, v.changes
+  from (values ${eventRows.join(', ')}) as v(ord, type, actor_type, actor_id, conversation_id, task_id, assignee, data, changes)
+  join ids on ids.ord = v.ord
+)`;
+  if (deliveryRows.length > 0) {
+    text += `, dl as (
+  insert into webhook_deliveries (id, webhook_id, event_id, event_type, payload, status, attempts, next_attempt_at, created_at, updated_at)
+  select d.id, d.webhook_id, ids.id, d.event_type, '{"id":"' || ids.id || '",' || d.rest, 'pending', 0, ${at}::timestamptz, ${at}::timestamptz, ${at}::timestamptz
+  from (values ${deliveryRows.join(', ')}) as d(ord, id, webhook_id, event_type, rest)
+  join ids on ids.ord = d.ord
+)`;
+  }
+  text += '\nselect 1';
+  if (tx.withCommit !== undefined) tx.withCommit(text, params);
+  else await tx.executeQuery(CompiledQuery.raw(text, params));
+  return deliveryRows.length;
 }
 
 const hookOf = (id: string, events: string): Hook => ({ id, events: JSON.parse(events) as string[] });
