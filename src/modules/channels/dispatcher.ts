@@ -14,7 +14,15 @@ import { PollLoop } from '../events/poll-loop.js';
 import { retryDelayMs } from '../webhooks/dispatcher.js';
 import { applyStatus, loadForSend, type StatusChange } from './delivery.js';
 import { emailMessageId, Providers, providerFor, type SendResult } from './providers.js';
-import { type ClaimedSend, claimSends, nextSendDueAt, recordSend, releaseSends } from './sends-repository.js';
+import {
+  type ClaimedSend,
+  claimSends,
+  type LocalSender,
+  nextSendDueAt,
+  recordSend,
+  releaseSends,
+  type SendLease,
+} from './sends-repository.js';
 
 /** Texts in flight at most per instance. */
 const CONCURRENCY = 16;
@@ -41,9 +49,12 @@ export interface ChannelDispatcherOptions {
   config: ChannelsConfig;
 }
 
-export class ChannelDispatcher {
+export class ChannelDispatcher implements LocalSender {
   readonly instance = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
   private readonly inFlight = new Map<string, Promise<void>>();
+  /** Texts claimed at birth that found every slot taken, oldest first, with when they were adopted. */
+  private readonly adopted: { send: ClaimedSend; at: number }[] = [];
+  private stopping = false;
   private readonly outcomes: Outcome[] = [];
   /** Whether a batch of outcomes is being recorded (the next one collects meanwhile). */
   private recording = false;
@@ -69,13 +80,62 @@ export class ChannelDispatcher {
   }
 
   async stop(): Promise<void> {
+    this.stopping = true;
     await this.loop.stop();
     this.shutdown.abort();
     await Promise.allSettled([...this.inFlight.values()]);
+    await this.handBack(this.adopted.splice(0).map((a) => a.send));
     this.providers.close();
   }
 
+  /**
+   * A lease for a text being written in this instance (claim at birth: src/modules/channels/
+   * sends-repository.ts insertSend), or null when this dispatcher should not take it: stopping,
+   * or a slot's worth of texts already waiting. A text claimed at birth costs no claim statement
+   * (on SQLite, no write and no commit of its own) and is sent as soon as its transaction commits.
+   */
+  lease(): SendLease | null {
+    if (this.stopping || this.inFlight.size + this.adopted.length >= CONCURRENCY) return null;
+    return { instance: this.instance, until: new Date(Date.now() + leaseMs(this.o.config.sendTimeoutMs)).toISOString() };
+  }
+
+  /** Sends a text claimed at birth, once its transaction has committed. */
+  adopt(send: ClaimedSend): void {
+    if (this.stopping) {
+      void this.handBack([send]);
+      return;
+    }
+    if (this.inFlight.has(send.messageId)) return;
+    if (this.inFlight.size < CONCURRENCY) this.launch(send);
+    else this.adopted.push({ send, at: Date.now() });
+  }
+
+  /** Gives leases back so that any instance claims the texts again at once. */
+  private async handBack(sends: ClaimedSend[]): Promise<void> {
+    if (sends.length === 0) return;
+    try {
+      await releaseSends(
+        this.o.db,
+        this.instance,
+        sends.map((s) => s.messageId),
+      );
+    } catch (err) {
+      // Their leases run out instead, and the texts are claimed then.
+      this.o.log.warn({ err }, 'channel dispatcher: handing back leases failed');
+    }
+  }
+
   private async step(): Promise<number | undefined> {
+    // Texts adopted while every slot was taken go first. One that waited for as long as a send
+    // may take would risk its lease running out mid-send (and a second instance sending it too):
+    // it is handed back to be claimed afresh instead.
+    const stale: ClaimedSend[] = [];
+    while (this.adopted.length > 0 && this.inFlight.size < CONCURRENCY) {
+      const { send, at } = this.adopted.shift()!;
+      if (Date.now() - at > this.o.config.sendTimeoutMs) stale.push(send);
+      else if (!this.inFlight.has(send.messageId)) this.launch(send);
+    }
+    await this.handBack(stale);
     const free = CONCURRENCY - this.inFlight.size;
     // The sends in flight wake the loop as they finish.
     if (free < CLAIM_BATCH) return undefined;

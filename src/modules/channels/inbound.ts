@@ -219,7 +219,7 @@ async function conversationFor(tx: Executor, guestId: string, m: Inbound): Promi
  * reply per conversation per closed period, sent over the conversation's channel like any text.
  */
 async function maybeAutoReply(
-  tx: Executor,
+  tx: Tx,
   outbox: Outbox,
   c: { id: string; channel: Channel; assignee: string | null },
   inboundAt: string,

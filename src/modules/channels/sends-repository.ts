@@ -1,6 +1,7 @@
 // Owns send jobs: one row per outbound text, written in the message's own transaction, claimed by
 // exactly one dispatcher at a time (a lease that a crashed instance loses), in order per
 // conversation, and finished or rescheduled under that lease.
+import { sql } from 'kysely';
 import { nowIso, toIso, toJson } from '../../db/store.js';
 import type { Executor } from '../../db/types.js';
 
@@ -11,14 +12,37 @@ export interface SendTemplate {
   parameters: string[];
 }
 
+/** A lease on a send for one dispatcher (src/modules/channels/dispatcher.ts). */
+export interface SendLease {
+  instance: string;
+  until: string;
+}
+
+/** This instance's dispatcher, as the code that writes a text sees it (claim at birth). */
+export interface LocalSender {
+  /** A lease for one more text, or null when the dispatcher cannot take one now. */
+  lease(): SendLease | null;
+  /** Sends a text whose job was claimed with that lease; called once its transaction committed. */
+  adopt(send: ClaimedSend): void;
+}
+
+/**
+ * Writes a text's send job. With `lease`, the job is claimed for that dispatcher in the same
+ * statement, unless an earlier send of the conversation is still pending (texts of a conversation
+ * leave in order, so that one goes first and this one waits for a claim in turn). True when
+ * claimed. Callers write the conversation's row first in their transaction, so on PostgreSQL a
+ * concurrent text of the same conversation waits for it and then sees this job pending.
+ */
 export async function insertSend(
   db: Executor,
   messageId: string,
   conversationId: string,
   at: string,
   template: SendTemplate | null = null,
-): Promise<void> {
-  await db
+  lease: SendLease | null = null,
+): Promise<boolean> {
+  const earlier = sql<boolean>`exists (select 1 from channel_sends where conversation_id = ${conversationId} and status = 'pending')`;
+  const row = await db
     .insertInto('channel_sends')
     .values({
       message_id: messageId,
@@ -31,8 +55,15 @@ export async function insertSend(
         template === null
           ? null
           : toJson({ name: template.name, language: template.language, parameters: template.parameters }),
+      locked_until:
+        lease === null
+          ? null
+          : sql<string>`case when ${earlier} then null else cast(${lease.until} as ${sql.raw(db.dialect === 'postgres' ? 'timestamptz' : 'text')}) end`,
+      locked_by: lease === null ? null : sql<string>`case when ${earlier} then null else ${lease.instance} end`,
     })
-    .execute();
+    .returning('locked_by')
+    .executeTakeFirstOrThrow();
+  return lease !== null && row.locked_by === lease.instance;
 }
 
 /**

@@ -58,7 +58,7 @@ export const messagesRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
-      const message = await sendMessage(db(), request.user!, request.params.id, request.body);
+      const message = await sendMessage(db(), request.user!, request.params.id, request.body, app.channelDispatcher);
       reply.code(201);
       return ok(message);
     },

@@ -4,13 +4,13 @@
 
 import type { Store } from '../../db/store.js';
 import { nowIso } from '../../db/store.js';
-import type { Executor } from '../../db/types.js';
+import type { Executor, Tx } from '../../db/types.js';
 import { isElevated, visibleTo } from '../../lib/access.js';
 import type { AuthUser } from '../../lib/auth.js';
 import { type FieldError, forbidden, validation } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
 import { assertWhatsAppWindow, type RenderedTemplate, renderTemplate } from '../channels/rules.js';
-import { insertSend } from '../channels/sends-repository.js';
+import { insertSend, type LocalSender } from '../channels/sends-repository.js';
 import { conversationEvents, messageCreated, staffActor } from '../events/emit.js';
 import { withEvents } from '../events/outbox.js';
 import { insertMessage, type NewMessage } from './messages-repository.js';
@@ -134,15 +134,20 @@ function outbound(conversationId: string, type: 'text' | 'note', content: string
  * widget's backend reads it from the feed), any other gets a send job in this same transaction.
  */
 export async function storeOutbound(
-  tx: Executor,
+  tx: Tx,
   channel: string,
   m: NewMessage,
   template: RenderedTemplate | null = null,
+  sender: LocalSender | null = null,
 ): Promise<MessageView> {
   if (m.type !== 'text') return insertMessage(tx, m);
   if (channel === 'web') return insertMessage(tx, { ...m, delivery_status: 'sent', sent_at: m.created_at });
   const message = await insertMessage(tx, m);
-  await insertSend(tx, message.id, m.conversation_id, message.createdAt, template);
+  // Claimed at birth by this instance's dispatcher when it has room: sent once this commits.
+  const lease = sender?.lease() ?? null;
+  if (await insertSend(tx, message.id, m.conversation_id, message.createdAt, template, lease)) {
+    tx.onCommit(() => sender!.adopt({ messageId: message.id, conversationId: m.conversation_id, attempts: 0 }));
+  }
   return message;
 }
 
@@ -170,7 +175,13 @@ function messageParts(body: SendMessageInput, channel: string) {
   return { type, content: body.content! };
 }
 
-export async function sendMessage(store: Store, user: AuthUser, conversationId: string, body: SendMessageInput) {
+export async function sendMessage(
+  store: Store,
+  user: AuthUser,
+  conversationId: string,
+  body: SendMessageInput,
+  sender: LocalSender | null = null,
+) {
   return withEvents(store, async (tx, outbox): Promise<MessageView> => {
     const ref = await visibleConversationRef(tx, user, conversationId);
     const parts = messageParts(body, ref.channel);
@@ -191,6 +202,7 @@ export async function sendMessage(store: Store, user: AuthUser, conversationId: 
       ref.channel,
       outbound(conversationId, parts.type === 'note' ? 'note' : 'text', content, user, at),
       template,
+      sender,
     );
     messageCreated(outbox, staffActor(user), message, ref.assignee);
     return message;
