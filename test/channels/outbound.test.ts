@@ -437,6 +437,34 @@ test("sms: a 400 fails the text with Twilio's message, and it is not tried again
   assertForward(await updates(m.id));
 });
 
+test('texts leave at once without waiting for the poll: first messages, a queue behind a send, a retry', async (t) => {
+  // A poll a minute apart: every text here must be sent because the instance that wrote it claimed
+  // it at birth or was told it was queued (src/modules/channels/dispatcher.ts), not by the poll.
+  const twilio = await fakeTwilio(t);
+  const { app, admin, open, send, until, retry } = await setup(t, {
+    ...twilioEnv(twilio),
+    CHANNEL_POLL_INTERVAL_MS: '60000',
+  });
+  const { conversation: first } = await open('sms', { content: 'Welcome to the hotel' });
+  const { conversation } = await open('sms');
+  twilio.failNext({ status: 400, code: 21211, message: 'Invalid To number' });
+  const refused = await send(conversation.id, 'Refused first');
+  await until(conversation.id, refused.id, 'failed');
+  // Written back to back: the later ones find an earlier send pending and wait for it.
+  const queued = await Promise.all([send(conversation.id, 'one'), send(conversation.id, 'two')]);
+  const third = await send(conversation.id, 'three');
+  for (const m of [...queued, third]) await until(conversation.id, m.id, 'sent');
+  assert.equal((await retry(conversation.id, refused.id)).status, 200);
+  await until(conversation.id, refused.id, 'sent');
+  const welcome = (await call(app, 'GET', `/conversations/${first.id}/messages`, { token: admin.token })).data;
+  await until(first.id, welcome[0].id, 'sent');
+  const bodies = twilio.accepted.map((m) => m.form.Body);
+  assert.equal(bodies.length, 5, JSON.stringify(bodies));
+  const rest = bodies.filter((b) => b !== 'Welcome to the hotel');
+  assert.deepEqual([...rest.slice(0, 2)].sort(), ['one', 'two']);
+  assert.deepEqual(rest.slice(2), ['three', 'Refused first']);
+});
+
 test('sms: a provider that keeps failing ends failed after the last attempt, with its reason', async (t) => {
   const twilio = await fakeTwilio(t);
   const { open, send, until } = await setup(t, { ...twilioEnv(twilio), CHANNEL_MAX_ATTEMPTS: '3' });

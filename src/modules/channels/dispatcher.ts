@@ -32,6 +32,8 @@ const CONCURRENCY = 16;
  * send finished made the claims most of the dispatcher's cost under a steady stream of texts.
  */
 const CLAIM_BATCH = CONCURRENCY / 2;
+/** Conversations remembered as having a text waiting (past this the memory restarts: one claim). */
+const MAX_WAITING = 10_000;
 
 /**
  * How long a claim lasts. An attempt is reading the message, the send (cut off at the send
@@ -55,6 +57,18 @@ export class ChannelDispatcher implements LocalSender {
   /** Texts claimed at birth that found every slot taken, oldest first, with when they were adopted. */
   private readonly adopted: { send: ClaimedSend; at: number }[] = [];
   private stopping = false;
+  /**
+   * Conversations with a text queued here unclaimed that may still wait behind a send in flight
+   * here; forgotten once a claim finds none of theirs while none of theirs is in flight here.
+   */
+  private readonly waiting = new Set<string>();
+  /** The conversation of each text in flight, by message id. */
+  private readonly flying = new Map<string, string>();
+  /** Whether the next step must claim (see step). */
+  private claimWanted = true;
+  private lastClaimAt = 0;
+  /** When the earliest claimable text known at the last claim comes due. */
+  private nextDueAt = 0;
   private readonly outcomes: Outcome[] = [];
   /** Whether a batch of outcomes is being recorded (the next one collects meanwhile). */
   private recording = false;
@@ -96,7 +110,10 @@ export class ChannelDispatcher implements LocalSender {
    */
   lease(): SendLease | null {
     if (this.stopping || this.inFlight.size + this.adopted.length >= CONCURRENCY) return null;
-    return { instance: this.instance, until: new Date(Date.now() + leaseMs(this.o.config.sendTimeoutMs)).toISOString() };
+    return {
+      instance: this.instance,
+      until: new Date(Date.now() + leaseMs(this.o.config.sendTimeoutMs)).toISOString(),
+    };
   }
 
   /** Sends a text claimed at birth, once its transaction has committed. */
@@ -108,6 +125,15 @@ export class ChannelDispatcher implements LocalSender {
     if (this.inFlight.has(send.messageId)) return;
     if (this.inFlight.size < CONCURRENCY) this.launch(send);
     else this.adopted.push({ send, at: Date.now() });
+  }
+
+  /** A text was queued unclaimed here: claim now rather than at the next poll. */
+  queued(conversationId: string): void {
+    // It may wait behind a send of its conversation in flight here: claimed when that one ends.
+    if (this.waiting.size >= MAX_WAITING) this.waiting.clear();
+    this.waiting.add(conversationId);
+    this.claimWanted = true;
+    this.wake();
   }
 
   /** Gives leases back so that any instance claims the texts again at once. */
@@ -135,16 +161,36 @@ export class ChannelDispatcher implements LocalSender {
       if (Date.now() - at > this.o.config.sendTimeoutMs) stale.push(send);
       else if (!this.inFlight.has(send.messageId)) this.launch(send);
     }
-    await this.handBack(stale);
+    if (stale.length > 0) {
+      await this.handBack(stale);
+      this.claimWanted = true;
+    }
     const free = CONCURRENCY - this.inFlight.size;
     // The sends in flight wake the loop as they finish.
     if (free < CLAIM_BATCH) return undefined;
+    // A claim runs only when something may be claimable: a text queued here unclaimed, a send
+    // ending in a conversation where one was queued (the next in line), a retry or a text handed
+    // back coming due, or the poll (other instances' texts, leases that ran out). Other wake-ups
+    // (most sends ending) claim nothing.
+    const now = Date.now();
+    const pollAt = this.lastClaimAt + this.o.config.pollMs;
+    if (!this.claimWanted && now < this.nextDueAt && now < pollAt) return Math.min(this.nextDueAt, pollAt) - now;
+    this.claimWanted = false;
+    this.lastClaimAt = now;
     const claimed = await claimSends(this.o.db, this.instance, free, leaseMs(this.o.config.sendTimeoutMs));
     // A claim of ours that is still in flight (its lease ran out under a very slow store, and we
     // claimed it again) is renewed, not sent a second time.
     for (const s of claimed) if (!this.inFlight.has(s.messageId)) this.launch(s);
-    if (claimed.length === free) return undefined;
+    if (this.waiting.size > 0) {
+      const busy = new Set(this.flying.values());
+      for (const c of this.waiting) if (!busy.has(c)) this.waiting.delete(c);
+    }
+    if (claimed.length === free) {
+      this.claimWanted = true;
+      return undefined;
+    }
     const next = await nextSendDueAt(this.o.db);
+    this.nextDueAt = next ?? Number.POSITIVE_INFINITY;
     return next === null ? undefined : Math.max(0, next - Date.now());
   }
 
@@ -153,9 +199,13 @@ export class ChannelDispatcher implements LocalSender {
       .catch((err) => this.o.log.error({ err, message: s.messageId }, 'channel send could not be recorded'))
       .finally(() => {
         this.inFlight.delete(s.messageId);
+        this.flying.delete(s.messageId);
+        // The next text of its conversation may have been waiting for this one.
+        if (this.waiting.has(s.conversationId)) this.claimWanted = true;
         this.wake();
       });
     this.inFlight.set(s.messageId, run);
+    this.flying.set(s.messageId, s.conversationId);
   }
 
   private async send(ctx: NonNullable<Awaited<ReturnType<typeof loadForSend>>>): Promise<SendResult> {
@@ -190,8 +240,11 @@ export class ChannelDispatcher implements LocalSender {
     if (!result.ok && this.shutdown.signal.aborted) return releaseSends(db, this.instance, [s.messageId]);
     const attempts = s.attempts + 1;
     const retry = !result.ok && result.retryable && attempts < this.o.config.maxAttempts;
+    const retryAtMs = Date.now() + retryDelayMs(attempts, this.o.config.retryBaseMs);
+    // Claimed again when it comes due (see step).
+    if (retry) this.nextDueAt = Math.min(this.nextDueAt, retryAtMs);
     const next = retry
-      ? { retryAt: new Date(Date.now() + retryDelayMs(attempts, this.o.config.retryBaseMs)).toISOString() }
+      ? { retryAt: new Date(retryAtMs).toISOString() }
       : result.ok
         ? ('sent' as const)
         : ('failed' as const);

@@ -24,6 +24,7 @@ import { getSetting } from '../settings/repository.js';
 import { applyStatus, type StatusChange } from './delivery.js';
 import { type BusinessHours, closedSince, isOpen } from './hours.js';
 import type { Channel } from './providers.js';
+import type { LocalSender } from './sends-repository.js';
 
 /** Longest stored content of a message; a longer inbound text (a long e-mail) is cut there. */
 export const MAX_CONTENT = 4096;
@@ -70,18 +71,22 @@ export function contentOf(text: string | null | undefined, fallback: string): st
 }
 
 /** Stores a guest's message (see the file's comment). Retried once when a concurrent twin won a unique key. */
-export async function receiveInbound(store: Store, m: Inbound): Promise<InboundResult> {
+export async function receiveInbound(
+  store: Store,
+  m: Inbound,
+  sender: LocalSender | null = null,
+): Promise<InboundResult> {
   try {
-    return await withEvents(store, (tx, outbox) => receive(tx, outbox, m));
+    return await withEvents(store, (tx, outbox) => receive(tx, outbox, m, sender));
   } catch (err) {
     // Two deliveries of one provider message (or two first messages of one new sender) raced: the
     // loser's transaction rolled back whole; run again, and it finds what the winner stored.
     if (!isUniqueViolation(err)) throw err;
-    return withEvents(store, (tx, outbox) => receive(tx, outbox, m));
+    return withEvents(store, (tx, outbox) => receive(tx, outbox, m, sender));
   }
 }
 
-async function receive(tx: Tx, outbox: Outbox, m: Inbound): Promise<InboundResult> {
+async function receive(tx: Tx, outbox: Outbox, m: Inbound, sender: LocalSender | null): Promise<InboundResult> {
   const providerKey = m.providerId === null ? null : `${m.channel}:${m.providerId}`;
   if (providerKey !== null) {
     const seen = await tx
@@ -143,6 +148,7 @@ async function receive(tx: Tx, outbox: Outbox, m: Inbound): Promise<InboundResul
     outbox,
     { id: conversationId, channel: m.channel, assignee: after.assignee },
     at,
+    sender,
   );
   return {
     stored: true,
@@ -223,6 +229,7 @@ async function maybeAutoReply(
   outbox: Outbox,
   c: { id: string; channel: Channel; assignee: string | null },
   inboundAt: string,
+  sender: LocalSender | null,
 ): Promise<MessageView | null> {
   const auto = (await getSetting(tx, 'auto_reply'))?.value as { enabled?: boolean; message?: string } | undefined;
   if (auto?.enabled !== true || !auto.message) return null;
@@ -250,6 +257,7 @@ async function maybeAutoReply(
     created_at: at,
   });
   await touchConversation(tx, c.id, at, false);
+  if (sender !== null) tx.onCommit(() => sender.queued(c.id));
   messageCreated(outbox, SYSTEM, reply, c.assignee);
   return reply;
 }

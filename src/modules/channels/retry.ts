@@ -9,9 +9,15 @@ import { visibleConversationRef } from '../conversations/service.js';
 import { staffActor } from '../events/emit.js';
 import { withEvents } from '../events/outbox.js';
 import { messageUpdated } from './delivery.js';
-import { insertSend, rescheduleSend } from './sends-repository.js';
+import { insertSend, type LocalSender, rescheduleSend } from './sends-repository.js';
 
-export async function retryMessage(db: Store, user: AuthUser, conversationId: string, messageId: string) {
+export async function retryMessage(
+  db: Store,
+  user: AuthUser,
+  conversationId: string,
+  messageId: string,
+  sender: LocalSender | null = null,
+) {
   return withEvents(db, async (tx, outbox): Promise<MessageView> => {
     const ref = await visibleConversationRef(tx, user, conversationId);
     const before = await findMessage(tx, conversationId, messageId);
@@ -36,6 +42,7 @@ export async function retryMessage(db: Store, user: AuthUser, conversationId: st
       if (exists !== undefined) throw conflict('A send of this message is still in progress');
       await insertSend(tx, messageId, conversationId, new Date().toISOString());
     }
+    if (sender !== null) tx.onCommit(() => sender.queued(conversationId));
     const after = (await findMessage(tx, conversationId, messageId))!;
     messageUpdated(outbox, staffActor(user), before, after, ref.assignee);
     return after;

@@ -128,12 +128,16 @@ export const channelsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const whatsapp = f.From.toLowerCase().startsWith('whatsapp:');
       const media = Number(f.NumMedia ?? 0);
       const note = media > 0 ? `\n[${media} attachment${media === 1 ? '' : 's'}]` : '';
-      await receiveInbound(store(), {
-        channel: whatsapp ? 'whatsapp' : 'sms',
-        sender: { phone: whatsapp ? f.From.slice('whatsapp:'.length) : f.From, name: f.ProfileName ?? null },
-        content: contentOf(`${(f.Body ?? '').trim()}${note}`, '[empty message]'),
-        providerId: f.MessageSid,
-      });
+      await receiveInbound(
+        store(),
+        {
+          channel: whatsapp ? 'whatsapp' : 'sms',
+          sender: { phone: whatsapp ? f.From.slice('whatsapp:'.length) : f.From, name: f.ProfileName ?? null },
+          content: contentOf(`${(f.Body ?? '').trim()}${note}`, '[empty message]'),
+          providerId: f.MessageSid,
+        },
+        app.channelDispatcher,
+      );
       return reply.type('text/xml; charset=utf-8').send(EMPTY_TWIML);
     },
   );
@@ -253,7 +257,7 @@ export const channelsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         const receipt = { messages: 0, duplicates: 0, statuses: 0, skipped: hook.skipped };
         for (const m of hook.messages) {
           try {
-            const r = await receiveInbound(store(), m);
+            const r = await receiveInbound(store(), m, app.channelDispatcher);
             if (r.stored) receipt.messages++;
             else receipt.duplicates++;
           } catch (err) {
@@ -317,7 +321,7 @@ export const channelsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       async (request, reply) => {
         const inbound = await readEmail(Buffer.from(request.body as string, 'latin1'));
         if (inbound === null) throw validation([{ field: 'body', message: 'has no From address' }]);
-        const r = await receiveInbound(store(), inbound);
+        const r = await receiveInbound(store(), inbound, app.channelDispatcher);
         reply.code(r.stored ? 201 : 200);
         return ok(receiptOf(r));
       },
@@ -355,7 +359,7 @@ export const channelsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         content: b.content,
         providerId: b.externalId ?? null,
       };
-      const r = await receiveInbound(store(), inbound);
+      const r = await receiveInbound(store(), inbound, app.channelDispatcher);
       reply.code(r.stored ? 201 : 200);
       return ok(receiptOf(r));
     },

@@ -1,6 +1,8 @@
-// Owns the channel dispatcher's life in one instance: started with the app, woken after each
-// commit that wrote events (every new text writes `message.created`; other instances' commits are
-// found by its poll), and stopped, with its leases handed back, when the app closes.
+// Owns the channel dispatcher's life in one instance: started with the app, handed the texts this
+// instance writes (claimed at birth, or woken to claim them: the routes pass it to the services as
+// their LocalSender; other instances' texts are found by its poll), and stopped, with its leases
+// handed back, when the app closes. It is not woken by every commit that writes events: most
+// queue no text, and each wake-up costs a claim statement.
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { ChannelDispatcher } from './dispatcher.js';
@@ -19,11 +21,9 @@ export default fp(
       log: app.log,
       config: config.channels,
     });
-    const off = store.eventsCommitted.on(() => dispatcher.wake());
     app.decorate('channelDispatcher', dispatcher);
     dispatcher.start();
     app.addHook('onClose', async () => {
-      off();
       await dispatcher.stop();
     });
   },

@@ -24,6 +24,11 @@ export interface LocalSender {
   lease(): SendLease | null;
   /** Sends a text whose job was claimed with that lease; called once its transaction committed. */
   adopt(send: ClaimedSend): void;
+  /**
+   * Told once a transaction that wrote an unclaimed job for the conversation committed: it is
+   * claimed now, or when the send ahead of it in the conversation ends, not at the next poll.
+   */
+  queued(conversationId: string): void;
 }
 
 /**

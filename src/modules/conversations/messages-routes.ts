@@ -107,7 +107,7 @@ export const messagesRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const { id, messageId } = request.params;
-      return ok(await retryMessage(db(), request.user!, id, messageId));
+      return ok(await retryMessage(db(), request.user!, id, messageId, app.channelDispatcher));
     },
   );
 };

@@ -110,7 +110,7 @@ export const conversationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
-      const conversation = await createConversation(db(), request.user!, request.body);
+      const conversation = await createConversation(db(), request.user!, request.body, app.channelDispatcher);
       reply.code(201);
       return ok(conversation);
     },

@@ -59,7 +59,12 @@ async function assigneeProblem(db: Executor, assignee: string | null | undefined
     : { field: 'assignee', message: 'must be the id of an active staff member' };
 }
 
-export async function createConversation(store: Store, user: AuthUser, body: CreateConversationInput) {
+export async function createConversation(
+  store: Store,
+  user: AuthUser,
+  body: CreateConversationInput,
+  sender: LocalSender | null = null,
+) {
   let assignee = body.assignee ?? null;
   if (!isElevated(user)) {
     if (body.assignee !== undefined && body.assignee !== user.id) {
@@ -93,7 +98,7 @@ export async function createConversation(store: Store, user: AuthUser, body: Cre
       at,
     });
     const first = hasFirst
-      ? await storeOutbound(tx, body.channel, outbound(id, 'text', body.content!, user, at))
+      ? await storeOutbound(tx, body.channel, outbound(id, 'text', body.content!, user, at), null, sender)
       : null;
     const created: ConversationView = {
       id,
@@ -147,7 +152,7 @@ export async function storeOutbound(
   const lease = sender?.lease() ?? null;
   if (await insertSend(tx, message.id, m.conversation_id, message.createdAt, template, lease)) {
     tx.onCommit(() => sender!.adopt({ messageId: message.id, conversationId: m.conversation_id, attempts: 0 }));
-  }
+  } else if (sender !== null) tx.onCommit(() => sender.queued(m.conversation_id));
   return message;
 }
 
