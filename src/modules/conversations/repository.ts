@@ -217,7 +217,7 @@ const advance = [false, true].map((reopenClosed) =>
       .updateTable('conversations')
       .set((eb) => touched(eb, next, reopenClosed))
       .where('id', '=', p('id'))
-      .returning('last_message_at');
+      .returning(['id', 'guest_id', 'status', 'assignee', 'channel', 'last_message_at']);
   }),
 );
 
@@ -230,6 +230,16 @@ export async function advanceConversation(
     | { last_message_at: string | Date }
     | undefined;
   return row && toIso(row.last_message_at);
+}
+
+/**
+ * advanceConversation for a new outbound message: the conversation's reference (as
+ * findConversationRef reads it) with the time taken, from the same statement, or undefined when
+ * it does not exist.
+ */
+export async function advanceConversationRef(db: Executor, id: string) {
+  const row = await db.first(advance[0]!, { id, now: nowIso() });
+  return row && { ...row, last_message_at: toIso(row.last_message_at) };
 }
 
 export async function touchConversation(db: Executor, id: string, at: string, reopenClosed: boolean): Promise<void> {

@@ -15,7 +15,7 @@ import { conversationEvents, messageCreated, staffActor } from '../events/emit.j
 import { withEvents } from '../events/outbox.js';
 import { insertMessage, type NewMessage } from './messages-repository.js';
 import {
-  advanceConversation,
+  advanceConversationRef,
   findConversation,
   findConversationRef,
   findGuestName,
@@ -188,7 +188,18 @@ export async function sendMessage(
   sender: LocalSender | null = null,
 ) {
   return withEvents(store, async (tx, outbox): Promise<MessageView> => {
-    const ref = await visibleConversationRef(tx, user, conversationId);
+    // Its time taken and the conversation touched first, in one statement that also reads what the
+    // rules below need, under the row's lock: texts of a conversation commit in the order of their
+    // times (the order they are sent in). A caller who may not see it, or a body the rules refuse,
+    // throws, and the transaction rolls the touch back.
+    const ref = visibleTo(
+      user,
+      await advanceConversationRef(tx, conversationId),
+      (c) => c.assignee,
+      WHAT,
+      conversationId,
+    );
+    const at = ref.last_message_at;
     const parts = messageParts(body, ref.channel);
     let content: string;
     let template: RenderedTemplate | null = null;
@@ -199,9 +210,6 @@ export async function sendMessage(
       content = parts.content;
       if (parts.type === 'text' && ref.channel === 'whatsapp') await assertWhatsAppWindow(tx, ref.guest_id);
     }
-    // Its time taken and the conversation touched in one statement, under the row's lock: texts
-    // of a conversation commit in the order of their times (the order they are sent in).
-    const at = (await advanceConversation(tx, conversationId, false))!;
     const message = await storeOutbound(
       tx,
       ref.channel,
