@@ -53,7 +53,8 @@ export interface ChannelDispatcherOptions {
 
 export class ChannelDispatcher implements LocalSender {
   readonly instance = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
-  private readonly inFlight = new Map<string, Promise<void>>();
+  /** Texts being sent, by message id: the send and the text's conversation. */
+  private readonly inFlight = new Map<string, { run: Promise<void>; conversationId: string }>();
   /** Texts claimed at birth that found every slot taken, oldest first, with when they were adopted. */
   private readonly adopted: { send: ClaimedSend; at: number }[] = [];
   private stopping = false;
@@ -62,8 +63,6 @@ export class ChannelDispatcher implements LocalSender {
    * here; forgotten once a claim finds none of theirs while none of theirs is in flight here.
    */
   private readonly waiting = new Set<string>();
-  /** The conversation of each text in flight, by message id. */
-  private readonly flying = new Map<string, string>();
   /** Whether the next step must claim (see step). */
   private claimWanted = true;
   private lastClaimAt = 0;
@@ -97,7 +96,7 @@ export class ChannelDispatcher implements LocalSender {
     this.stopping = true;
     await this.loop.stop();
     this.shutdown.abort();
-    await Promise.allSettled([...this.inFlight.values()]);
+    await Promise.allSettled([...this.inFlight.values()].map((f) => f.run));
     await this.handBack(this.adopted.splice(0).map((a) => a.send));
     this.providers.close();
   }
@@ -182,7 +181,7 @@ export class ChannelDispatcher implements LocalSender {
     // claimed it again) is renewed, not sent a second time.
     for (const s of claimed) if (!this.inFlight.has(s.messageId)) this.launch(s);
     if (this.waiting.size > 0) {
-      const busy = new Set(this.flying.values());
+      const busy = new Set([...this.inFlight.values()].map((f) => f.conversationId));
       for (const c of this.waiting) if (!busy.has(c)) this.waiting.delete(c);
     }
     if (claimed.length === free) {
@@ -199,13 +198,11 @@ export class ChannelDispatcher implements LocalSender {
       .catch((err) => this.o.log.error({ err, message: s.messageId }, 'channel send could not be recorded'))
       .finally(() => {
         this.inFlight.delete(s.messageId);
-        this.flying.delete(s.messageId);
         // The next text of its conversation may have been waiting for this one.
         if (this.waiting.has(s.conversationId)) this.claimWanted = true;
         this.wake();
       });
-    this.inFlight.set(s.messageId, run);
-    this.flying.set(s.messageId, s.conversationId);
+    this.inFlight.set(s.messageId, { run, conversationId: s.conversationId });
   }
 
   private async send(ctx: NonNullable<Awaited<ReturnType<typeof loadForSend>>>): Promise<SendResult> {

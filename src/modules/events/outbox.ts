@@ -109,8 +109,7 @@ async function writeEvents(tx: Tx, events: NewEvent[]): Promise<number> {
   if (tx.dialect === 'postgres') return writeEventsPg(tx, events, hooks, occurredAt);
   let deliveries = 0;
   for (const e of events) {
-    const data = toJson(e.data);
-    const changes = e.changes === undefined ? null : toJson(e.changes);
+    const { data, changes, json } = encoded(e, occurredAt);
     const [row] = await tx.run(insertEvent, {
       type: e.type,
       occurred_at: occurredAt,
@@ -123,8 +122,23 @@ async function writeEvents(tx: Tx, events: NewEvent[]): Promise<number> {
       changes,
     });
     const eventId = Number(row!.id);
-    const payload = eventJson({
-      id: eventId,
+    const targets = targetsOf(e, hooks);
+    const payload = targets.length > 0 ? json(eventId) : '';
+    for (const t of targets) {
+      await insertDelivery(tx, { id: t.deliveryId, webhookId: t.webhookId, eventId, eventType: e.type, payload });
+    }
+    deliveries += targets.length;
+  }
+  return deliveries;
+}
+
+/** An event's stored data and changes, and its JSON as the feed shows it once its id is known. */
+function encoded(e: NewEvent, occurredAt: string) {
+  const data = toJson(e.data);
+  const changes = e.changes === undefined ? null : toJson(e.changes);
+  const json = (id: number) =>
+    eventJson({
+      id,
       type: e.type,
       occurredAt: toIso(occurredAt),
       actorType: e.actor.type,
@@ -132,13 +146,7 @@ async function writeEvents(tx: Tx, events: NewEvent[]): Promise<number> {
       data,
       changes,
     });
-    const targets = targetsOf(e, hooks);
-    for (const t of targets) {
-      await insertDelivery(tx, { id: t.deliveryId, webhookId: t.webhookId, eventId, eventType: e.type, payload });
-    }
-    deliveries += targets.length;
-  }
-  return deliveries;
+  return { data, changes, json };
 }
 
 /** The webhooks an event goes to, each with its delivery's id. */
@@ -170,22 +178,13 @@ async function writeEventsPg(tx: Tx, events: NewEvent[], hooks: Hook[], occurred
   const eventRows: string[] = [];
   const deliveryRows: string[] = [];
   for (const [i, e] of events.entries()) {
-    const data = toJson(e.data);
-    const changes = e.changes === undefined ? null : toJson(e.changes);
+    const { data, changes, json } = encoded(e, occurredAt);
     eventRows.push(
       `(${i}, ${p(e.type)}, ${p(e.actor.type)}, ${p(e.actor.id)}, ${p(e.conversationId ?? null)}, ${p(e.taskId ?? null)}, ${p(e.assignee ?? null)}, ${p(data)}, ${p(changes)})`,
     );
-    const json = eventJson({
-      id: 0,
-      type: e.type,
-      occurredAt: toIso(occurredAt),
-      actorType: e.actor.type,
-      actorId: e.actor.id,
-      data,
-      changes,
-    });
-    const rest = json.slice(ID_HEAD.length);
-    for (const t of targetsOf(e, hooks)) {
+    const targets = targetsOf(e, hooks);
+    const rest = targets.length > 0 ? json(0).slice(ID_HEAD.length) : '';
+    for (const t of targets) {
       deliveryRows.push(`(${i}, ${p(t.deliveryId)}, ${p(t.webhookId)}, ${p(e.type)}, ${p(rest)})`);
     }
   }
