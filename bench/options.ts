@@ -26,6 +26,8 @@ export interface BenchOptions {
   profile: boolean;
   /** The scenario --profile runs (an id of bench/scenarios.ts). */
   profileScenario: string;
+  /** Scenario ids to run (all when null). */
+  scenarioIds: string[] | null;
   pgBaseUrl: string;
   redisUrl: string;
   /** The parts of a run: the autocannon scenarios, the depth figures, the open loops, the mix. */
@@ -63,6 +65,7 @@ export const USAGE = `Usage: npm run bench -- [options]
   --profile          profile the conversation list: server under --cpu-prof, top costs printed
   --profile-scenario ID  profile this scenario instead (e.g. messages.post, auth.me)
   --profile-mix      profile the realistic mix the same way
+  --scenario IDS     run only these scenarios, e.g. messages.post,conversations.list (A/B runs)
   --streams          also the live-stream fan-out: 1,000 / 5,000 / 10,000 streams × 100 messages at
                      20/s on a fresh store (with --pg: three instances on PostgreSQL + Redis), ~4 min
   --stream-sizes L   the fan-out's stream counts, e.g. 1000,5000 (default 1000,5000,10000)
@@ -131,6 +134,7 @@ export function parseOptions(argv: string[]): BenchOptions | 'help' {
       profile: { type: 'boolean', default: false },
       'profile-scenario': { type: 'string' },
       'profile-mix': { type: 'boolean', default: false },
+      scenario: { type: 'string' },
       only: { type: 'string' },
       streams: { type: 'boolean', default: false },
       'stream-sizes': { type: 'string' },
@@ -162,6 +166,7 @@ export function parseOptions(argv: string[]): BenchOptions | 'help' {
     quietS: values['wait-quiet'] === undefined ? 0 : positive('wait-quiet', values['wait-quiet'], 0),
     profile: (values.profile ?? false) || values['profile-scenario'] !== undefined,
     profileScenario: values['profile-scenario'] ?? 'conversations.list',
+    scenarioIds: values.scenario === undefined ? null : values.scenario.split(',').map((p) => p.trim()),
     pgBaseUrl: (values['pg-url'] ?? 'postgres://postgres@127.0.0.1:5432').replace(/\/+$/, ''),
     redisUrl: values['redis-url'] ?? 'redis://127.0.0.1:6379',
     sections: parseSections(values.only, values.streams ?? false),

@@ -100,6 +100,11 @@ async function benchStore(
   const idleRss = await rssNowMiB(server.proc.pid);
   let scenarios = o.sections.includes('scenarios') && !o.profileMix ? apiScenarios(token, targets) : [];
   if (o.profile) scenarios = scenarios.filter((s) => s.id === o.profileScenario);
+  else if (o.scenarioIds !== null) {
+    const unknown = o.scenarioIds.filter((id) => !scenarios.some((s) => s.id === id));
+    if (unknown.length > 0) throw new Error(`--scenario: no scenario "${unknown.join('", "')}"`);
+    scenarios = scenarios.filter((s) => o.scenarioIds!.includes(s.id));
+  }
   if (o.profile && scenarios.length === 0) throw new Error(`--profile-scenario: no scenario "${o.profileScenario}"`);
 
   const results: ScenarioResult[] = [];
@@ -107,10 +112,18 @@ async function benchStore(
     if (isInterrupted()) break;
     for (const p of s.probes) await probe(server.baseUrl, token, p);
     process.stdout.write(`  ${s.label} … `);
-    const r = await runScenario(server.baseUrl, s, o, server.proc.pid, store.pgDatabase);
+    const r = await runScenario(server.baseUrl, s, o, server.proc.pid, store);
     results.push(r);
     const backlog = r.settledS >= 1 ? ` (waited ${r.settledS.toFixed(0)} s for the previous backlog first)` : '';
     say(`${Math.round(r.reqPerSec)} req/s, p50 ${ms(r.p50)} ms, p99 ${ms(r.p99)} ms, errors ${r.errors}${backlog}`);
+    if (r.sends !== undefined) {
+      const { left, drainS } = r.sends;
+      const drained =
+        drainS === null
+          ? 'not all sent 180 s later'
+          : `all sent ${drainS.toFixed(1)} s later: ${Math.round(r.sentPerSec!)} req/s with their sends`;
+      say(`    texts left to send when the load stopped: ${left} (${drained})`);
+    }
   }
   const fromUs = monotonicUs();
   const sections = await runSections(o, {

@@ -4,6 +4,7 @@ import autocannon, { type AutocannonRequest, type AutocannonResult, type Instanc
 import { type Probe, settle, type Targets } from './client.js';
 import { monotonicUs } from './profile.js';
 import { startSampler, waitForQuiet } from './sampler.js';
+import { type SendsBacklog, sendsBacklog } from './sends.js';
 
 const API = '/api/v1';
 const POST_BODY = JSON.stringify({ content: 'Benchmark: your room is ready, enjoy your stay.' });
@@ -17,6 +18,8 @@ export interface Scenario {
   requests: AutocannonRequest[];
   /** Checked once before the load so a scenario never measures error answers. */
   probes: Probe[];
+  /** Whether it POSTs texts a channel sends (the bench then follows their sends). */
+  sendsTexts?: boolean;
 }
 
 export interface ScenarioResult {
@@ -49,6 +52,14 @@ export interface ScenarioResult {
   settledS: number;
   /** The measured phase on the monotonic clock (µs), to cut a CPU profile down to it. */
   window: { fromUs: number; toUs: number };
+  /** For a scenario that POSTs texts: the sends still pending when it stopped, and their drain. */
+  sends?: SendsBacklog;
+  /**
+   * The requests over the time until every text they queued had been sent (the measured phase and
+   * the drain after it): the rate the server sustains with its sends, where `reqPerSec` lets the
+   * dispatcher fall behind.
+   */
+  sentPerSec?: number;
 }
 
 export interface LoadSettings {
@@ -144,6 +155,7 @@ export function apiScenarios(token: string, t: Targets): Scenario[] {
       kind: 'target',
       requests: [post()],
       probes: [probePost],
+      sendsTexts: true,
     },
     {
       // Each connection cycles through these five: four reads, one write.
@@ -153,6 +165,7 @@ export function apiScenarios(token: string, t: Targets): Scenario[] {
       // Copies: autocannon caches the built request on the object, so scenarios do not share them.
       requests: [{ ...list }, readMessages(), { ...search }, { ...list }, post()],
       probes: [],
+      sendsTexts: true,
     },
   ];
 }
@@ -223,11 +236,15 @@ export async function runScenario(
   s: Scenario,
   load: LoadSettings,
   serverPid: number,
-  storeDatabase: string | null = null,
+  store: { pgDatabase: string | null; databaseUrl: string } | null = null,
 ): Promise<ScenarioResult> {
   const settledS = s.kind === 'ceiling' ? 0 : await settle(baseUrl);
   if (load.quietS > 0) await waitForQuiet(load.quietS);
   if (load.warmupS > 0) await fire(baseUrl, s, load, load.warmupS);
+  // The warm-up's texts are sent before the measured phase, so what is left pending after it (and
+  // the time it takes to send) is the measured phase's own.
+  if (s.sendsTexts && store !== null) await sendsBacklog(store.databaseUrl);
+  const storeDatabase = store?.pgDatabase ?? null;
   const sampler = startSampler(serverPid, storeDatabase);
   const fromUs = monotonicUs();
   const fired = await fire(baseUrl, s, load, load.durationS);
@@ -235,6 +252,7 @@ export async function runScenario(
   const latency = fired.latency();
   const toUs = monotonicUs();
   const sample = await sampler.stop();
+  const sends = s.sendsTexts && store !== null ? await sendsBacklog(store.databaseUrl) : undefined;
   const statusCodes: Record<string, number> = {};
   for (const [code, v] of Object.entries(r.statusCodeStats)) statusCodes[code] = v.count;
   const requests = r['1xx'] + r['2xx'] + r['3xx'] + r['4xx'] + r['5xx'];
@@ -260,5 +278,7 @@ export async function runScenario(
       sample.serverCores === null || requests === 0 ? null : (sample.serverCores * 1e6) / (requests / r.duration),
     settledS,
     window: { fromUs, toUs },
+    sends,
+    sentPerSec: sends === undefined || sends.drainS === null ? undefined : requests / (r.duration + sends.drainS),
   };
 }

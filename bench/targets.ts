@@ -118,6 +118,19 @@ export function judge(runs: StoreRun[], ceiling: ScenarioResult, connections: nu
             : ''),
         pass: post.reqPerSec >= TARGETS.postPerSec && post.errors === 0,
       });
+      // The POST answers once its text is stored; the dispatcher sends it afterwards, and under this
+      // load it falls behind. Reported beside the target: the rate at which texts were also sent.
+      if (post.sends !== undefined) {
+        out.push({
+          target: 'the same POSTs with their sends (until the last text was sent)',
+          scope,
+          measured:
+            post.sentPerSec === undefined
+              ? `${post.sends.left} texts still pending 180 s after the load`
+              : `${Math.round(post.sentPerSec)}/s (${post.sends.left} texts left when the load stopped, sent in ${post.sends.drainS!.toFixed(1)} s)`,
+          pass: null,
+        });
+      }
     }
     if (run.scenarios.length > 0)
       out.push({
