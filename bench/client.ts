@@ -3,11 +3,13 @@
 import { HOT_SUBJECT } from './hot.js';
 
 const API = '/api/v1';
+/** Conversations the message POSTs are spread over (as many as the store has open, up to this). */
+const POST_TARGETS = 1000;
 
 interface Envelope {
   success?: boolean;
   data?: unknown;
-  meta?: { total?: unknown };
+  meta?: { total?: unknown; nextCursor?: unknown };
   error?: { code?: string; message?: string };
 }
 
@@ -52,8 +54,9 @@ export interface Targets {
   /** Open conversations that have messages: read round-robin. */
   conversationIds: string[];
   /**
-   * Those of them free text may be sent to at any time (not WhatsApp, whose 24-hour window refuses
-   * a text to a guest who has not written lately: a 409 by design): written round-robin.
+   * Open conversations free text may be sent to at any time (not WhatsApp, whose 24-hour window
+   * refuses a text to a guest who has not written lately: a 409 by design), up to 1,000: written
+   * round-robin.
    */
   postIds: string[];
   /** A guest's last name, lower-cased: a realistic search that matches several guests. */
@@ -71,6 +74,24 @@ export async function discover(baseUrl: string, token: string): Promise<Targets>
   const typical = items.filter((c) => c.messageCount > 0 && c.subject !== HOT_SUBJECT);
   const conversationIds = typical.map((c) => c.id);
   const postIds = typical.filter((c) => c.channel !== 'whatsapp').map((c) => c.id);
+  // Texts are written over up to POST_TARGETS conversations, walked on by cursor: a conversation's
+  // texts are sent one after another, so thousands of texts a second into a few dozen conversations
+  // would measure how fast one conversation's queue turns over, not the server.
+  let cursor = list.meta?.nextCursor;
+  while (typeof cursor === 'string' && postIds.length < POST_TARGETS) {
+    const page = expectOk(
+      'list conversations',
+      await call(baseUrl, `${API}/conversations?status=open&limit=100&cursor=${encodeURIComponent(cursor)}`, {
+        headers: auth,
+      }),
+    );
+    const more = (page.data ?? []) as typeof items;
+    for (const c of more) {
+      if (c.messageCount > 0 && c.subject !== HOT_SUBJECT && c.channel !== 'whatsapp') postIds.push(c.id);
+    }
+    cursor = page.meta?.nextCursor;
+  }
+  postIds.length = Math.min(postIds.length, POST_TARGETS);
   if (postIds.length === 0) throw new Error('no open non-WhatsApp conversation with messages was found');
 
   const guests = expectOk('list guests', await call(baseUrl, `${API}/guests?limit=20`, { headers: auth }));

@@ -50,7 +50,7 @@ export interface ScenarioResult {
   serverUsPerRequest: number | null;
   /** Seconds the server needed, before this scenario, to work off the previous one's backlog. */
   settledS: number;
-  /** The measured phase on the monotonic clock (µs), to cut a CPU profile down to it. */
+  /** The measured phase (and the sending of its texts) on the monotonic clock (µs), to cut a CPU profile down to it. */
   window: { fromUs: number; toUs: number };
   /** For a scenario that POSTs texts: the sends still pending when it stopped, and their drain. */
   sends?: SendsBacklog;
@@ -277,7 +277,8 @@ export async function runScenario(
     serverUsPerRequest:
       sample.serverCores === null || requests === 0 ? null : (sample.serverCores * 1e6) / (requests / r.duration),
     settledS,
-    window: { fromUs, toUs },
+    // A profile of a scenario that sends covers the sends too: the cost the server sustains.
+    window: { fromUs, toUs: sends === undefined ? toUs : monotonicUs() },
     sends,
     sentPerSec: sends === undefined || sends.drainS === null ? undefined : requests / (r.duration + sends.drainS),
   };
