@@ -302,42 +302,56 @@ export function openStore(config: StoreConfig, options: StoreOptions = {}): Stor
     const result = await pool.query({ name: nameOf(text), text, values: parameters as unknown[] });
     return result.rows as R[];
   });
+  const transactOnce = async <T>(work: (tx: Tx) => Promise<T>): Promise<T> => {
+    let committed = () => {};
+    // BEGIN and COMMIT sent here rather than by Kysely's transaction(), so that the transaction's
+    // last statement can travel with its COMMIT (Tx.withCommit).
+    const result = await db.connection().execute(async (conn) => {
+      const raw = (text: string) => conn.executeQuery(CompiledQuery.raw(text));
+      let last: string | null = null;
+      await raw('begin');
+      try {
+        // Statements go through the transaction's connection (Kysely holds it).
+        const t = transaction(
+          conn,
+          'postgres',
+          async (text, parameters) =>
+            (await conn.executeQuery(CompiledQuery.raw(text, [...parameters]))).rows as never[],
+          (text, parameters) => {
+            if (last !== null) throw new Error('withCommit: one statement per transaction');
+            last = inlineParameters(text, parameters, driver.escapeLiteral);
+          },
+        );
+        committed = t.committed;
+        const value = await work(t.tx);
+        // Sent as one simple query: if the statement fails, PostgreSQL skips the COMMIT.
+        await raw(last === null ? 'commit' : `${last};\ncommit`);
+        return value;
+      } catch (err) {
+        await raw('rollback').catch(() => {});
+        throw err;
+      }
+    });
+    committed();
+    return result;
+  };
   return {
     ...joining(root),
     db,
     async transact(work) {
       if (requestTx()) return joinRequestTx(work);
-      let committed = () => {};
-      // BEGIN and COMMIT sent here rather than by Kysely's transaction(), so that the transaction's
-      // last statement can travel with its COMMIT (Tx.withCommit).
-      const result = await db.connection().execute(async (conn) => {
-        const raw = (text: string) => conn.executeQuery(CompiledQuery.raw(text));
-        let last: string | null = null;
-        await raw('begin');
+      // PostgreSQL aborts one transaction of a deadlock (and of a serialization conflict) and
+      // expects it to be run again: triggers that keep counts lock rows of several tables, and
+      // two concurrent writes of related rows (a guest's tags, a new conversation of that guest)
+      // can meet in opposite orders. The whole of `work` runs again, in a new transaction.
+      for (let attempt = 1; ; attempt++) {
         try {
-          // Statements go through the transaction's connection (Kysely holds it).
-          const t = transaction(
-            conn,
-            'postgres',
-            async (text, parameters) =>
-              (await conn.executeQuery(CompiledQuery.raw(text, [...parameters]))).rows as never[],
-            (text, parameters) => {
-              if (last !== null) throw new Error('withCommit: one statement per transaction');
-              last = inlineParameters(text, parameters, driver.escapeLiteral);
-            },
-          );
-          committed = t.committed;
-          const value = await work(t.tx);
-          // Sent as one simple query: if the statement fails, PostgreSQL skips the COMMIT.
-          await raw(last === null ? 'commit' : `${last};\ncommit`);
-          return value;
+          return await transactOnce(work);
         } catch (err) {
-          await raw('rollback').catch(() => {});
-          throw err;
+          if (attempt >= TX_ATTEMPTS || !isConflict(err)) throw err;
+          await new Promise((r) => setTimeout(r, Math.random() * 5 * attempt));
         }
-      });
-      committed();
-      return result;
+      }
     },
     eventsCommitted: new Signal(),
     poolUse: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
@@ -390,6 +404,15 @@ function errCode(err: unknown): string | undefined {
   const code = (err as { code?: unknown } | null)?.code;
   return typeof code === 'string' ? code : undefined;
 }
+
+/** Attempts of a PostgreSQL transaction that loses a deadlock or a serialization conflict. */
+const TX_ATTEMPTS = 4;
+
+/** PostgreSQL chose this transaction to abort in a deadlock, or to fail a serializable one. */
+const isConflict = (err: unknown): boolean => {
+  const c = errCode(err);
+  return c === '40P01' || c === '40001';
+};
 
 /** A unique or primary-key constraint was violated (SQLite or PostgreSQL). */
 export const isUniqueViolation = (err: unknown): boolean => {

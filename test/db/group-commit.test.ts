@@ -4,8 +4,26 @@
 // undone alone while the others that committed with it stand.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { CompiledQuery } from 'kysely';
+import type { Tx } from '../../src/db/types.js';
 import { newId } from '../../src/lib/ids.js';
-import { buildTestApp, call, createStaff } from '../helpers.js';
+import { buildTestApp, call, createStaff, TEST_STORE } from '../helpers.js';
+
+/** A guest row written straight to the store: no addresses, no tags. */
+function guestRow(name: string, at: string) {
+  return {
+    id: newId('gst'),
+    name,
+    search_text: name.toLowerCase(),
+    email: null,
+    email_lower: null,
+    phone: null,
+    tags: '[]',
+    notes: null,
+    created_at: at,
+    updated_at: at,
+  };
+}
 
 test('concurrent message posts, some refused: each acknowledged one is stored once, with its event', async (t) => {
   const app = await buildTestApp(t, { RATE_LIMIT_STANDARD: '1000' });
@@ -52,18 +70,7 @@ test('a transaction that fails after writing is undone alone; the ones committed
   // onCommit listeners: called for each committed transaction, never for one rolled back.
   const told: string[] = [];
   const at = new Date().toISOString();
-  const guest = (name: string) => ({
-    id: newId('gst'),
-    name,
-    search_text: name.toLowerCase(),
-    email: null,
-    email_lower: null,
-    phone: null,
-    tags: '[]',
-    notes: null,
-    created_at: at,
-    updated_at: at,
-  });
+  const guest = (name: string) => guestRow(name, at);
   const good = Array.from({ length: 10 }, (_, i) => guest(`Kept ${i}`));
   const bad = Array.from({ length: 5 }, (_, i) => guest(`Undone ${i}`));
   const outcomes = await Promise.allSettled([
@@ -95,4 +102,42 @@ test('a transaction that fails after writing is undone alone; the ones committed
   assert.deepEqual(names, good.map((g) => g.name).sort());
   // The store is usable afterwards, in and out of a transaction.
   assert.equal(await store.transact(async (tx) => (await tx.selectFrom('guests').select('id').execute()).length), 10);
+});
+
+test('PostgreSQL: a transaction chosen to end a deadlock runs again and commits', async (t) => {
+  if (TEST_STORE !== 'postgres') return t.skip('SQLite writes one transaction at a time: no deadlock');
+  const app = await buildTestApp(t);
+  const store = app.ctx.store;
+  const at = new Date().toISOString();
+  const ids = [newId('gst'), newId('gst')] as const;
+  for (const [i, id] of ids.entries()) {
+    await store
+      .insertInto('guests')
+      .values({ ...guestRow(`Locked ${i}`, at), id })
+      .execute();
+  }
+  const touch = (tx: Tx, id: string, note: string) =>
+    tx.executeQuery(CompiledQuery.raw('update guests set notes = $1 where id = $2', [note, id]));
+  // Each transaction locks one guest, waits until the other holds its own, then asks for it: one
+  // of the two is aborted by PostgreSQL's deadlock check, and only a second run can commit it.
+  let ready = 0;
+  let bothHold: () => void = () => {};
+  const barrier = new Promise<void>((r) => {
+    bothHold = r;
+  });
+  const runs = [0, 0];
+  const crosswise = (me: 0 | 1) =>
+    store.transact(async (tx) => {
+      runs[me]!++;
+      await touch(tx, ids[me], `first by ${me}`);
+      if (runs[me] === 1 && ++ready === 2) bothHold();
+      if (runs[me] === 1) await barrier;
+      await touch(tx, ids[1 - me]!, `second by ${me}`);
+      return me;
+    });
+  assert.deepEqual(await Promise.all([crosswise(0), crosswise(1)]), [0, 1]);
+  assert.deepEqual([...runs].sort(), [1, 2], 'the aborted one ran again, the other once');
+  const notes = await store.selectFrom('guests').select(['id', 'notes']).where('id', 'in', ids).execute();
+  // Whichever committed last wrote both rows.
+  assert.equal(new Set(notes.map((n) => n.notes?.slice(-1))).size, 1);
 });
