@@ -1,9 +1,11 @@
 // Owns a message's delivery state: reading what a send needs (guest address, subject, the e-mail
 // thread), and moving the status forward only (queued → sent → delivered → read, or failed),
 // each change written with its `message.updated` event in the caller's transaction.
+
+import { type Param, prepared } from '../../db/prepared.js';
 import { fromJson, nowIso } from '../../db/store.js';
 import type { Executor } from '../../db/types.js';
-import { findMessage, updateMessageIf } from '../conversations/messages-repository.js';
+import { findMessage, updateMessageStatus } from '../conversations/messages-repository.js';
 import type { MessageView } from '../conversations/schemas.js';
 import { changesOf } from '../events/emit.js';
 import type { Outbox } from '../events/outbox.js';
@@ -38,32 +40,50 @@ const MAX_REFERENCES = 20;
  * ones only, as mail clients trim it (RFC 5322 §3.6.4 lets References be shortened), so the
  * read stays a few index entries however long the conversation grows.
  */
-async function threadOf(db: Executor, row: { id: string; conversation_id: string; created_at: string | Date }) {
-  const earlier = db
+type ThreadParams = { conversationId: string; createdAt: string | Date; id: string };
+
+/** The e-mails of a conversation written up to a time (Message-IDs start with '<'), but one. */
+const earlierEmails = (db: Executor, p: Param<ThreadParams>) =>
+  db
     .selectFrom('messages')
-    .where('conversation_id', '=', row.conversation_id)
+    .where('conversation_id', '=', p('conversationId'))
     .where('external_id', 'like', '<%')
-    .where('created_at', '<=', row.created_at)
-    .where('id', '!=', row.id)
+    .where('created_at', '<=', p('createdAt'))
+    .where('id', '!=', p('id'))
     .select('external_id');
-  const latest = await earlier
+const latestEmails = prepared((db, p: Param<ThreadParams>) =>
+  earlierEmails(db, p)
     .orderBy('created_at', 'desc')
     .orderBy('id', 'desc')
-    .limit(MAX_REFERENCES - 1)
-    .execute();
+    .limit(MAX_REFERENCES - 1),
+);
+const firstEmail = prepared((db, p: Param<ThreadParams>) =>
+  earlierEmails(db, p).orderBy('created_at').orderBy('id').limit(1),
+);
+
+/**
+ * The Message-IDs of the e-mails before this one in its conversation, oldest first, for
+ * In-Reply-To (the last) and References. A long thread gives its first message and the latest
+ * ones only, as mail clients trim it (RFC 5322 §3.6.4 lets References be shortened), so the
+ * read stays a few index entries however long the conversation grows.
+ */
+async function threadOf(db: Executor, row: { id: string; conversation_id: string; created_at: string | Date }) {
+  const params = { conversationId: row.conversation_id, createdAt: row.created_at, id: row.id };
+  const latest = await db.run(latestEmails, params);
   const ids = latest.map((r) => r.external_id!).reverse();
   if (latest.length < MAX_REFERENCES - 1) return ids;
-  const root = (await earlier.orderBy('created_at').orderBy('id').limit(1).executeTakeFirst())?.external_id;
+  const root = (await db.first(firstEmail, params))?.external_id;
   return root && root !== ids[0] ? [root, ...ids] : ids;
 }
 
-export async function loadForSend(db: Executor, messageId: string): Promise<SendContext | undefined> {
-  const row = await db
+/** What sending a text needs: the message, its conversation's channel and subject, the guest's addresses. */
+const forSend = prepared((db, p: Param<{ messageId: string }>) =>
+  db
     .selectFrom('messages as m')
     .innerJoin('conversations as c', 'c.id', 'm.conversation_id')
     .innerJoin('guests as g', 'g.id', 'c.guest_id')
     .leftJoin('channel_sends as s', 's.message_id', 'm.id')
-    .where('m.id', '=', messageId)
+    .where('m.id', '=', p('messageId'))
     .select([
       'm.id',
       'm.conversation_id',
@@ -77,8 +97,11 @@ export async function loadForSend(db: Executor, messageId: string): Promise<Send
       'g.email',
       'g.phone',
       's.template',
-    ])
-    .executeTakeFirst();
+    ]),
+);
+
+export async function loadForSend(db: Executor, messageId: string): Promise<SendContext | undefined> {
+  const row = await db.first(forSend, { messageId });
   if (row === undefined) return undefined;
   const email = row.channel === 'email';
   const references = email ? await threadOf(db, row) : [];
@@ -149,16 +172,14 @@ export async function applyStatus(
   const s = change.status;
   // A status reached implies the earlier ones happened: a `read` first stamps delivered and sent.
   const reached = (x: Status) => s !== 'failed' && RANK[s] >= RANK[x];
-  const after = await updateMessageIf(tx, ref.messageId, before.deliveryStatus, {
-    delivery_status: s,
-    updated_at: nowIso(),
-    ...(change.externalId !== undefined ? { external_id: change.externalId } : {}),
-    ...(change.error !== undefined
-      ? { error_code: change.error?.code ?? null, error_message: change.error?.message ?? null }
-      : {}),
-    ...(reached('sent') && before.sentAt === null ? { sent_at: at } : {}),
-    ...(reached('delivered') && before.deliveredAt === null ? { delivered_at: at } : {}),
-    ...(reached('read') && before.readAt === null ? { read_at: at } : {}),
+  const after = await updateMessageStatus(tx, ref.messageId, before.deliveryStatus, {
+    status: s,
+    updatedAt: nowIso(),
+    externalId: change.externalId,
+    error: change.error,
+    sentAt: reached('sent') ? at : null,
+    deliveredAt: reached('delivered') ? at : null,
+    readAt: reached('read') ? at : null,
   });
   if (after === undefined) return undefined;
   messageUpdated(outbox, actor, before, after, ref.assignee);

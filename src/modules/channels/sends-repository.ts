@@ -2,6 +2,7 @@
 // exactly one dispatcher at a time (a lease that a crashed instance loses), in order per
 // conversation, and finished or rescheduled under that lease.
 import { sql } from 'kysely';
+import { type Param, prepared } from '../../db/prepared.js';
 import { nowIso, toIso, toJson } from '../../db/store.js';
 import type { Executor } from '../../db/types.js';
 
@@ -100,12 +101,10 @@ function claimable(db: Executor, at: string) {
             .select('o.message_id')
             .whereRef('o.conversation_id', '=', 's.conversation_id')
             .where('o.status', '=', 'pending')
-            .where((o) =>
-              o.or([
-                o('o.created_at', '<', o.ref('s.created_at')),
-                o.and([o('o.created_at', '=', o.ref('s.created_at')), o('o.message_id', '<', o.ref('s.message_id'))]),
-              ]),
-            ),
+            // A row-value comparison is a range of the conversation's index (conversation, status,
+            // created, id): one step finds an earlier send or none. The same test written with OR
+            // read every pending send of the conversation for its oldest one.
+            .where(sql<boolean>`(o.created_at, o.message_id) < (s.created_at, s.message_id)`),
         ),
       ),
     );
@@ -156,6 +155,30 @@ export async function nextSendDueAt(db: Executor): Promise<number | null> {
   return row?.at == null ? null : new Date(toIso(row.at)).getTime();
 }
 
+const finishSent = prepared((db, p: Param<{ messageId: string; instance: string }>) =>
+  db
+    .deleteFrom('channel_sends')
+    .where('message_id', '=', p('messageId'))
+    .where('locked_by', '=', p('instance'))
+    .returning('message_id'),
+);
+
+const finishAttempt = prepared(
+  (db, p: Param<{ messageId: string; instance: string; status: 'done' | 'pending'; retryAt: string | null }>) =>
+    db
+      .updateTable('channel_sends')
+      .set((eb) => ({
+        status: p('status'),
+        attempts: eb('attempts', '+', 1),
+        next_attempt_at: p('retryAt'),
+        locked_until: null,
+        locked_by: null,
+      }))
+      .where('message_id', '=', p('messageId'))
+      .where('locked_by', '=', p('instance'))
+      .returning('message_id'),
+);
+
 /**
  * Records an attempt made under this instance's lease: due again at `nextAttemptAt` (a retry), or
  * settled. A sent text's job is deleted, so the table the dispatcher claims from holds pending
@@ -169,28 +192,10 @@ export async function recordSend(
   instance: string,
   next: { retryAt: string } | 'sent' | 'failed',
 ): Promise<boolean> {
-  if (next === 'sent') {
-    const r = await db
-      .deleteFrom('channel_sends')
-      .where('message_id', '=', messageId)
-      .where('locked_by', '=', instance)
-      .executeTakeFirst();
-    return Number(r.numDeletedRows) > 0;
-  }
+  if (next === 'sent') return (await db.run(finishSent, { messageId, instance })).length > 0;
   const retryAt = next === 'failed' ? null : next.retryAt;
-  const r = await db
-    .updateTable('channel_sends')
-    .set((eb) => ({
-      status: retryAt === null ? 'done' : 'pending',
-      attempts: eb('attempts', '+', 1),
-      next_attempt_at: retryAt,
-      locked_until: null,
-      locked_by: null,
-    }))
-    .where('message_id', '=', messageId)
-    .where('locked_by', '=', instance)
-    .executeTakeFirst();
-  return Number(r.numUpdatedRows) > 0;
+  const status = retryAt === null ? 'done' : 'pending';
+  return (await db.run(finishAttempt, { messageId, instance, status, retryAt })).length > 0;
 }
 
 export async function releaseSends(db: Executor, instance: string, ids: string[]): Promise<void> {

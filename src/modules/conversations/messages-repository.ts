@@ -1,6 +1,6 @@
 // Owns message rows: listing a conversation's messages oldest first, inserting one, and the
 // row-to-API mapping. Keeping the conversation's counters in step is the caller's (service.ts).
-import type { Updateable } from 'kysely';
+import { sql } from 'kysely';
 import { paginate } from '../../db/paginate.js';
 import { type Param, prepared } from '../../db/prepared.js';
 import { toIso } from '../../db/store.js';
@@ -115,23 +115,75 @@ const one = prepared((db, p: Param<{ conversationId: string; id: string }>) =>
     .select(COLUMNS),
 );
 
+/** A delivery status change: what is set, and the stamps that are set only where still empty. */
+export interface StatusUpdate {
+  status: MessageRow['delivery_status'];
+  updatedAt: string;
+  /** Set when given; kept otherwise. */
+  externalId?: string;
+  /** Set (an error) or cleared (null) when given; kept when undefined. */
+  error?: { code: string; message: string } | null;
+  /** Written into sent_at / delivered_at / read_at where that is still null; null: left alone. */
+  sentAt: string | null;
+  deliveredAt: string | null;
+  readAt: string | null;
+}
+
+type StatusParams = {
+  id: string;
+  from: MessageRow['delivery_status'];
+  status: MessageRow['delivery_status'];
+  updatedAt: string;
+  externalId: string | null;
+  setError: number;
+  errorCode: string | null;
+  errorMessage: string | null;
+  sentAt: string | null;
+  deliveredAt: string | null;
+  readAt: string | null;
+};
+
+const updateStatus = prepared((db, p: Param<StatusParams>) =>
+  db
+    .updateTable('messages')
+    .set({
+      delivery_status: p('status'),
+      updated_at: p('updatedAt'),
+      external_id: sql`coalesce(${p('externalId')}, external_id)`,
+      error_code: sql`case when ${p('setError')} = 1 then ${p('errorCode')} else error_code end`,
+      error_message: sql`case when ${p('setError')} = 1 then ${p('errorMessage')} else error_message end`,
+      sent_at: sql`coalesce(sent_at, ${p('sentAt')})`,
+      delivered_at: sql`coalesce(delivered_at, ${p('deliveredAt')})`,
+      read_at: sql`coalesce(read_at, ${p('readAt')})`,
+    })
+    .where('id', '=', p('id'))
+    .where('delivery_status', '=', p('from'))
+    .returning(COLUMNS),
+);
+
 /**
- * Sets `changes` on the message if its delivery status is still `from` (a concurrent change of it
- * wins otherwise) and returns the message after, in the same statement; undefined if unchanged.
+ * Applies `change` to the message if its delivery status is still `from` (a concurrent change of
+ * it wins otherwise) and returns the message after, in the same statement; undefined if unchanged.
  */
-export async function updateMessageIf(
+export async function updateMessageStatus(
   db: Executor,
   id: string,
   from: MessageView['deliveryStatus'],
-  changes: Updateable<MessageRow>,
+  change: StatusUpdate,
 ): Promise<MessageView | undefined> {
-  const row = await db
-    .updateTable('messages')
-    .set(changes)
-    .where('id', '=', id)
-    .where('delivery_status', '=', from)
-    .returning(COLUMNS)
-    .executeTakeFirst();
+  const row = await db.first(updateStatus, {
+    id,
+    from,
+    status: change.status,
+    updatedAt: change.updatedAt,
+    externalId: change.externalId ?? null,
+    setError: change.error === undefined ? 0 : 1,
+    errorCode: change.error?.code ?? null,
+    errorMessage: change.error?.message ?? null,
+    sentAt: change.sentAt,
+    deliveredAt: change.deliveredAt,
+    readAt: change.readAt,
+  });
   return row && toMessage(row);
 }
 
