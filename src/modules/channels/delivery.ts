@@ -5,15 +5,21 @@
 import { type Param, prepared } from '../../db/prepared.js';
 import { fromJson, nowIso } from '../../db/store.js';
 import type { Executor } from '../../db/types.js';
-import { findMessage, updateMessageStatus } from '../conversations/messages-repository.js';
+import {
+  findMessage,
+  type JobFinish,
+  moveStatusPg,
+  type StatusUpdate,
+  updateMessageStatus,
+} from '../conversations/messages-repository.js';
 import type { MessageView } from '../conversations/schemas.js';
-import { changesOf } from '../events/emit.js';
+import { changesOf, SYSTEM } from '../events/emit.js';
 import type { Outbox } from '../events/outbox.js';
 import type { Actor } from '../events/schemas.js';
 import { SETTINGS } from '../settings/registry.js';
 import { getSetting } from '../settings/repository.js';
 import type { Channel, Outgoing } from './providers.js';
-import type { SendTemplate } from './sends-repository.js';
+import { recordSend, type SendTemplate } from './sends-repository.js';
 
 type Status = MessageView['deliveryStatus'];
 const RANK: Record<Status, number> = { received: -1, queued: 0, sent: 1, delivered: 2, read: 3, failed: 4 };
@@ -155,6 +161,25 @@ export interface StatusChange {
   at?: string;
 }
 
+const STATUSES = Object.keys(RANK) as Status[];
+
+/** What a change writes: its status, and the stamps it implies (each set only where still empty). */
+function statusUpdate(change: StatusChange): StatusUpdate {
+  const at = change.at ?? nowIso();
+  const s = change.status;
+  // A status reached implies the earlier ones happened: a `read` first stamps delivered and sent.
+  const reached = (x: Status) => s !== 'failed' && RANK[s] >= RANK[x];
+  return {
+    status: s,
+    updatedAt: nowIso(),
+    externalId: change.externalId,
+    error: change.error,
+    sentAt: reached('sent') ? at : null,
+    deliveredAt: reached('delivered') ? at : null,
+    readAt: reached('read') ? at : null,
+  };
+}
+
 /**
  * Applies a status change if it moves forward (a late `delivered` after `read` changes nothing),
  * writing `message.updated`. Returns the message after, or undefined when nothing changed.
@@ -166,24 +191,56 @@ export async function applyStatus(
   ref: { conversationId: string; messageId: string; assignee: string | null },
   change: StatusChange,
 ): Promise<MessageView | undefined> {
+  if (tx.dialect === 'postgres') return (await moveStatus(tx, outbox, actor, ref, change, null)).after;
   const before = await findMessage(tx, ref.conversationId, ref.messageId);
   if (before === undefined || !movesForward(before.deliveryStatus, change.status)) return undefined;
-  const at = change.at ?? nowIso();
-  const s = change.status;
-  // A status reached implies the earlier ones happened: a `read` first stamps delivered and sent.
-  const reached = (x: Status) => s !== 'failed' && RANK[s] >= RANK[x];
-  const after = await updateMessageStatus(tx, ref.messageId, before.deliveryStatus, {
-    status: s,
-    updatedAt: nowIso(),
-    externalId: change.externalId,
-    error: change.error,
-    sentAt: reached('sent') ? at : null,
-    deliveredAt: reached('delivered') ? at : null,
-    readAt: reached('read') ? at : null,
-  });
+  const after = await updateMessageStatus(tx, ref.messageId, before.deliveryStatus, statusUpdate(change));
   if (after === undefined) return undefined;
   messageUpdated(outbox, actor, before, after, ref.assignee);
   return after;
+}
+
+/** PostgreSQL: applyStatus in one statement, with the send job's finish when `job` is given. */
+async function moveStatus(
+  tx: Executor,
+  outbox: Outbox,
+  actor: Actor,
+  ref: { conversationId: string; messageId: string; assignee: string | null },
+  change: StatusChange,
+  job: JobFinish | null,
+) {
+  const allowed = STATUSES.filter((from) => movesForward(from, change.status));
+  const moved = await moveStatusPg(tx, ref, allowed, statusUpdate(change), job);
+  if (moved.before !== undefined && moved.after !== undefined) {
+    messageUpdated(outbox, actor, moved.before, moved.after, ref.assignee);
+  }
+  return moved;
+}
+
+/**
+ * Records a send's outcome under this instance's lease: the job's next state and, when the send
+ * settled the text, its status change and event. Nothing changes if the lease was lost meanwhile.
+ * On PostgreSQL a settled text's job and status are one statement.
+ */
+export async function recordOutcome(
+  tx: Executor,
+  outbox: Outbox,
+  instance: string,
+  o: {
+    messageId: string;
+    next: { retryAt: string } | 'sent' | 'failed';
+    status: {
+      ref: { conversationId: string; messageId: string; assignee: string | null };
+      change: StatusChange;
+    } | null;
+  },
+): Promise<void> {
+  if (tx.dialect === 'postgres' && o.status !== null && typeof o.next === 'string') {
+    await moveStatus(tx, outbox, SYSTEM, o.status.ref, o.status.change, { instance, next: o.next });
+    return;
+  }
+  if (!(await recordSend(tx, o.messageId, instance, o.next))) return;
+  if (o.status !== null) await applyStatus(tx, outbox, SYSTEM, o.status.ref, o.status.change);
 }
 
 export function messageUpdated(

@@ -8,18 +8,16 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { ChannelsConfig } from '../../config-channels.js';
 import type { Store } from '../../db/store.js';
 import type { Tx } from '../../db/types.js';
-import { SYSTEM } from '../events/emit.js';
 import { type Outbox, withEvents } from '../events/outbox.js';
 import { PollLoop } from '../events/poll-loop.js';
 import { retryDelayMs } from '../webhooks/dispatcher.js';
-import { applyStatus, loadForSend, type StatusChange } from './delivery.js';
+import { loadForSend, recordOutcome, type StatusChange } from './delivery.js';
 import { emailMessageId, Providers, providerFor, type SendResult } from './providers.js';
 import {
   type ClaimedSend,
   claimSends,
   type LocalSender,
   nextSendDueAt,
-  recordSend,
   releaseSends,
   type SendLease,
 } from './sends-repository.js';
@@ -278,10 +276,7 @@ export class ChannelDispatcher implements LocalSender {
   }
 
   private async recordBatch(batch: Outcome[]): Promise<void> {
-    const apply = async (tx: Tx, outbox: Outbox, o: Outcome) => {
-      if (!(await recordSend(tx, o.messageId, this.instance, o.next))) return;
-      if (o.status !== null) await applyStatus(tx, outbox, SYSTEM, o.status.ref, o.status.change);
-    };
+    const apply = (tx: Tx, outbox: Outbox, o: Outcome) => recordOutcome(tx, outbox, this.instance, o);
     try {
       await withEvents(this.o.db, async (tx, outbox) => {
         for (const o of batch) await apply(tx, outbox, o);

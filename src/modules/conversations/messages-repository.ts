@@ -1,6 +1,6 @@
 // Owns message rows: listing a conversation's messages oldest first, inserting one, and the
 // row-to-API mapping. Keeping the conversation's counters in step is the caller's (service.ts).
-import { sql } from 'kysely';
+import { CompiledQuery, sql } from 'kysely';
 import { paginate } from '../../db/paginate.js';
 import { type Param, prepared } from '../../db/prepared.js';
 import { toIso } from '../../db/store.js';
@@ -185,6 +185,88 @@ export async function updateMessageStatus(
     readAt: change.readAt,
   });
   return row && toMessage(row);
+}
+
+/** A send job finished with a status change: sent (the job deleted) or failed (kept, done). */
+export interface JobFinish {
+  instance: string;
+  next: 'sent' | 'failed';
+}
+
+/**
+ * PostgreSQL: the statement of `moveStatusPg` for a job finish of this kind (or none). The job's
+ * finish, the message's row before and the update are one statement, one round trip, where they
+ * were three (src/modules/channels/dispatcher.ts records a send's outcome with it).
+ */
+function moveStatusSql(job: JobFinish['next'] | null): string {
+  const cols = COLUMNS.map((c) => `m.${c}`).join(', ');
+  const after = COLUMNS.map((c) => `m.${c} as a_${c}`).join(', ');
+  const finish =
+    job === 'sent'
+      ? 'job as (delete from channel_sends where message_id = $1 and locked_by = $13 returning message_id),'
+      : job === 'failed'
+        ? `job as (update channel_sends set status = 'done', attempts = attempts + 1, next_attempt_at = null,
+    locked_until = null, locked_by = null where message_id = $1 and locked_by = $13 returning message_id),`
+        : '';
+  return `with ${finish} b as materialized (
+  select ${cols} from messages m where m.id = $1 and m.conversation_id = $2${job === null ? '' : ' and exists (select 1 from job)'}
+), a as (
+  update messages m set delivery_status = $4, updated_at = $5::timestamptz, external_id = coalesce($6, m.external_id),
+    error_code = case when $7::int = 1 then $8 else m.error_code end,
+    error_message = case when $7::int = 1 then $9 else m.error_message end,
+    sent_at = coalesce(m.sent_at, $10::timestamptz), delivered_at = coalesce(m.delivered_at, $11::timestamptz),
+    read_at = coalesce(m.read_at, $12::timestamptz)
+  from b where m.id = b.id and m.delivery_status = b.delivery_status and b.delivery_status = any($3::text[])
+  returning ${after}
+)
+select ${job === null ? 'true' : 'exists (select 1 from job)'} as job_held, b.*, a.*
+from (select 1) as one left join b on true left join a on true`;
+}
+
+const MOVE_STATUS_SQL = {
+  none: moveStatusSql(null),
+  sent: moveStatusSql('sent'),
+  failed: moveStatusSql('failed'),
+};
+
+/**
+ * PostgreSQL: `updateMessageStatus` with its read of the message before (and, with `job`, the
+ * finish of the send job under this instance's lease) in one statement. `allowed`: the statuses
+ * the change moves forward from. Returns whether the job was still held (true without one) and
+ * the message before and after the change (after undefined when it changed nothing).
+ */
+export async function moveStatusPg(
+  db: Executor,
+  ref: { messageId: string; conversationId: string },
+  allowed: readonly MessageView['deliveryStatus'][],
+  change: StatusUpdate,
+  job: JobFinish | null,
+): Promise<{ held: boolean; before?: MessageView; after?: MessageView }> {
+  const text = MOVE_STATUS_SQL[job?.next ?? 'none'];
+  const parameters = [
+    ref.messageId,
+    ref.conversationId,
+    allowed,
+    change.status,
+    change.updatedAt,
+    change.externalId ?? null,
+    change.error === undefined ? 0 : 1,
+    change.error?.code ?? null,
+    change.error?.message ?? null,
+    change.sentAt,
+    change.deliveredAt,
+    change.readAt,
+    ...(job === null ? [] : [job.instance]),
+  ];
+  const { rows } = await db.executeQuery<Record<string, unknown>>(CompiledQuery.raw(text, parameters));
+  const row = rows[0]!;
+  const held = row.job_held === true;
+  if (row.id === null || row.id === undefined) return { held };
+  const before = toMessage(row as unknown as ListedRow);
+  if (row.a_id === null || row.a_id === undefined) return { held, before };
+  const a: Record<string, unknown> = {};
+  for (const c of COLUMNS) a[c] = row[`a_${c}`];
+  return { held, before, after: toMessage(a as unknown as ListedRow) };
 }
 
 export async function findMessage(db: Executor, conversationId: string, id: string): Promise<MessageView | undefined> {
