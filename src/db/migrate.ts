@@ -14,6 +14,7 @@ import { staffGuests } from './migrations/011-staff-guests.js';
 import { tagOrder } from './migrations/012-tag-order.js';
 import { countSlots } from './migrations/013-count-slots.js';
 import { staffTagCounts } from './migrations/014-staff-tag-counts.js';
+import { claimSends } from './migrations/015-claim-sends.js';
 import { columnTypes, type MigrationDef } from './migrations/helpers.js';
 import type { Store } from './store.js';
 
@@ -32,6 +33,7 @@ const MIGRATIONS: MigrationDef[] = [
   tagOrder,
   countSlots,
   staffTagCounts,
+  claimSends,
 ];
 
 export async function migrate(store: Store): Promise<string[]> {

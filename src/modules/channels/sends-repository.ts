@@ -1,7 +1,7 @@
 // Owns send jobs: one row per outbound text, written in the message's own transaction, claimed by
 // exactly one dispatcher at a time (a lease that a crashed instance loses), in order per
 // conversation, and finished or rescheduled under that lease.
-import { sql } from 'kysely';
+import { CompiledQuery, sql } from 'kysely';
 import { type Param, prepared } from '../../db/prepared.js';
 import { nowIso, toIso, toJson } from '../../db/store.js';
 import type { Executor } from '../../db/types.js';
@@ -118,8 +118,8 @@ export interface ClaimedSend {
 
 /**
  * Leases up to `limit` due sends to this instance until `lockMs` from now. PostgreSQL selects the
- * candidates FOR UPDATE SKIP LOCKED so concurrent instances claim disjoint rows; on SQLite the
- * single statement runs alone.
+ * candidates FOR UPDATE SKIP LOCKED (in `claim_sends`, migration 015) so concurrent instances
+ * claim disjoint rows; on SQLite the single statement runs alone.
  */
 export async function claimSends(
   db: Executor,
@@ -129,15 +129,27 @@ export async function claimSends(
 ): Promise<ClaimedSend[]> {
   const now = new Date();
   const at = now.toISOString();
-  let candidates = claimable(db, at)
+  const until = new Date(now.getTime() + lockMs).toISOString();
+  if (db.dialect === 'postgres') {
+    // The same statement as below, in a function whose plan does not follow stale statistics
+    // (migration 015).
+    const { rows } = await db.executeQuery<{ message_id: string; conversation_id: string; attempts: number }>(
+      CompiledQuery.raw('select * from claim_sends($1, $2, $3, $4)', [limit, at, until, instance]),
+    );
+    return rows.map((r) => ({
+      messageId: r.message_id,
+      conversationId: r.conversation_id,
+      attempts: Number(r.attempts),
+    }));
+  }
+  const candidates = claimable(db, at)
     .select('s.message_id')
     .where('s.next_attempt_at', '<=', at)
     .orderBy('s.next_attempt_at')
     .limit(limit);
-  if (db.dialect === 'postgres') candidates = candidates.forUpdate('s').skipLocked();
   const rows = await db
     .updateTable('channel_sends')
-    .set({ locked_until: new Date(now.getTime() + lockMs).toISOString(), locked_by: instance })
+    .set({ locked_until: until, locked_by: instance })
     .where('message_id', 'in', candidates)
     .returning(['message_id', 'conversation_id', 'attempts'])
     .execute();
