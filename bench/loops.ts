@@ -5,6 +5,7 @@
 import { readFile } from 'node:fs/promises';
 import { closedLoop, type LoadResult, openLoop, type Workload } from './http-load.js';
 import type { NodeChild } from './proc.js';
+import { type SendsBacklog, sendsBacklog } from './sends.js';
 
 export interface LoopDelay {
   p50: number;
@@ -24,6 +25,11 @@ export interface LoopFigures {
   open: LoadResult;
   /** The server's event-loop delay over the open loop; null if the server does not report it. */
   loopDelay: LoopDelay | null;
+  /**
+   * For a workload that writes texts: those the closed loop left to send, which are sent before the
+   * open loop starts (its maximum did not pay for them).
+   */
+  sendsAfterClosed?: SendsBacklog;
 }
 
 export interface LoopSettings {
@@ -53,15 +59,18 @@ export async function measureLoops(
   fraction: number,
   s: LoopSettings,
   server: NodeChild | null,
+  databaseUrl: string | null = null,
 ): Promise<LoopFigures> {
   if (s.warmupS > 0) await closedLoop(baseUrl, workload(), s.warmupS);
+  if (databaseUrl !== null) await sendsBacklog(databaseUrl);
   const closed = await closedLoop(baseUrl, workload(), s.durationS);
-  // Let the closed loop's tail drain before the schedule starts.
+  // Let the closed loop's tail drain (and its texts be sent) before the schedule starts.
   await new Promise((r) => setTimeout(r, 500));
+  const sendsAfterClosed = databaseUrl === null ? undefined : await sendsBacklog(databaseUrl);
   if (server) await readLoopDelay(server);
   const open = await openLoop(baseUrl, workload(), closed.reqPerSec * fraction, s.durationS);
   const loopDelay = server ? await readLoopDelay(server) : null;
-  return { id, label, closed, fraction, open, loopDelay };
+  return { id, label, closed, fraction, open, loopDelay, sendsAfterClosed };
 }
 
 const f1 = (n: number) => n.toFixed(1);
@@ -87,6 +96,12 @@ export function formatLoops(rows: LoopFigures[], ceilingClosed: number | null): 
         ` ${f2(r.open.p99).padStart(8)} ${f1(r.open.max).padStart(8)}${String(r.open.errors + r.closed.errors).padStart(5)}` +
         `${(r.loopDelay ? f2(r.loopDelay.p99) : '-').padStart(10)}${f2(r.open.sendLagP99 ?? 0).padStart(10)}`,
     );
+  }
+  for (const r of rows) {
+    const b = r.sendsAfterClosed;
+    if (b === undefined || b.left === 0) continue;
+    const took = b.drainS === null ? 'not all sent 180 s later' : `sent in ${f1(b.drainS)} s`;
+    lines.push(`  ${r.label}: the closed loop left ${int(b.left)} texts to send (${took}, before the open loop)`);
   }
   for (const r of rows.filter((x) => (x.open.byKind ?? []).length > 0)) {
     lines.push(`  ${r.label}, open loop by kind (slowest p99 first; n, p50, p99, max ms):`);

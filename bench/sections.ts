@@ -106,6 +106,7 @@ export async function runSections(o: BenchOptions, input: SectionInput): Promise
         MIX_FRACTION,
         settings(o),
         server,
+        input.databaseUrl,
       ),
     );
   }
