@@ -153,6 +153,13 @@ function hotelNameOf(value: unknown): string {
   return typeof name === 'string' && name !== '' ? name : (SETTINGS.hotel!.default as { name: string }).name;
 }
 
+/** A message, its conversation, and the staff member who may read it (for its event). */
+export interface MessageRef {
+  conversationId: string;
+  messageId: string;
+  assignee: string | null;
+}
+
 export interface StatusChange {
   status: Status;
   externalId?: string;
@@ -188,7 +195,7 @@ export async function applyStatus(
   tx: Executor,
   outbox: Outbox,
   actor: Actor,
-  ref: { conversationId: string; messageId: string; assignee: string | null },
+  ref: MessageRef,
   change: StatusChange,
 ): Promise<MessageView | undefined> {
   if (tx.dialect === 'postgres') return (await moveStatus(tx, outbox, actor, ref, change, null)).after;
@@ -205,7 +212,7 @@ async function moveStatus(
   tx: Executor,
   outbox: Outbox,
   actor: Actor,
-  ref: { conversationId: string; messageId: string; assignee: string | null },
+  ref: MessageRef,
   change: StatusChange,
   job: JobFinish | null,
 ) {
@@ -217,24 +224,20 @@ async function moveStatus(
   return moved;
 }
 
+/** A send's outcome: its job's next state and the message's status change. */
+export interface SendOutcome {
+  messageId: string;
+  next: { retryAt: string } | 'sent' | 'failed';
+  /** Null: the job only (a retry, or a message no longer queued). */
+  status: { ref: MessageRef; change: StatusChange } | null;
+}
+
 /**
  * Records a send's outcome under this instance's lease: the job's next state and, when the send
  * settled the text, its status change and event. Nothing changes if the lease was lost meanwhile.
  * On PostgreSQL a settled text's job and status are one statement.
  */
-export async function recordOutcome(
-  tx: Executor,
-  outbox: Outbox,
-  instance: string,
-  o: {
-    messageId: string;
-    next: { retryAt: string } | 'sent' | 'failed';
-    status: {
-      ref: { conversationId: string; messageId: string; assignee: string | null };
-      change: StatusChange;
-    } | null;
-  },
-): Promise<void> {
+export async function recordOutcome(tx: Executor, outbox: Outbox, instance: string, o: SendOutcome): Promise<void> {
   if (tx.dialect === 'postgres' && o.status !== null && typeof o.next === 'string') {
     await moveStatus(tx, outbox, SYSTEM, o.status.ref, o.status.change, { instance, next: o.next });
     return;

@@ -11,7 +11,7 @@ import type { Tx } from '../../db/types.js';
 import { type Outbox, withEvents } from '../events/outbox.js';
 import { PollLoop } from '../events/poll-loop.js';
 import { retryDelayMs } from '../webhooks/dispatcher.js';
-import { loadForSend, recordOutcome, type StatusChange } from './delivery.js';
+import { loadForSend, recordOutcome, type SendOutcome } from './delivery.js';
 import { emailMessageId, Providers, providerFor, type SendResult } from './providers.js';
 import {
   type ClaimedSend,
@@ -297,14 +297,7 @@ export class ChannelDispatcher implements LocalSender {
   }
 }
 
-/** A send's outcome waiting to be recorded: its job's next state and the message's status change. */
-interface Outcome {
-  messageId: string;
-  next: { retryAt: string } | 'sent' | 'failed';
-  /** Null: the job only (a retry, or a message no longer queued). */
-  status: {
-    ref: { conversationId: string; messageId: string; assignee: string | null };
-    change: StatusChange;
-  } | null;
+/** A send's outcome waiting to be recorded. */
+interface Outcome extends SendOutcome {
   done: (err?: unknown) => void;
 }
