@@ -115,6 +115,30 @@ test('quotes, backslashes, placeholders and emoji in a change reach the feed and
   assert.deepEqual(read.data, updated.data);
 });
 
+test('a delivery leaves once its event commits, without waiting for the poll; an unsubscribed or inactive endpoint gets none', async (t) => {
+  // A one-minute poll: only the commit's wake-up (which counts the deliveries it made) sends at once.
+  const app = await buildTestApp(t, { ...WEBHOOK_ENV, EVENT_POLL_INTERVAL_MS: '60000' });
+  const admin = await createStaff(app, 'admin');
+  const rx = await startReceiver(t);
+  const other = await startReceiver(t);
+  const off = await startReceiver(t);
+  await registerWebhook(app, admin.token, rx.url, ['guest.created']);
+  await registerWebhook(app, admin.token, other.url, ['task.created']);
+  const inactive = await registerWebhook(app, admin.token, off.url, ['*']);
+  const patched = await call(app, 'PATCH', `/webhooks/${inactive.id}`, { token: admin.token, body: { active: false } });
+  assert.equal(patched.status, 200, JSON.stringify(patched.body));
+  // Let the first poll (at start) pass, so only a wake-up can deliver what follows.
+  await sleep(300);
+  const guest = await call(app, 'POST', '/guests', { token: admin.token, body: { name: 'Prompt Delivery' } });
+  assert.equal(guest.status, 201, JSON.stringify(guest.body));
+  const got = await rx.waitFor(1, 5_000);
+  assert.equal(got[0]!.json.event.type, 'guest.created');
+  assert.deepEqual(got[0]!.json.event.data, guest.data);
+  await sleep(200);
+  assert.equal(other.received.length, 0, 'not subscribed to guest.created');
+  assert.equal(off.received.length, 0, 'inactive');
+});
+
 test('a receiver answering 500 twice then 200 gets it on the third attempt, with the same Webhook-Id', async (t) => {
   const app = await buildTestApp(t, WEBHOOK_ENV);
   const admin = await createStaff(app, 'admin');
