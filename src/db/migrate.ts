@@ -15,6 +15,7 @@ import { tagOrder } from './migrations/012-tag-order.js';
 import { countSlots } from './migrations/013-count-slots.js';
 import { staffTagCounts } from './migrations/014-staff-tag-counts.js';
 import { claimSends } from './migrations/015-claim-sends.js';
+import { writeEventsFunction } from './migrations/016-write-events.js';
 import { columnTypes, type MigrationDef } from './migrations/helpers.js';
 import type { Store } from './store.js';
 
@@ -34,6 +35,7 @@ const MIGRATIONS: MigrationDef[] = [
   countSlots,
   staffTagCounts,
   claimSends,
+  writeEventsFunction,
 ];
 
 export async function migrate(store: Store): Promise<string[]> {

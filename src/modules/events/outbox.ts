@@ -161,54 +161,42 @@ function targetsOf(e: NewEvent, hooks: Hook[]): { webhookId: string; deliveryId:
 const ID_HEAD = '{"id":"0",';
 
 /**
- * PostgreSQL: every event of the transaction and every delivery in one statement, which takes a
- * transaction-scoped advisory lock (EVENTS_LOCK) before it draws the ids; the lock is held to
- * COMMIT, so event-writing transactions commit one at a time in id order. The statement is the
- * transaction's last and is sent with its COMMIT in one round trip (`tx.withCommit`): the lock is
- * then held only while PostgreSQL runs the statement and the commit, never while a reply travels
- * to a busy API process and its next statement back. Inside a request transaction (an
- * Idempotency-Key, an If-Match) it runs at once instead, and the lock lasts to that commit.
+ * PostgreSQL: every event of the transaction and every delivery in one call of `write_events`
+ * (migration 016), which takes a transaction-scoped advisory lock (EVENTS_LOCK) before it draws the
+ * ids; the lock is held to COMMIT, so event-writing transactions commit one at a time in id order.
+ * The call is the transaction's last statement and is sent with its COMMIT in one round trip
+ * (`tx.withCommit`): the lock is then held only while PostgreSQL runs it and commits, never while
+ * a reply travels to a busy API process and its next statement back. Inside a request transaction
+ * (an Idempotency-Key, an If-Match) it runs at once instead, and the lock lasts to that commit.
  */
 async function writeEventsPg(tx: Tx, events: NewEvent[], hooks: Hook[], occurredAt: string): Promise<number> {
-  const params: unknown[] = [];
-  const p = (value: unknown): string => {
-    params.push(value);
-    return `$${params.length}`;
-  };
   const eventRows: string[] = [];
   const deliveryRows: string[] = [];
   for (const [i, e] of events.entries()) {
     const { data, changes, json } = encoded(e, occurredAt);
     eventRows.push(
-      `(${i}, ${p(e.type)}, ${p(e.actor.type)}, ${p(e.actor.id)}, ${p(e.conversationId ?? null)}, ${p(e.taskId ?? null)}, ${p(e.assignee ?? null)}, ${p(data)}, ${p(changes)})`,
+      JSON.stringify({
+        ord: i,
+        type: e.type,
+        actor_type: e.actor.type,
+        actor_id: e.actor.id,
+        conversation_id: e.conversationId ?? null,
+        task_id: e.taskId ?? null,
+        assignee: e.assignee ?? null,
+        data,
+        changes,
+      }),
     );
     const targets = targetsOf(e, hooks);
     const rest = targets.length > 0 ? json(0).slice(ID_HEAD.length) : '';
     for (const t of targets) {
-      deliveryRows.push(`(${i}, ${p(t.deliveryId)}, ${p(t.webhookId)}, ${p(e.type)}, ${p(rest)})`);
+      deliveryRows.push(
+        JSON.stringify({ ord: i, id: t.deliveryId, webhook_id: t.webhookId, event_type: e.type, rest }),
+      );
     }
   }
-  const at = p(occurredAt);
-  // Each id is drawn after the lock is taken: a row of `ids` exists only once `events_lock` has
-  // given its one row, and nextval runs per row, in the rows' order.
-  let text = `with events_lock as materialized (select pg_advisory_xact_lock(${EVENTS_LOCK})), ids as materialized (
-  select v.ord, nextval(pg_get_serial_sequence('events', 'id')) as id
-  from events_lock cross join (values ${events.map((_, i) => `(${i})`).join(', ')}) as v(ord)
-), ev as (
-  insert into events (id, type, occurred_at, actor_type, actor_id, conversation_id, task_id, assignee, data, changes)
-  select ids.id, v.type, ${at}::timestamptz, v.actor_type, v.actor_id, v.conversation_id, v.task_id, v.assignee, v.data, v.changes
-  from (values ${eventRows.join(', ')}) as v(ord, type, actor_type, actor_id, conversation_id, task_id, assignee, data, changes)
-  join ids on ids.ord = v.ord
-)`;
-  if (deliveryRows.length > 0) {
-    text += `, dl as (
-  insert into webhook_deliveries (id, webhook_id, event_id, event_type, payload, status, attempts, next_attempt_at, created_at, updated_at)
-  select d.id, d.webhook_id, ids.id, d.event_type, '{"id":"' || ids.id || '",' || d.rest, 'pending', 0, ${at}::timestamptz, ${at}::timestamptz, ${at}::timestamptz
-  from (values ${deliveryRows.join(', ')}) as d(ord, id, webhook_id, event_type, rest)
-  join ids on ids.ord = d.ord
-)`;
-  }
-  text += '\nselect 1';
+  const text = 'select write_events($1::json, $2::json, $3::timestamptz)';
+  const params = [`[${eventRows.join(',')}]`, `[${deliveryRows.join(',')}]`, occurredAt];
   if (tx.withCommit !== undefined) tx.withCommit(text, params);
   else await tx.executeQuery(CompiledQuery.raw(text, params));
   return deliveryRows.length;
