@@ -64,14 +64,18 @@ function depthVerdicts(run: StoreRun): Verdict[] {
 
 const ceilingAt = (run: StoreRun, fraction: number) => run.ceilingLoops?.find((c) => c.fraction === fraction);
 
+/** PostgreSQL + Redis: p99 at half the measured maximum ≤ 15 ms (issue #17); SQLite: 10 ms. */
+const PG_OPEN_P99_MS = 15;
+
 function openVerdict(run: StoreRun, l: LoopFigures, what: string): Verdict {
   const bare = ceilingAt(run, l.fraction);
+  const limit = run.store === 'postgres' ? PG_OPEN_P99_MS : LIST_TARGETS.openP99Ms;
   const pct = `${Math.round(l.fraction * 100)} %`;
   const delay = l.loopDelay
     ? `; server event-loop delay p99 ${ms(l.loopDelay.p99)} ms, max ${ms(l.loopDelay.max)} ms`
     : '';
   return {
-    target: `${what}: open-loop p99 ≤ ${LIST_TARGETS.openP99Ms} ms at ${pct} of its max`,
+    target: `${what}: open-loop p99 ≤ ${limit} ms at ${pct} of its max`,
     scope: scopeOf(run, ''),
     measured:
       `p99 ${ms(l.open.p99)} ms at ${Math.round(l.open.offeredPerSec ?? 0)} req/s (max ${Math.round(l.closed.reqPerSec)}), errors ${l.open.errors}` +
@@ -79,7 +83,7 @@ function openVerdict(run: StoreRun, l: LoopFigures, what: string): Verdict {
         ? `; bare Fastify at ${pct} of its max (${Math.round(bare.open.offeredPerSec ?? 0)} req/s): p99 ${ms(bare.open.p99)} ms`
         : '') +
       delay,
-    pass: l.open.p99 <= LIST_TARGETS.openP99Ms && l.open.errors === 0,
+    pass: l.open.p99 <= limit && l.open.errors === 0,
   };
 }
 
