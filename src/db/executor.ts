@@ -41,10 +41,15 @@ export interface Tx extends Executor {
   /**
    * PostgreSQL, outside a request transaction: runs `sql` as the transaction's last statement, sent
    * with its COMMIT in one round trip (the values written into it as literals), so whatever lock it
-   * takes is held only while the server runs it and commits. At most one per transaction.
-   * Undefined where that cannot be done (SQLite, a request transaction): run the statement instead.
+   * takes is held only while the server runs it and commits; `done` gets its rows once committed,
+   * before the onCommit listeners run. At most one per transaction. Undefined where that cannot be
+   * done (SQLite, a request transaction): run the statement instead.
    */
-  readonly withCommit?: (sql: string, parameters: readonly unknown[]) => void;
+  readonly withCommit?: (
+    sql: string,
+    parameters: readonly unknown[],
+    done?: (rows: Record<string, unknown>[]) => void,
+  ) => void;
 }
 
 /** An executor over a Kysely instance or transaction, with `run` executing prepared statements. */

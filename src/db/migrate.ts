@@ -16,6 +16,7 @@ import { countSlots } from './migrations/013-count-slots.js';
 import { staffTagCounts } from './migrations/014-staff-tag-counts.js';
 import { claimSends } from './migrations/015-claim-sends.js';
 import { writeEventsFunction } from './migrations/016-write-events.js';
+import { webhookFanOut } from './migrations/017-webhook-fan-out.js';
 import { columnTypes, type MigrationDef } from './migrations/helpers.js';
 import type { Store } from './store.js';
 
@@ -36,6 +37,7 @@ const MIGRATIONS: MigrationDef[] = [
   staffTagCounts,
   claimSends,
   writeEventsFunction,
+  webhookFanOut,
 ];
 
 export async function migrate(store: Store): Promise<string[]> {

@@ -288,10 +288,17 @@ export function openStore(config: StoreConfig, options: StoreOptions = {}): Stor
     async connect() {
       const client = await pool.connect();
       return {
-        query: ((text: unknown, parameters?: readonly unknown[]) =>
-          typeof text === 'string' && parameters !== undefined && parameters.length > 0
-            ? client.query({ name: nameOf(text), text, values: parameters as unknown[] })
-            : client.query(text as string, parameters as unknown[])) as unknown as PostgresPoolClient['query'],
+        query: (async (text: unknown, parameters?: readonly unknown[]) => {
+          if (typeof text === 'string' && parameters !== undefined && parameters.length > 0) {
+            return client.query({ name: nameOf(text), text, values: parameters as unknown[] });
+          }
+          const result = await client.query(text as string, parameters as unknown[]);
+          // Several statements in one simple query (a statement sent with its COMMIT) answer one
+          // result each: Kysely reads one, so it gets the rows of the statement that has some.
+          if (!Array.isArray(result)) return result;
+          const all = result as unknown as pg.QueryResult[];
+          return all.find((r) => r.command === 'SELECT') ?? all[all.length - 1];
+        }) as unknown as PostgresPoolClient['query'],
         release: () => client.release(),
       };
     },
@@ -309,6 +316,7 @@ export function openStore(config: StoreConfig, options: StoreOptions = {}): Stor
     const result = await db.connection().execute(async (conn) => {
       const raw = (text: string) => conn.executeQuery(CompiledQuery.raw(text));
       let last: string | null = null;
+      let lastDone: ((rows: Record<string, unknown>[]) => void) | undefined;
       await raw('begin');
       try {
         // Statements go through the transaction's connection (Kysely holds it).
@@ -317,15 +325,17 @@ export function openStore(config: StoreConfig, options: StoreOptions = {}): Stor
           'postgres',
           async (text, parameters) =>
             (await conn.executeQuery(CompiledQuery.raw(text, [...parameters]))).rows as never[],
-          (text, parameters) => {
+          (text, parameters, done) => {
             if (last !== null) throw new Error('withCommit: one statement per transaction');
             last = inlineParameters(text, parameters, driver.escapeLiteral);
+            lastDone = done;
           },
         );
         committed = t.committed;
         const value = await work(t.tx);
         // Sent as one simple query: if the statement fails, PostgreSQL skips the COMMIT.
-        await raw(last === null ? 'commit' : `${last};\ncommit`);
+        const done = await raw(last === null ? 'commit' : `${last};\ncommit`);
+        lastDone?.(done.rows as Record<string, unknown>[]);
         return value;
       } catch (err) {
         await raw('rollback').catch(() => {});

@@ -14,6 +14,7 @@ interface DeliveryView {
   attempts: number;
   lastResponseCode: number | null;
   lastError: string | null;
+  eventId: string;
   eventType: string;
 }
 
@@ -137,6 +138,35 @@ test('a delivery leaves once its event commits, without waiting for the poll; an
   await sleep(200);
   assert.equal(other.received.length, 0, 'not subscribed to guest.created');
   assert.equal(off.received.length, 0, 'inactive');
+});
+
+test("one change's several events list their deliveries in the events' order, newest first", async (t) => {
+  const app = await buildTestApp(t, WEBHOOK_ENV);
+  const admin = await createStaff(app, 'admin');
+  const other = await createStaff(app, 'staff');
+  const rx = await startReceiver(t);
+  const hook = await registerWebhook(app, admin.token, rx.url, ['*']);
+  const guest = await call(app, 'POST', '/guests', {
+    token: admin.token,
+    body: { name: 'Ordered', phone: '+15550102030' },
+  });
+  const cnv = await call(app, 'POST', '/conversations', {
+    token: admin.token,
+    body: { guestId: guest.data.id, channel: 'sms' },
+  });
+  // One transaction, three events: updated, status changed, assigned.
+  const patched = await call(app, 'PATCH', `/conversations/${cnv.data.id}`, {
+    token: admin.token,
+    body: { status: 'pending', assignee: other.id },
+  });
+  assert.equal(patched.status, 200, JSON.stringify(patched.body));
+  const list = await waitForDeliveries(app, admin.token, hook.id, (d) => d.length >= 5);
+  const ids = list.map((d) => Number(d.eventId));
+  assert.deepEqual(
+    ids,
+    [...ids].sort((a, b) => b - a),
+    `newest first is latest event first: ${list.map((d) => d.eventType).join(', ')}`,
+  );
 });
 
 test('a receiver answering 500 twice then 200 gets it on the third attempt, with the same Webhook-Id', async (t) => {

@@ -44,8 +44,8 @@ export function withEvents<T>(store: Store, work: (tx: Tx, outbox: Outbox) => Pr
     const pending: NewEvent[] = [];
     const out = await work(tx, { add: (e) => pending.push(e) });
     if (pending.length > 0) {
-      const deliveries = await writeEvents(tx, pending);
-      tx.onCommit(() => store.eventsCommitted.emit({ deliveries }));
+      const written = await writeEvents(tx, pending);
+      tx.onCommit(() => store.eventsCommitted.emit({ deliveries: written.deliveries }));
     }
     return out;
   });
@@ -103,10 +103,10 @@ type Hook = { id: string; events: string[] };
  * never see 10: there event-writing transactions draw their ids and commit one at a time, in id
  * order (writeEventsPg). SQLite has one writer at a time and needs nothing.
  */
-async function writeEvents(tx: Tx, events: NewEvent[]): Promise<number> {
-  const hooks = (await tx.run(activeWebhooks, {})).map((h) => hookOf(h.id, h.events));
+async function writeEvents(tx: Tx, events: NewEvent[]): Promise<Written> {
   const occurredAt = new Date().toISOString();
-  if (tx.dialect === 'postgres') return writeEventsPg(tx, events, hooks, occurredAt);
+  if (tx.dialect === 'postgres') return writeEventsPg(tx, events, occurredAt);
+  const hooks = (await tx.run(activeWebhooks, {})).map((h) => hookOf(h.id, h.events));
   let deliveries = 0;
   for (const e of events) {
     const { data, changes, json } = encoded(e, occurredAt);
@@ -129,7 +129,12 @@ async function writeEvents(tx: Tx, events: NewEvent[]): Promise<number> {
     }
     deliveries += targets.length;
   }
-  return deliveries;
+  return { deliveries };
+}
+
+/** How many webhook deliveries the events made: on PostgreSQL known once the call has run. */
+interface Written {
+  deliveries: number;
 }
 
 /** An event's stored data and changes, and its JSON as the feed shows it once its id is known. */
@@ -162,18 +167,22 @@ const ID_HEAD = '{"id":"0",';
 
 /**
  * PostgreSQL: every event of the transaction and every delivery in one call of `write_events`
- * (migration 016), which takes a transaction-scoped advisory lock (EVENTS_LOCK) before it draws the
- * ids; the lock is held to COMMIT, so event-writing transactions commit one at a time in id order.
- * The call is the transaction's last statement and is sent with its COMMIT in one round trip
- * (`tx.withCommit`): the lock is then held only while PostgreSQL runs it and commits, never while
- * a reply travels to a busy API process and its next statement back. Inside a request transaction
- * (an Idempotency-Key, an If-Match) it runs at once instead, and the lock lasts to that commit.
+ * (migrations 016, 017), which takes a transaction-scoped advisory lock (EVENTS_LOCK) before it
+ * draws the ids; the lock is held to COMMIT, so event-writing transactions commit one at a time in
+ * id order. The call is the transaction's last statement and is sent with its COMMIT in one round
+ * trip (`tx.withCommit`): the lock is then held only while PostgreSQL runs it and commits, never
+ * while a reply travels to a busy API process and its next statement back. Inside a request
+ * transaction (an Idempotency-Key, an If-Match) it runs at once instead, and the lock lasts to
+ * that commit. The function makes the deliveries from the webhooks table itself (no round trip
+ * reads them first), so each event carries its JSON; an event for one webhook only (`only`, a test
+ * delivery) carries its delivery row instead.
  */
-async function writeEventsPg(tx: Tx, events: NewEvent[], hooks: Hook[], occurredAt: string): Promise<number> {
+async function writeEventsPg(tx: Tx, events: NewEvent[], occurredAt: string): Promise<Written> {
   const eventRows: string[] = [];
-  const deliveryRows: string[] = [];
+  const onlyRows: string[] = [];
   for (const [i, e] of events.entries()) {
     const { data, changes, json } = encoded(e, occurredAt);
+    const rest = json(0).slice(ID_HEAD.length);
     eventRows.push(
       JSON.stringify({
         ord: i,
@@ -185,21 +194,24 @@ async function writeEventsPg(tx: Tx, events: NewEvent[], hooks: Hook[], occurred
         assignee: e.assignee ?? null,
         data,
         changes,
+        rest: e.only ? null : rest,
       }),
     );
-    const targets = targetsOf(e, hooks);
-    const rest = targets.length > 0 ? json(0).slice(ID_HEAD.length) : '';
-    for (const t of targets) {
-      deliveryRows.push(
-        JSON.stringify({ ord: i, id: t.deliveryId, webhook_id: t.webhookId, event_type: e.type, rest }),
+    if (e.only) {
+      onlyRows.push(
+        JSON.stringify({ ord: i, id: e.only.deliveryId, webhook_id: e.only.webhookId, event_type: e.type, rest }),
       );
     }
   }
-  const text = 'select write_events($1::json, $2::json, $3::timestamptz)';
-  const params = [`[${eventRows.join(',')}]`, `[${deliveryRows.join(',')}]`, occurredAt];
-  if (tx.withCommit !== undefined) tx.withCommit(text, params);
-  else await tx.executeQuery(CompiledQuery.raw(text, params));
-  return deliveryRows.length;
+  const text = 'select write_events($1::json, $2::json, $3::timestamptz) as deliveries';
+  const params = [`[${eventRows.join(',')}]`, `[${onlyRows.join(',')}]`, occurredAt];
+  const written: Written = { deliveries: 0 };
+  const read = (rows: Record<string, unknown>[]) => {
+    written.deliveries = Number(rows[0]?.deliveries ?? 0);
+  };
+  if (tx.withCommit !== undefined) tx.withCommit(text, params, read);
+  else read((await tx.executeQuery<Record<string, unknown>>(CompiledQuery.raw(text, params))).rows);
+  return written;
 }
 
 const hookOf = (id: string, events: string): Hook => ({ id, events: JSON.parse(events) as string[] });
