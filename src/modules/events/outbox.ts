@@ -109,18 +109,8 @@ async function writeEvents(tx: Tx, events: NewEvent[]): Promise<Written> {
   const hooks = (await tx.run(activeWebhooks, {})).map((h) => hookOf(h.id, h.events));
   let deliveries = 0;
   for (const e of events) {
-    const { data, changes, json } = encoded(e, occurredAt);
-    const [row] = await tx.run(insertEvent, {
-      type: e.type,
-      occurred_at: occurredAt,
-      actor_type: e.actor.type,
-      actor_id: e.actor.id,
-      conversation_id: e.conversationId ?? null,
-      task_id: e.taskId ?? null,
-      assignee: e.assignee ?? null,
-      data,
-      changes,
-    });
+    const { columns, json } = encoded(e, occurredAt);
+    const [row] = await tx.run(insertEvent, { ...columns, occurred_at: occurredAt });
     const eventId = Number(row!.id);
     const targets = targetsOf(e, hooks);
     const payload = targets.length > 0 ? json(eventId) : '';
@@ -137,7 +127,7 @@ interface Written {
   deliveries: number;
 }
 
-/** An event's stored data and changes, and its JSON as the feed shows it once its id is known. */
+/** An event's stored columns, and its JSON as the feed shows it once its id is known. */
 function encoded(e: NewEvent, occurredAt: string) {
   const data = toJson(e.data);
   const changes = e.changes === undefined ? null : toJson(e.changes);
@@ -151,7 +141,18 @@ function encoded(e: NewEvent, occurredAt: string) {
       data,
       changes,
     });
-  return { data, changes, json };
+  // The event's row as stored, all but its id and time.
+  const columns = {
+    type: e.type,
+    actor_type: e.actor.type,
+    actor_id: e.actor.id,
+    conversation_id: e.conversationId ?? null,
+    task_id: e.taskId ?? null,
+    assignee: e.assignee ?? null,
+    data,
+    changes,
+  };
+  return { columns, json };
 }
 
 /** The webhooks an event goes to, each with its delivery's id. */
@@ -181,22 +182,9 @@ async function writeEventsPg(tx: Tx, events: NewEvent[], occurredAt: string): Pr
   const eventRows: string[] = [];
   const onlyRows: string[] = [];
   for (const [i, e] of events.entries()) {
-    const { data, changes, json } = encoded(e, occurredAt);
+    const { columns, json } = encoded(e, occurredAt);
     const rest = json(0).slice(ID_HEAD.length);
-    eventRows.push(
-      JSON.stringify({
-        ord: i,
-        type: e.type,
-        actor_type: e.actor.type,
-        actor_id: e.actor.id,
-        conversation_id: e.conversationId ?? null,
-        task_id: e.taskId ?? null,
-        assignee: e.assignee ?? null,
-        data,
-        changes,
-        rest: e.only ? null : rest,
-      }),
-    );
+    eventRows.push(JSON.stringify({ ord: i, ...columns, rest: e.only ? null : rest }));
     if (e.only) {
       onlyRows.push(
         JSON.stringify({ ord: i, id: e.only.deliveryId, webhook_id: e.only.webhookId, event_type: e.type, rest }),
