@@ -288,16 +288,17 @@ export function openStore(config: StoreConfig, options: StoreOptions = {}): Stor
     async connect() {
       const client = await pool.connect();
       return {
-        query: (async (text: unknown, parameters?: readonly unknown[]) => {
+        query: ((text: unknown, parameters?: readonly unknown[]) => {
           if (typeof text === 'string' && parameters !== undefined && parameters.length > 0) {
             return client.query({ name: nameOf(text), text, values: parameters as unknown[] });
           }
-          const result = await client.query(text as string, parameters as unknown[]);
           // Several statements in one simple query (a statement sent with its COMMIT) answer one
           // result each: Kysely reads one, so it gets the rows of the statement that has some.
-          if (!Array.isArray(result)) return result;
-          const all = result as unknown as pg.QueryResult[];
-          return all.find((r) => r.command === 'SELECT') ?? all[all.length - 1];
+          return client.query(text as string, parameters as unknown[]).then((result) => {
+            if (!Array.isArray(result)) return result;
+            const all = result as unknown as pg.QueryResult[];
+            return all.find((r) => r.command === 'SELECT') ?? all[all.length - 1];
+          });
         }) as unknown as PostgresPoolClient['query'],
         release: () => client.release(),
       };
