@@ -1,5 +1,13 @@
 // Owns the ceiling: a bare Fastify server answering GET / with {"ok":true}, run as its own process
 // so the API's req/s can be read as a share of what Fastify itself does on this machine.
+//
+// Given FLOOR_SQLITE (a seeded SQLite file) or FLOOR_PG (a seeded PostgreSQL database's URL) it
+// also answers the conversation list the leanest way this stack allows, the floor of the list's
+// cost: `GET /floor?status=S&limit=N` runs the API's own first-page statement (read from its
+// checked-in SQL, src/db/queries/<dialect>/conversations.sql) and answers the same JSON with no
+// authentication, hooks, cursor or schema. On SQLite `GET /floor-json` answers the same page with
+// SQLite writing each row's JSON (`json_object`).
+import { readFileSync } from 'node:fs';
 import Fastify from 'fastify';
 
 const port = Number(process.env.PORT);
@@ -10,6 +18,100 @@ if (!Number.isInteger(port) || port <= 0) {
 
 const app = Fastify({ logger: false });
 app.get('/', async () => ({ ok: true }));
+
+/** The API's first-page statement of the conversation list filtered by status, as checked in. */
+function firstPageSql(dialect: 'sqlite' | 'postgres'): string {
+  const file = new URL(`../src/db/queries/${dialect}/conversations.sql`, import.meta.url);
+  const lines = readFileSync(file, 'utf8').split('\n');
+  const text = lines[lines.indexOf('-- {"status":"open"}: first') + 1];
+  if (text === undefined || !text.includes('select')) throw new Error(`floor: no first-page statement in ${file}`);
+  return text.replace(/;$/, '');
+}
+
+type Query = { status?: string; limit?: string };
+const meta = (limit: number, total: number) => ({ limit, page: 1, total, pages: Math.ceil(total / limit) });
+/** A row of the statement, in the order of its columns, as the API answers it. */
+const conversation = (r: unknown[]) => ({
+  id: r[0],
+  guestId: r[1],
+  guest: { id: r[1], name: r[2] },
+  channel: r[3],
+  status: r[4],
+  assignee: r[5],
+  subject: r[6],
+  lastMessageAt: r[7],
+  messageCount: Number(r[8]),
+  createdAt: r[9],
+  updatedAt: r[10],
+});
+
+const floorFile = process.env.FLOOR_SQLITE;
+if (floorFile) {
+  // Loaded only for a floor run, so the bare ceiling's process is what it always was.
+  const { default: SQLite } = await import('better-sqlite3');
+  const db = new SQLite(floorFile, { readonly: true });
+  const rowsOf = db.prepare(firstPageSql('sqlite')).raw(true);
+  // The same page, each row's JSON written by SQLite; its total read as the statement above does.
+  const jsonOf = db
+    .prepare(
+      `select json_object('id', c.id, 'guestId', c.guest_id, 'guest', json_object('id', c.guest_id, 'name', g.name),
+        'channel', c.channel, 'status', c.status, 'assignee', c.assignee, 'subject', c.subject,
+        'lastMessageAt', c.last_message_at, 'messageCount', c.message_count, 'createdAt', c.created_at,
+        'updatedAt', c.updated_at)
+      from conversations c join guests g on g.id = c.guest_id where c.status = ?
+      order by c.last_message_at desc, c.id desc limit ?`,
+    )
+    .pluck(true);
+  const totalOf = db.prepare('select coalesce(sum(n), 0) from conversation_counts where status = ?').pluck(true);
+  app.get<{ Querystring: Query }>('/floor', async (req, reply) => {
+    const status = req.query.status ?? 'open';
+    const limit = Number(req.query.limit ?? 20);
+    const rows = rowsOf.all(status, status, limit, 0, 0) as unknown[][];
+    reply.type('application/json; charset=utf-8');
+    return JSON.stringify({
+      success: true,
+      data: rows.map(conversation),
+      meta: meta(limit, Number(rows[0]?.[11] ?? 0)),
+    });
+  });
+  app.get<{ Querystring: Query }>('/floor-json', async (req, reply) => {
+    const status = req.query.status ?? 'open';
+    const limit = Number(req.query.limit ?? 20);
+    const rows = jsonOf.all(status, limit) as string[];
+    const total = Number(totalOf.get(status));
+    reply.type('application/json; charset=utf-8');
+    return `{"success":true,"data":[${rows.join(',')}],"meta":${JSON.stringify(meta(limit, total))}}`;
+  });
+}
+
+const floorPg = process.env.FLOOR_PG;
+if (floorPg) {
+  const { default: pg } = await import('pg');
+  const { pgTimestamptz } = await import('../src/db/store.js');
+  // The API's pool size and the API's timestamp text; rows as arrays, a named (prepared) statement.
+  const types = {
+    getTypeParser: ((oid: number, format?: string) =>
+      oid === 1184 ? pgTimestamptz : pg.types.getTypeParser(oid, format as 'text')) as typeof pg.types.getTypeParser,
+  };
+  const pool = new pg.Pool({ connectionString: floorPg, max: 10, types });
+  const text = firstPageSql('postgres');
+  app.get<{ Querystring: Query }>('/floor', async (req, reply) => {
+    const status = req.query.status ?? 'open';
+    const limit = Number(req.query.limit ?? 20);
+    const { rows } = await pool.query<unknown[]>({
+      name: 'floor',
+      text,
+      values: [status, status, limit, 0],
+      rowMode: 'array',
+    });
+    reply.type('application/json; charset=utf-8');
+    return JSON.stringify({
+      success: true,
+      data: rows.map(conversation),
+      meta: meta(limit, Number(rows[0]?.[11] ?? 0)),
+    });
+  });
+}
 
 const stop = () => {
   app.close().then(

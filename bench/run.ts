@@ -15,7 +15,7 @@ import { cleanupAll, installSignalHandlers, isInterrupted, onCleanup } from './p
 import { formatProfile, monotonicUs, summariseProfile } from './profile.js';
 import { formatMachine, formatRun, formatTable, formatVerdicts, type RunReport, writeResults } from './report.js';
 import { highWaterMiB, rssNowMiB } from './sampler.js';
-import { apiScenarios, ceilingScenario, ms, runScenario, type ScenarioResult } from './scenarios.js';
+import { apiScenarios, ceilingScenario, floorScenarios, ms, runScenario, type ScenarioResult } from './scenarios.js';
 import { ceilingLoops, runSections } from './sections.js';
 import { startApiServer, startCeilingServer } from './servers.js';
 import { formatSqlCosts, sqlCosts } from './sql-costs.js';
@@ -139,6 +139,20 @@ async function benchStore(
   const hwm = await highWaterMiB(server.proc.pid);
   const exit = await server.stop();
   if (exit !== 0) say(`  (the API server exited with ${exit}; last log lines:\n${server.proc.logTail(10)})`);
+  // The list's floor on the same file, the API stopped: what no server on this stack can beat.
+  if (!o.profile && results.some((r) => r.id === 'conversations.list')) {
+    const env =
+      kind === 'sqlite' ? { FLOOR_SQLITE: store.databaseUrl.slice('sqlite:'.length) } : { FLOOR_PG: store.databaseUrl };
+    const floor = await startCeilingServer({ cwd: ROOT, logDir: tmp, env });
+    for (const s of floorScenarios(kind)) {
+      if (isInterrupted()) break;
+      process.stdout.write(`  ${s.label} … `);
+      const r = await runScenario(floor.baseUrl, s, o, floor.proc.pid, store);
+      results.push(r);
+      say(`${Math.round(r.reqPerSec)} req/s, p50 ${ms(r.p50)} ms, p99 ${ms(r.p99)} ms, errors ${r.errors}`);
+    }
+    await floor.stop();
+  }
   // A diagnostic: if the query code it borrows has moved on, the measured figures still stand.
   const costs =
     kind === 'sqlite'

@@ -2,6 +2,7 @@
 // split the request path, the 80/20 mix) and running one with autocannon after a warm-up.
 import autocannon, { type AutocannonRequest, type AutocannonResult, type Instance } from 'autocannon';
 import { type Probe, settle, type Targets } from './client.js';
+import type { StoreKind } from './options.js';
 import { monotonicUs } from './profile.js';
 import { startSampler, waitForQuiet } from './sampler.js';
 import { type SendsBacklog, sendsBacklog } from './sends.js';
@@ -84,6 +85,31 @@ export function ceilingScenario(): Scenario {
     requests: [{ method: 'GET', path: '/' }],
     probes: [],
   };
+}
+
+/**
+ * The conversation list's floor on this stack (bench/ceiling-server.ts with FLOOR_SQLITE): the
+ * API's own first-page statement on better-sqlite3 in a bare Fastify route, no auth or hooks; then
+ * on SQLite the same page with SQLite writing the JSON.
+ */
+export function floorScenarios(kind: StoreKind): Scenario[] {
+  const floor = (id: string, label: string, path: string): Scenario => ({
+    id,
+    label,
+    kind: 'diagnostic',
+    requests: [{ method: 'GET', path }],
+    probes: [],
+  });
+  const lean = floor(
+    'floor.list',
+    "floor: the list's statement in bare Fastify, no auth",
+    '/floor?status=open&limit=20',
+  );
+  if (kind === 'postgres') return [lean];
+  return [
+    lean,
+    floor('floor.list-json', 'floor: the same, SQLite writes the JSON', '/floor-json?status=open&limit=20'),
+  ];
 }
 
 export function apiScenarios(token: string, t: Targets): Scenario[] {

@@ -83,7 +83,7 @@ export async function startApiServer(store: BenchStore, o: ApiServerOptions): Pr
 
 export async function startCeilingServer(o: ApiServerOptions): Promise<RunningServer> {
   const port = await freePort();
-  const env: NodeJS.ProcessEnv = { ...process.env, NODE_ENV: 'production', PORT: String(port) };
+  const env: NodeJS.ProcessEnv = { ...process.env, NODE_ENV: 'production', PORT: String(port), ...o.env };
   delete env.NODE_OPTIONS;
   const logPath = join(o.logDir, `ceiling-${port}.log`);
   const proc = spawnNode(['--import', 'tsx', 'bench/ceiling-server.ts'], env, logPath, o.cwd);

@@ -81,6 +81,18 @@ export function judge(runs: StoreRun[], ceiling: ScenarioResult, connections: nu
         measured: `${ratio.toFixed(3)} × (${Math.round(list.reqPerSec)} / ${Math.round(ceilingReqPerSec)} req/s)${cpu}`,
         pass: ratio >= goal.listRatio,
       });
+      const floor = find(run, 'floor.list');
+      const floorJson = find(run, 'floor.list-json');
+      if (floor) {
+        const of = (r: ScenarioResult) => `${(r.reqPerSec / ceilingReqPerSec).toFixed(3)} ×`;
+        const json = floorJson ? `; with SQLite writing the JSON ${of(floorJson)}` : '';
+        out.push({
+          target: "the list's floor: its statement in bare Fastify, no auth",
+          scope,
+          measured: `${of(floor)}${json}; the API's list is ${(list.reqPerSec / floor.reqPerSec).toFixed(2)} × the floor`,
+          pass: null,
+        });
+      }
     }
     // p99 is judged on the reads. A write scenario's latency in a closed loop is bounded below by
     // Little's law: each of the connections always has one request waiting, so the mean latency is
