@@ -42,6 +42,8 @@ export interface LoadResult {
   /** Open loop: the rate asked for, and how late (ms) the sender itself was at p99 (its own limit). */
   offeredPerSec?: number;
   sendLagP99?: number;
+  /** Open loop: the sender's longest lateness (ms): a stall of the bench process itself. */
+  sendLagMax?: number;
   /** Open loop: latency by the requests' kind, slowest p99 first. */
   byKind?: { kind: string; n: number; p50: number; p99: number; max: number }[];
 }
@@ -201,5 +203,6 @@ export async function openLoop(
   const byKind = [...kinds]
     .map(([kind, rec]) => ({ kind, n: rec.n, ...rec.percentiles() }))
     .sort((a, b) => b.p99 - a.p99);
-  return { ...out, offeredPerSec: ratePerSec, sendLagP99: lag.percentiles().p99, byKind };
+  const lagged = lag.percentiles();
+  return { ...out, offeredPerSec: ratePerSec, sendLagP99: lagged.p99, sendLagMax: lagged.max, byKind };
 }

@@ -81,10 +81,10 @@ export function formatLoops(rows: LoopFigures[], ceilingClosed: number | null): 
   const head =
     `${'workload'.padEnd(40)}${'closed req/s'.padStart(13)}${'× bare'.padStart(8)}${'p99'.padStart(8)}` +
     `${'offered'.padStart(9)}${'got/s'.padStart(8)}${'p50'.padStart(9)}${'p99'.padStart(9)}${'max'.padStart(9)}` +
-    `${'err'.padStart(5)}${'loop p99'.padStart(10)}${'send lag'.padStart(10)}`;
+    `${'err'.padStart(5)}${'loop p99'.padStart(10)}${'send lag p99/max'.padStart(18)}`;
   const lines = [
     'Open loop (bench client: closed loop = max, then requests on a schedule at a share of it, latency from the',
-    'scheduled send; "loop p99": the server\'s event-loop delay; "send lag": how late the sender itself was, p99; ms):',
+    'scheduled send; "loop p99": the server\'s event-loop delay; "send lag": how late the sender itself was; ms):',
     head,
     '-'.repeat(head.length),
   ];
@@ -94,7 +94,8 @@ export function formatLoops(rows: LoopFigures[], ceilingClosed: number | null): 
       `${r.label.padEnd(40)}${int(r.closed.reqPerSec).padStart(13)}${ratio.padStart(8)}${f1(r.closed.p99).padStart(8)}` +
         `${`${Math.round(r.fraction * 100)}%`.padStart(9)}${int(r.open.reqPerSec).padStart(8)} ${f2(r.open.p50).padStart(8)}` +
         ` ${f2(r.open.p99).padStart(8)} ${f1(r.open.max).padStart(8)}${String(r.open.errors + r.closed.errors).padStart(5)}` +
-        `${(r.loopDelay ? f2(r.loopDelay.p99) : '-').padStart(10)}${f2(r.open.sendLagP99 ?? 0).padStart(10)}`,
+        `${(r.loopDelay ? f2(r.loopDelay.p99) : '-').padStart(10)}` +
+        `${`${f2(r.open.sendLagP99 ?? 0)} / ${f1(r.open.sendLagMax ?? 0)}`.padStart(18)}`,
     );
   }
   for (const r of rows) {
