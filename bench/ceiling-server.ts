@@ -44,6 +44,9 @@ const conversation = (r: unknown[]) => ({
   createdAt: r[9],
   updatedAt: r[10],
 });
+/** The page's answer from the statement's rows, its total in their twelfth column. */
+const answer = (rows: unknown[][], limit: number) =>
+  JSON.stringify({ success: true, data: rows.map(conversation), meta: meta(limit, Number(rows[0]?.[11] ?? 0)) });
 
 const floorFile = process.env.FLOOR_SQLITE;
 if (floorFile) {
@@ -68,11 +71,7 @@ if (floorFile) {
     const limit = Number(req.query.limit ?? 20);
     const rows = rowsOf.all(status, status, limit, 0, 0) as unknown[][];
     reply.type('application/json; charset=utf-8');
-    return JSON.stringify({
-      success: true,
-      data: rows.map(conversation),
-      meta: meta(limit, Number(rows[0]?.[11] ?? 0)),
-    });
+    return answer(rows, limit);
   });
   app.get<{ Querystring: Query }>('/floor-json', async (req, reply) => {
     const status = req.query.status ?? 'open';
@@ -105,11 +104,7 @@ if (floorPg) {
       rowMode: 'array',
     });
     reply.type('application/json; charset=utf-8');
-    return JSON.stringify({
-      success: true,
-      data: rows.map(conversation),
-      meta: meta(limit, Number(rows[0]?.[11] ?? 0)),
-    });
+    return answer(rows, limit);
   });
 }
 

@@ -88,9 +88,9 @@ export function ceilingScenario(): Scenario {
 }
 
 /**
- * The conversation list's floor on this stack (bench/ceiling-server.ts with FLOOR_SQLITE): the
- * API's own first-page statement on better-sqlite3 in a bare Fastify route, no auth or hooks; then
- * on SQLite the same page with SQLite writing the JSON.
+ * The conversation list's floor on this stack (bench/ceiling-server.ts with FLOOR_SQLITE or
+ * FLOOR_PG): the API's own first-page statement on better-sqlite3 or pg in a bare Fastify route,
+ * no auth or hooks; on SQLite also the same page with SQLite writing the JSON.
  */
 export function floorScenarios(kind: StoreKind): Scenario[] {
   const floor = (id: string, label: string, path: string): Scenario => ({
