@@ -18,6 +18,8 @@ if (!Number.isInteger(port) || port <= 0) {
 
 const app = Fastify({ logger: false });
 app.get('/', async () => ({ ok: true }));
+// The bench waits on /healthz for a server to be idle before a scenario (bench/client.ts, settle).
+app.get('/healthz', async () => ({ ok: true }));
 
 /** The API's first-page statement of the conversation list filtered by status, as checked in. */
 function firstPageSql(dialect: 'sqlite' | 'postgres'): string {
