@@ -1,6 +1,9 @@
 // Owns the ceiling: a bare Fastify server answering GET / with {"ok":true}, run as its own process
 // so the API's req/s can be read as a share of what Fastify itself does on this machine.
 //
+// `GET /spin?us=N&bytes=B` is the realistic mix's twin (bench/twin.ts): it holds the event loop for
+// N µs, as a request that costs that much would, then answers B bytes of JSON.
+//
 // Given FLOOR_SQLITE (a seeded SQLite file) or FLOOR_PG (a seeded PostgreSQL database's URL) it
 // also answers the conversation list the leanest way this stack allows, the floor of the list's
 // cost: `GET /floor?status=S&limit=N` runs the API's own first-page statement (read from its
@@ -20,6 +23,22 @@ const app = Fastify({ logger: false });
 app.get('/', async () => ({ ok: true }));
 // The bench waits on /healthz for a server to be idle before a scenario (bench/client.ts, settle).
 app.get('/healthz', async () => ({ ok: true }));
+
+/** Answers of each size the twin asked for, built once: the twin's cost is the wait it is told. */
+const padded = new Map<number, string>();
+app.get<{ Querystring: { us?: string; bytes?: string } }>('/spin', async (req, reply) => {
+  const until = performance.now() + Number(req.query.us ?? 0) / 1000;
+  // Busy, not asleep: the loop is held, as a request's own work holds it.
+  while (performance.now() < until);
+  const bytes = Math.max(20, Math.min(1 << 20, Number(req.query.bytes ?? 20) || 20));
+  let body = padded.get(bytes);
+  if (body === undefined) {
+    body = `{"ok":true,"pad":"${'x'.repeat(bytes - 20)}"}`;
+    padded.set(bytes, body);
+  }
+  reply.type('application/json; charset=utf-8');
+  return body;
+});
 
 /** The API's first-page statement of the conversation list filtered by status, as checked in. */
 function firstPageSql(dialect: 'sqlite' | 'postgres'): string {

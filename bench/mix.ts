@@ -3,9 +3,10 @@
 // guests with random filters and shallow pages (some walking on by cursor), 20 % writes (messages,
 // conversation status, task status), each staff member on the conversations and tasks assigned to
 // them as the API allows. Random but repeatable: the same seed gives the same requests.
+import { Agent } from 'node:http';
 import { login } from './client.js';
 import { HOT_SUBJECT } from './hot.js';
-import type { Answer, LoadRequest, Workload } from './http-load.js';
+import { type Answer, type LoadRequest, send, type Workload } from './http-load.js';
 
 const API = '/api/v1';
 export const MIX_USERS = 20;
@@ -163,4 +164,33 @@ export function mixWorkload(accounts: Account[], o: { seed?: number }): Workload
     u.walks.set(path, { filter: query.toString(), cursor: m[1]!, pages });
   };
   return { users: MIX_USERS, next, seen };
+}
+
+/** Each request of the mix, sent alone: its latency (ms) and the size of its answer (bytes). */
+export interface AloneSample {
+  ms: number;
+  bytes: number;
+}
+
+/**
+ * The mix's requests one at a time on one kept-alive connection for `durationS` (the users in
+ * turn, the same seed as the loops): what each costs with nothing queued beside it. The twin
+ * (bench/twin.ts) replays these costs.
+ */
+export async function measureAlone(baseUrl: string, accounts: Account[], durationS: number): Promise<AloneSample[]> {
+  const w = mixWorkload(accounts, {});
+  const base = new URL(baseUrl);
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  const out: AloneSample[] = [];
+  const deadline = performance.now() + durationS * 1000;
+  for (let n = 0; performance.now() < deadline; n++) {
+    const u = n % w.users;
+    const r = w.next(u);
+    const t0 = performance.now();
+    const a = await send(base, agent, r);
+    out.push({ ms: performance.now() - t0, bytes: Buffer.byteLength(a.body) });
+    w.seen?.(u, r, a);
+  }
+  agent.destroy();
+  return out;
 }

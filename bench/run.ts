@@ -16,13 +16,14 @@ import { formatProfile, monotonicUs, summariseProfile } from './profile.js';
 import { formatMachine, formatRun, formatTable, formatVerdicts, type RunReport, writeResults } from './report.js';
 import { highWaterMiB, rssNowMiB } from './sampler.js';
 import { apiScenarios, ceilingScenario, floorScenarios, ms, runScenario, type ScenarioResult } from './scenarios.js';
-import { ceilingLoops, runSections } from './sections.js';
+import { ceilingLoops, MIX_FRACTION, runSections } from './sections.js';
 import { startApiServer, startCeilingServer } from './servers.js';
 import { formatSqlCosts, sqlCosts } from './sql-costs.js';
 import { adoptStore, type BenchStore, createStore, seedStore, storeSize } from './stores.js';
 import { type FanOutFigures, formatFanOut, judgeFanOut, runFanOut } from './streams.js';
 import { judge, type StoreRun } from './targets.js';
 import { judgeLists } from './targets-lists.js';
+import { formatTwin, measureTwin, type TwinFigures } from './twin.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const RESULTS = join(ROOT, 'bench', 'results');
@@ -153,6 +154,25 @@ async function benchStore(
     }
     await floor.stop();
   }
+  // The mix's twin, the API stopped: what the mix's requests' own costs give with no stall at all.
+  let twin: TwinFigures | undefined;
+  if (
+    sections.mixAlone !== undefined &&
+    sections.mixAlone.length > 0 &&
+    sections.loops.some((l) => l.id === 'mix') &&
+    !isInterrupted()
+  ) {
+    say("  the mix's twin …");
+    const mix = sections.loops.find((l) => l.id === 'mix');
+    twin = await measureTwin(
+      sections.mixAlone,
+      mix?.closed.reqPerSec ?? 1,
+      MIX_FRACTION,
+      { durationS: o.durationS, warmupS: o.warmupS },
+      { cwd: ROOT, logDir: tmp },
+    );
+    say(formatTwin(twin, sections.loops.find((l) => l.id === 'mix') ?? null, ceilingLoop[0]?.closed.reqPerSec ?? null));
+  }
   // A diagnostic: if the query code it borrows has moved on, the measured figures still stand.
   const costs =
     kind === 'sqlite'
@@ -178,7 +198,8 @@ async function benchStore(
     rssHighWaterMiB: hwm,
     sqlCosts: costs,
     depth: sections.depth,
-    loops: sections.loops,
+    loops: twin ? [...sections.loops, twin.loops] : sections.loops,
+    twin: twin && { alone: twin.alone, offsetMs: twin.offsetMs },
     ceilingLoops: ceilingLoop,
   };
   say(formatRun(run, ceiling));

@@ -4,7 +4,7 @@
 import { type DepthFigures, depthLists, formatDepth, measureDepth } from './depth.js';
 import type { Workload } from './http-load.js';
 import { formatLoops, type LoopFigures, type LoopSettings, measureLoops } from './loops.js';
-import { mixAccounts, mixWorkload } from './mix.js';
+import { type AloneSample, measureAlone, mixAccounts, mixWorkload } from './mix.js';
 import type { BenchOptions } from './options.js';
 import type { NodeChild } from './proc.js';
 
@@ -63,6 +63,8 @@ export interface SectionInput {
 export interface SectionResults {
   depth: DepthFigures[];
   loops: LoopFigures[];
+  /** The mix's requests timed one at a time, for its twin (bench/twin.ts); absent when not run. */
+  mixAlone?: AloneSample[];
 }
 
 export async function runSections(o: BenchOptions, input: SectionInput): Promise<SectionResults> {
@@ -109,6 +111,10 @@ export async function runSections(o: BenchOptions, input: SectionInput): Promise
         input.databaseUrl,
       ),
     );
+    if (!o.profileMix) {
+      say("  the mix's requests one at a time, for its twin …");
+      out.mixAlone = await measureAlone(baseUrl, accounts, o.durationS);
+    }
   }
   if (out.loops.length > 0) say(formatLoops(out.loops, input.ceilingClosed));
   return out;

@@ -105,6 +105,22 @@ export function judgeLists(runs: StoreRun[]): Verdict[] {
       });
       out.push(openVerdict(run, m, m.label));
     }
+    const mix = loops.find((l) => l.id === 'mix');
+    const twin = loops.find((l) => l.id === 'twin.mix');
+    if (mix && twin && twin.open.p99 > 0) {
+      // Reported, not judged: the p99 the mix's own request costs give with no stall (bench/twin.ts).
+      out.push({
+        target: "the mix's twin: its requests' own costs, no stall",
+        scope: scopeOf(run, ''),
+        measured:
+          `p99 ${ms(twin.open.p99)} ms at ${Math.round(twin.open.offeredPerSec ?? 0)} req/s (max ${Math.round(twin.closed.reqPerSec)}); ` +
+          `the mix's p99 is ${(mix.open.p99 / twin.open.p99).toFixed(2)} × it` +
+          (run.twin
+            ? `; alone: mean ${run.twin.alone.mean.toFixed(2)} ms, p99 ${run.twin.alone.p99.toFixed(2)} ms`
+            : ''),
+        pass: null,
+      });
+    }
   }
   return out;
 }

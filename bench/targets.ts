@@ -29,6 +29,8 @@ export interface StoreRun {
   loops?: LoopFigures[];
   /** Bare Fastify's own open loops in the same run, for scale. */
   ceilingLoops?: LoopFigures[];
+  /** The mix's requests timed alone, which its twin (loop `twin.mix`) replays (bench/twin.ts). */
+  twin?: { alone: { n: number; mean: number; p50: number; p99: number; max: number }; offsetMs: number };
 }
 
 export interface Verdict {
