@@ -7,6 +7,7 @@ import { formatLoops, type LoopFigures, type LoopSettings, measureLoops } from '
 import { type AloneSample, measureAlone, mixAccounts, mixWorkload } from './mix.js';
 import type { BenchOptions } from './options.js';
 import type { NodeChild } from './proc.js';
+import { sendsBacklog } from './sends.js';
 
 const say = (text: string) => process.stdout.write(`${text}\n`);
 
@@ -113,6 +114,8 @@ export async function runSections(o: BenchOptions, input: SectionInput): Promise
     );
     if (!o.profileMix) {
       say("  the mix's requests one at a time, for its twin …");
+      // Timed with the open loop's texts already sent: a request alone shares the loop with nothing.
+      await sendsBacklog(input.databaseUrl);
       out.mixAlone = await measureAlone(baseUrl, accounts, o.durationS);
     }
   }
