@@ -156,22 +156,17 @@ async function benchStore(
   }
   // The mix's twin, the API stopped: what the mix's requests' own costs give with no stall at all.
   let twin: TwinFigures | undefined;
-  if (
-    sections.mixAlone !== undefined &&
-    sections.mixAlone.length > 0 &&
-    sections.loops.some((l) => l.id === 'mix') &&
-    !isInterrupted()
-  ) {
+  const mix = sections.loops.find((l) => l.id === 'mix');
+  if (mix !== undefined && sections.mixAlone !== undefined && sections.mixAlone.length > 0 && !isInterrupted()) {
     say("  the mix's twin …");
-    const mix = sections.loops.find((l) => l.id === 'mix');
     twin = await measureTwin(
       sections.mixAlone,
-      mix?.closed.reqPerSec ?? 1,
+      mix.closed.reqPerSec,
       MIX_FRACTION,
       { durationS: o.durationS, warmupS: o.warmupS },
       { cwd: ROOT, logDir: tmp },
     );
-    say(formatTwin(twin, sections.loops.find((l) => l.id === 'mix') ?? null, ceilingLoop[0]?.closed.reqPerSec ?? null));
+    say(formatTwin(twin, mix, ceilingLoop[0]?.closed.reqPerSec ?? null));
   }
   // A diagnostic: if the query code it borrows has moved on, the measured figures still stand.
   const costs =

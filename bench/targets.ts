@@ -6,6 +6,7 @@ import type { LoopFigures } from './loops.js';
 import type { DataSize, StoreKind } from './options.js';
 import { ms, type ScenarioResult } from './scenarios.js';
 import type { StatementCost } from './sql-costs.js';
+import type { TwinFigures } from './twin.js';
 
 export interface StoreRun {
   store: StoreKind;
@@ -30,7 +31,7 @@ export interface StoreRun {
   /** Bare Fastify's own open loops in the same run, for scale. */
   ceilingLoops?: LoopFigures[];
   /** The mix's requests timed alone, which its twin (loop `twin.mix`) replays (bench/twin.ts). */
-  twin?: { alone: { n: number; mean: number; p50: number; p99: number; max: number }; offsetMs: number };
+  twin?: Pick<TwinFigures, 'alone' | 'offsetMs'>;
 }
 
 export interface Verdict {
