@@ -141,7 +141,13 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   app.server.maxConnections = config.maxConnections;
   app.server.headersTimeout = config.requestHeadersTimeoutMs;
 
-  const store = options.store ?? openStore(config.store, { sqliteSynchronous: config.sqliteSynchronous });
+  const store =
+    options.store ??
+    openStore(config.store, {
+      sqliteSynchronous: config.sqliteSynchronous,
+      pgPoolSize: config.pgPoolSize,
+      pgPoolMaxWaiting: config.pgPoolMaxWaiting,
+    });
   const ownsStore = options.store === undefined;
   if (ownsStore) await migrate(store);
 

@@ -12,6 +12,10 @@ export interface Config {
   readonly logLevel: string;
   readonly store: StoreConfig;
   readonly sqliteSynchronous: 'FULL' | 'NORMAL';
+  /** PostgreSQL: connections per instance. */
+  readonly pgPoolSize: number;
+  /** PostgreSQL: requests that may wait for a connection; past this one is answered 503 at once. */
+  readonly pgPoolMaxWaiting: number;
   readonly redisUrl: string | null;
   /** Prefix of every Redis key, so several deployments (or test runs) can share one Redis. */
   readonly redisKeyPrefix: string;
@@ -253,6 +257,8 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel,
     store: parseStore(env),
     sqliteSynchronous: sync,
+    pgPoolSize: int(env, 'PG_POOL_SIZE', 10, 1, 1000),
+    pgPoolMaxWaiting: int(env, 'PG_POOL_MAX_WAITING', 1000, 0, 1_000_000),
     redisUrl: parseRedis(env),
     redisKeyPrefix: str(env, 'REDIS_KEY_PREFIX') ?? 'gma:',
     jwtSecret,

@@ -168,7 +168,16 @@ function readRows(stmt: SQLite.Statement, parameters: readonly unknown[]): Recor
 export interface StoreOptions {
   sqliteSynchronous?: 'FULL' | 'NORMAL';
   pgPoolSize?: number;
+  /** Requests that may wait for a PostgreSQL connection at once; the next is refused (POOL_FULL). */
+  pgPoolMaxWaiting?: number;
 }
+
+/** Opening a connection to PostgreSQL gives up after this long (the server is down or unreachable). */
+const CONNECT_TIMEOUT_MS = 2000;
+/** A request waits at most this long for a connection that other requests hold. */
+const WAIT_TIMEOUT_MS = 10_000;
+/** The code of the error refusing a request when too many already wait for a connection. */
+export const POOL_FULL = 'GMA_POOL_FULL';
 
 export function openStore(config: StoreConfig, options: StoreOptions = {}): Store {
   if (config.kind === 'sqlite') {
@@ -248,10 +257,22 @@ export function openStore(config: StoreConfig, options: StoreOptions = {}): Stor
     };
   }
   const driver = loadPg();
+  const max = options.pgPoolSize ?? 10;
+  const maxWaiting = options.pgPoolMaxWaiting ?? 1000;
   const pool = new driver.Pool({
     connectionString: config.url,
-    max: options.pgPoolSize ?? 10,
-    connectionTimeoutMillis: 2000,
+    max,
+    // Two bounds, which pg sets with one option: opening a connection to the server gives up after
+    // CONNECT_TIMEOUT_MS (the client's own timer, below), while a request waiting for a connection
+    // another request holds waits up to WAIT_TIMEOUT_MS. A burst larger than the pool on a busy
+    // machine queues and is served in turn rather than failing at the connect timeout; how many may
+    // wait is bounded by `pgPoolMaxWaiting` (see `checkout`).
+    connectionTimeoutMillis: WAIT_TIMEOUT_MS,
+    Client: class extends driver.Client {
+      constructor(c?: pg.ClientConfig) {
+        super({ ...c, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
+      }
+    },
     idleTimeoutMillis: 30_000,
     // A statement that runs away is cancelled by the server (57014), and a server that stops
     // answering mid-query is given up on by the client, so a request never hangs on the store:
@@ -284,8 +305,18 @@ export function openStore(config: StoreConfig, options: StoreOptions = {}): Stor
   // Kysely's statements (every statement of a transaction) are named too: sent unnamed, each was
   // parsed and planned again on every execution, the largest part of PostgreSQL's work per write.
   // Statements without parameters (BEGIN, COMMIT, savepoints, migrations' DDL) stay unnamed.
+  // A request that would wait behind `maxWaiting` others is refused at once (503, Retry-After):
+  // past that, waiting only piles up work the clients have likely given up on.
+  const checkout = () => {
+    if (pool.idleCount === 0 && pool.totalCount >= max && pool.waitingCount >= maxWaiting) {
+      throw Object.assign(new Error(`every PostgreSQL connection is busy and ${maxWaiting} requests wait`), {
+        code: POOL_FULL,
+      });
+    }
+  };
   const kyselyPool: PostgresPool = {
     async connect() {
+      checkout();
       const client = await pool.connect();
       return {
         query: ((text: unknown, parameters?: readonly unknown[]) => {
@@ -307,6 +338,7 @@ export function openStore(config: StoreConfig, options: StoreOptions = {}): Stor
   };
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: kyselyPool }) });
   const root = executor(db, 'postgres', async <R>(text: string, parameters: readonly unknown[]) => {
+    checkout();
     const result = await pool.query({ name: nameOf(text), text, values: parameters as unknown[] });
     return result.rows as R[];
   });

@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
+import { POOL_FULL } from '../db/store.js';
 import { AppError, type ErrorCode } from '../lib/errors.js';
 import { type AjvLikeError, validationDetails } from '../lib/validation.js';
 
@@ -79,6 +80,8 @@ const UNAVAILABLE = new Set([
   '57014',
   // SQLITE_BUSY: another process held the write lock for longer than busy_timeout.
   'SQLITE_BUSY',
+  // Every PostgreSQL connection is busy and PG_POOL_MAX_WAITING requests already wait.
+  POOL_FULL,
 ]);
 
 function isStoreUnavailable(err: Error): boolean {
