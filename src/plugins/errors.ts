@@ -59,8 +59,10 @@ export function renderError(err: FastifyError | AppError | Error, request: Fasti
     reply.header('retry-after', '1');
     return send(reply, 503, 'SERVICE_UNAVAILABLE', 'The service is temporarily unavailable; retry shortly');
   }
+  // Any other 4xx a library raises (a body stream failing with a status of its own) is the client's
+  // request failing: 400 VALIDATION_ERROR, the pair every operation documents, whatever its status.
   if (typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500) {
-    return send(reply, fe.statusCode, 'VALIDATION_ERROR', 'The request could not be processed');
+    return send(reply, 400, 'VALIDATION_ERROR', 'The request could not be processed');
   }
   request.log.error({ err }, 'unhandled error');
   return send(reply, 500, 'INTERNAL_ERROR', 'An internal error occurred', { requestId: request.id });

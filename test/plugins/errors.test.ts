@@ -1,6 +1,7 @@
 // The envelope and the error codes every failure maps to (CONTRACT §2): routing, body parsing,
 // validation without coercion, prototype poisoning, request ids and hidden internals.
 import assert from 'node:assert/strict';
+import { Readable } from 'node:stream';
 import { test } from 'node:test';
 import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { assertError } from '../fixtures.js';
@@ -333,5 +334,27 @@ test('no response says what it is powered by', async (t) => {
     const res = await call(app, 'GET', url);
     assert.equal(res.headers['x-powered-by'], undefined, url);
     assert.equal(res.headers.server, undefined, url);
+  }
+});
+
+test('a 4xx raised while reading a body is answered with a status and code the document lists', async (t) => {
+  const app = await buildTestApp(t);
+  const admin = await createStaff(app, 'admin');
+  // A body stream that fails mid-way with a status of its own (as a decoding or proxying stream
+  // may): Fastify passes that status on; the answer must still be one the route documents.
+  for (const status of [422, 451, 400]) {
+    const body = new Readable({
+      read() {
+        this.destroy(Object.assign(new Error('the body stream broke'), { statusCode: status }));
+      },
+    });
+    const res = await app.inject({
+      method: 'POST',
+      url: '/api/v1/guests',
+      headers: { authorization: `Bearer ${admin.token}`, 'content-type': 'application/json' },
+      payload: body,
+    });
+    assert.equal(res.statusCode, 400, `a stream failing with ${status}`);
+    assert.equal(res.json().error.code, 'VALIDATION_ERROR');
   }
 });
