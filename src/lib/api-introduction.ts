@@ -27,6 +27,8 @@ message is for people. Every response carries \`X-Request-Id\` (send your own to
 | 401 | TOKEN_MISSING, TOKEN_INVALID, TOKEN_EXPIRED, INVALID_CREDENTIALS, UNAUTHORIZED (deactivated) |
 | 403 | FORBIDDEN: the role may not, or the record is someone else's (404 if it does not exist) |
 | 404 | NOT_FOUND |
+| 405 | METHOD_NOT_ALLOWED: the path exists, the method does not (\`Allow\` lists those it takes); any path |
+| 408, 431 | REQUEST_TIMEOUT (the request did not arrive in time), HEADERS_TOO_LARGE (over 16 KiB); any request |
 | 409 | CONFLICT: a unique value is taken (\`details\` names the existing record) |
 | 413, 415 | PAYLOAD_TOO_LARGE (over 1 MiB), UNSUPPORTED_MEDIA_TYPE (bodies are JSON) |
 | 429 | RATE_LIMITED, with \`Retry-After\` in seconds |

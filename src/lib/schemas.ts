@@ -83,14 +83,23 @@ const ALL_CODES = Object.keys(ERROR_STATUS) as ErrorCode[];
 /** The error envelope with any of the API's codes. */
 export const ErrorBody = errorEnvelope(ALL_CODES, 'Error', 'Error envelope');
 
+/**
+ * Statuses answered before or outside any operation: an unrouted method (405), a request not in on
+ * time (408), headers over the limit (431). No operation lists them, so they have no component of
+ * their own; the API's introduction names them and `Error` carries their codes.
+ */
+const OUTSIDE_OPERATIONS: ReadonlySet<number> = new Set([405, 408, 431]);
+
 /** The error envelope of one HTTP status, its `error.code` one of the codes that status carries. */
-export const ERROR_BODIES = [...new Set(Object.values(ERROR_STATUS))].map((status) =>
-  errorEnvelope(
-    ALL_CODES.filter((c) => ERROR_STATUS[c] === status),
-    `Error${status}`,
-    `Error envelope of a ${status}`,
-  ),
-);
+export const ERROR_BODIES = [...new Set(Object.values(ERROR_STATUS))]
+  .filter((status) => !OUTSIDE_OPERATIONS.has(status))
+  .map((status) =>
+    errorEnvelope(
+      ALL_CODES.filter((c) => ERROR_STATUS[c] === status),
+      `Error${status}`,
+      `Error envelope of a ${status}`,
+    ),
+  );
 
 const Count = Type.Integer({ format: 'int64', minimum: 0, maximum: Number.MAX_SAFE_INTEGER });
 export const ListMeta = Type.Object(

@@ -1046,32 +1046,6 @@ export interface components {
                 message: string;
             };
         };
-        /** @description Error envelope of a 405 */
-        Error405: {
-            /** @enum {boolean} */
-            success: false;
-            error: {
-                /**
-                 * @example METHOD_NOT_ALLOWED
-                 * @enum {unknown}
-                 */
-                code: "METHOD_NOT_ALLOWED";
-                message: string;
-            };
-        };
-        /** @description Error envelope of a 408 */
-        Error408: {
-            /** @enum {boolean} */
-            success: false;
-            error: {
-                /**
-                 * @example REQUEST_TIMEOUT
-                 * @enum {unknown}
-                 */
-                code: "REQUEST_TIMEOUT";
-                message: string;
-            };
-        };
         /** @description Error envelope of a 409 */
         Error409: {
             /** @enum {boolean} */
@@ -1145,19 +1119,6 @@ export interface components {
                  * @enum {unknown}
                  */
                 code: "IDEMPOTENCY_KEY_REUSED";
-                message: string;
-            };
-        };
-        /** @description Error envelope of a 431 */
-        Error431: {
-            /** @enum {boolean} */
-            success: false;
-            error: {
-                /**
-                 * @example HEADERS_TOO_LARGE
-                 * @enum {unknown}
-                 */
-                code: "HEADERS_TOO_LARGE";
                 message: string;
             };
         };
@@ -1873,7 +1834,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Default Response */
+            /** @description Not ready: the store or Redis does not answer, or the instance is draining (see `data`) */
             503: {
                 headers: {
                     /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */

@@ -50,7 +50,13 @@ export const healthRoutes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'checkReadiness',
         summary: 'Readiness: the store and Redis answer and the instance is not shutting down (503 otherwise)',
         security: [],
-        response: { 200: Ready, 503: Ready },
+        response: {
+          200: Ready,
+          503: {
+            ...Ready,
+            description: 'Not ready: the store or Redis does not answer, or the instance is draining (see `data`)',
+          },
+        },
       },
     },
     async (_request, reply) => {
