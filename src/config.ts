@@ -1,6 +1,7 @@
 // Owns the process configuration: read from the environment once, validated, typed and frozen.
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { type ChannelsConfig, parseChannels } from './config-channels.js';
 
 export type StoreConfig = { kind: 'sqlite'; path: string } | { kind: 'postgres'; url: string };
@@ -20,7 +21,10 @@ export interface Config {
   /** Prefix of every Redis key, so several deployments (or test runs) can share one Redis. */
   readonly redisKeyPrefix: string;
   readonly jwtSecret: string;
+  /** True when the secret is random for this process (no JWT_SECRET and nowhere to keep one). */
   readonly jwtSecretGenerated: boolean;
+  /** Where the generated secret is kept, beside the embedded store; null when JWT_SECRET is set. */
+  readonly jwtSecretFile: string | null;
   readonly jwtPreviousSecrets: readonly string[];
   /** Pepper of API key hashes; null: derived from JWT_SECRET (and JWT_SECRET_PREVIOUS). */
   readonly apiKeyPepper: string | null;
@@ -190,6 +194,52 @@ export function defaultMaxConnections(openFiles: number): number {
   return Math.max(16, openFiles - Math.max(64, Math.ceil(openFiles / 10)));
 }
 
+/**
+ * The configuration with the secret kept beside an embedded SQLite store when JWT_SECRET is not set
+ * (outside production), so that tokens and API keys made before a restart still work after it: read
+ * from `<store>.jwt-secret`, or made and written there (mode 0600, created exclusively so two
+ * processes starting at once agree on one). A throw-away or PostgreSQL store has no directory of ours
+ * to keep it in: the secret stays random per process. Called by the server once the configuration is
+ * known to be good, so a bad variable leaves nothing behind (loadConfig itself touches no file).
+ */
+export function keepGeneratedSecret(config: Config): Config {
+  if (!config.jwtSecretGenerated) return config;
+  const kept = keptSecret(config.store);
+  if (kept === null) return config;
+  return Object.freeze({ ...config, jwtSecret: kept.secret, jwtSecretGenerated: false, jwtSecretFile: kept.file });
+}
+
+function keptSecret(store: StoreConfig): { secret: string; file: string } | null {
+  if (store.kind !== 'sqlite' || store.path === ':memory:') return null;
+  const file = `${store.path}.jwt-secret`;
+  const read = () => readFileSync(file, 'utf8').trim();
+  try {
+    const secret = read();
+    if (Buffer.byteLength(secret) >= 32) return { secret, file };
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') {
+      throw new ConfigError('JWT_SECRET', `is not set and the kept secret ${file} cannot be read`);
+    }
+  }
+  try {
+    mkdirSync(dirname(file), { recursive: true });
+    const fd = openSync(file, 'wx', 0o600);
+    try {
+      writeSync(fd, `${randomBytes(48).toString('base64url')}\n`);
+    } finally {
+      closeSync(fd);
+    }
+  } catch (err) {
+    // Another process made it first: its secret is the one.
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') {
+      throw new ConfigError('JWT_SECRET', `is not set and a secret cannot be kept in ${file}`);
+    }
+  }
+  const secret = read();
+  if (Buffer.byteLength(secret) < 32) throw new ConfigError('JWT_SECRET', `is not set and ${file} is not a secret`);
+  return { secret, file };
+}
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 export function loadConfig(env: Env = process.env): Config {
@@ -199,13 +249,11 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError('LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}`);
   }
 
-  let jwtSecret = str(env, 'JWT_SECRET');
-  let jwtSecretGenerated = false;
-  if (jwtSecret === undefined) {
-    if (nodeEnv === 'production') throw new ConfigError('JWT_SECRET', 'is required when NODE_ENV=production');
-    jwtSecret = randomBytes(48).toString('base64url');
-    jwtSecretGenerated = true;
-  } else if (Buffer.byteLength(jwtSecret) < 32) {
+  const givenSecret = str(env, 'JWT_SECRET');
+  if (givenSecret === undefined && nodeEnv === 'production') {
+    throw new ConfigError('JWT_SECRET', 'is required when NODE_ENV=production');
+  }
+  if (givenSecret !== undefined && Buffer.byteLength(givenSecret) < 32) {
     throw new ConfigError('JWT_SECRET', 'must be at least 32 bytes');
   }
   const jwtPreviousSecrets = (str(env, 'JWT_SECRET_PREVIOUS') ?? '')
@@ -261,8 +309,9 @@ export function loadConfig(env: Env = process.env): Config {
     pgPoolMaxWaiting: int(env, 'PG_POOL_MAX_WAITING', 1000, 0, 1_000_000),
     redisUrl: parseRedis(env),
     redisKeyPrefix: str(env, 'REDIS_KEY_PREFIX') ?? 'gma:',
-    jwtSecret,
-    jwtSecretGenerated,
+    jwtSecret: givenSecret ?? randomBytes(48).toString('base64url'),
+    jwtSecretGenerated: givenSecret === undefined,
+    jwtSecretFile: null,
     jwtPreviousSecrets: Object.freeze(jwtPreviousSecrets),
     apiKeyPepper,
     tokenTtlSeconds: int(env, 'TOKEN_TTL_SECONDS', 86400, 60, 30 * 86400),

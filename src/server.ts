@@ -1,6 +1,6 @@
 // Owns the process: load config, build the app, listen, and shut down gracefully on signals.
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { ConfigError, loadConfig } from './config.js';
+import { ConfigError, keepGeneratedSecret, loadConfig } from './config.js';
 
 /**
  * Opt-in (BENCH_EVENT_LOOP=1, set by `npm run bench` only): samples how late the event loop runs
@@ -32,7 +32,7 @@ async function main() {
   if (process.env.BENCH_EVENT_LOOP === '1') watchEventLoop();
   let config: ReturnType<typeof loadConfig>;
   try {
-    config = loadConfig();
+    config = keepGeneratedSecret(loadConfig());
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`Configuration error: ${err.message}\n`);
@@ -47,7 +47,12 @@ async function main() {
   const { ensureAdmin } = await import('./bootstrap.js');
   const app = await buildApp(config);
   if (config.jwtSecretGenerated) {
-    app.log.warn('JWT_SECRET is not set: using a random secret, so tokens end with this process');
+    app.log.warn('JWT_SECRET is not set: using a random secret, so tokens and API keys end with this process');
+  } else if (config.jwtSecretFile !== null) {
+    app.log.warn(
+      { file: config.jwtSecretFile },
+      'JWT_SECRET is not set: using the secret kept beside the store (set JWT_SECRET in production)',
+    );
   }
   const admin = await ensureAdmin(app.ctx.store, config);
   if (admin?.generatedPassword) {

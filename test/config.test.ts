@@ -1,11 +1,11 @@
 // Configuration (CONTRACT §1): defaults, and a bad variable stops start-up with one line naming it,
 // exit code 1 and nothing half-started.
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { ConfigError, defaultMaxConnections, loadConfig, openFilesLimit } from '../src/config.js';
+import { ConfigError, defaultMaxConnections, keepGeneratedSecret, loadConfig, openFilesLimit } from '../src/config.js';
 import { JWT_SECRET, type Run, runNode } from './helpers.js';
 
 test('defaults follow the contract', () => {
@@ -148,4 +148,25 @@ test('the server refuses a bad variable: exit code 1, one stderr line naming it,
     assert.equal(run.stdout.trim(), '', `${name}: nothing started`);
     assert.equal(existsSync(file), false, `${name}: the store was opened`);
   }
+});
+
+test('without JWT_SECRET outside production, the SQLite store keeps one generated secret beside it (0600)', (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'gma-secret-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const env = { DATABASE_URL: `sqlite:${join(dir, 'nested', 'guest-api.db')}` };
+  const first = keepGeneratedSecret(loadConfig(env));
+  const second = keepGeneratedSecret(loadConfig(env));
+  assert.equal(first.jwtSecretGenerated, false);
+  assert.ok(first.jwtSecretFile !== null && existsSync(first.jwtSecretFile));
+  assert.equal(statSync(first.jwtSecretFile).mode & 0o777, 0o600);
+  assert.equal(second.jwtSecret, first.jwtSecret);
+  assert.ok(Buffer.byteLength(first.jwtSecret) >= 32);
+  // A set JWT_SECRET wins and the kept one is left alone; a throw-away store keeps nothing.
+  assert.equal(keepGeneratedSecret(loadConfig({ ...env, JWT_SECRET })).jwtSecret, JWT_SECRET);
+  assert.equal(keepGeneratedSecret(loadConfig({ ...env, JWT_SECRET })).jwtSecretFile, null);
+  const memory = keepGeneratedSecret(loadConfig({ DATABASE_URL: 'sqlite::memory:' }));
+  assert.equal(memory.jwtSecretGenerated, true);
+  assert.equal(memory.jwtSecretFile, null);
+  assert.notEqual(memory.jwtSecret, first.jwtSecret);
+  assert.throws(() => loadConfig({ ...env, NODE_ENV: 'production' }), /JWT_SECRET/);
 });

@@ -105,7 +105,9 @@ export class TokenService {
     if (typeof header.kid !== 'string') return invalid('Token has no key id');
     if (header.crit !== undefined) return invalid('Token has critical headers');
     const key = this.keys.get(header.kid);
-    if (key === undefined) return invalid('Token key id is unknown');
+    // A key this server does not have: most often the secret changed (a restart without JWT_SECRET
+    // before it was kept, a rotation that dropped it from JWT_SECRET_PREVIOUS). Say what to do.
+    if (key === undefined) return invalid('This token was signed by a key this server no longer has: log in again');
 
     // Compare the signature as text, not as decoded bytes: base64url decoding ignores the unused
     // low bits of the last character, so a byte comparison would accept several spellings of one

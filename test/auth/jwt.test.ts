@@ -282,3 +282,12 @@ test('a demoted admin is treated as staff at once, though the token claims admin
   );
   assert.equal((await me(app, `Bearer ${admin.token}`)).data.role, 'staff');
 });
+
+test('a token signed by a key the server no longer has says so: log in again', async (t) => {
+  const app = await buildTestApp(t);
+  const user = await createStaff(app, 'staff');
+  const stale = new TokenService('a-secret-this-server-never-had-0123456789', [], 3600).sign(user.id, 'staff').token;
+  const res = await me(app, `Bearer ${stale}`);
+  assert401(res, 'TOKEN_INVALID');
+  assert.match(res.body.error.message, /signed by a key this server no longer has: log in again/);
+});

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { freshDatabaseUrl, JWT_SECRET, redisEnv, spawnNode } from '../helpers.js';
+import { freshDatabaseUrl, JWT_SECRET, redisEnv, spawnNode, TEST_STORE } from '../helpers.js';
 
 const ADMIN_PASSWORD = 'the first admin password';
 
@@ -82,4 +82,51 @@ test('the server starts (PORT=0: on a port the OS picks, which it logs), seeds t
   // The password was never logged.
   assert.doesNotMatch(stdout(), new RegExp(ADMIN_PASSWORD));
   await assert.rejects(fetch(`${base}/healthz`), 'nothing listens any more');
+});
+
+test('with no JWT_SECRET, a token and an API key made before a restart still work after it', async (t) => {
+  if (TEST_STORE === 'postgres') return t.skip('the secret is kept beside the embedded store only');
+  const env: Record<string, string> = {
+    PATH: process.env.PATH ?? '',
+    HOST: '127.0.0.1',
+    PORT: '0',
+    DATABASE_URL: await freshDatabaseUrl(t),
+    LOG_LEVEL: 'info',
+    ADMIN_EMAIL: 'owner@hotel.test',
+    ADMIN_PASSWORD,
+  };
+  const start = async () => {
+    const server = spawnNode('src/server.ts', [], env);
+    const exited = () => server.exit() !== null;
+    t.after(() => {
+      if (!exited()) server.child.kill('SIGKILL');
+    });
+    const base = await announcedBase(server.stdout, exited, 60_000);
+    await waitUntilUp(base, exited, 10_000);
+    return { server, base };
+  };
+  const first = await start();
+  const login = await fetch(`${first.base}/api/v1/auth/login`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ email: 'owner@hotel.test', password: ADMIN_PASSWORD }),
+  });
+  const token = ((await login.json()) as { data: { token: string } }).data.token;
+  const made = await fetch(`${first.base}/api/v1/api-keys`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'PMS', scopes: ['guests:read'] }),
+  });
+  assert.equal(made.status, 201);
+  const key = ((await made.json()) as { data: { key: string } }).data.key;
+  first.server.child.kill('SIGTERM');
+  await first.server.exited;
+
+  const second = await start();
+  const me = await fetch(`${second.base}/api/v1/auth/me`, { headers: { authorization: `Bearer ${token}` } });
+  assert.equal(me.status, 200, await me.text());
+  const guests = await fetch(`${second.base}/api/v1/guests`, { headers: { authorization: `Bearer ${key}` } });
+  assert.equal(guests.status, 200, await guests.text());
+  second.server.child.kill('SIGTERM');
+  await second.server.exited;
 });
