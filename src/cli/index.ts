@@ -39,9 +39,11 @@ async function main(argv: string[]) {
     return;
   }
   let seedOptions: SeedOptions | undefined;
+  let force = false;
   if (command === 'seed') {
+    force = rest.includes('--force');
     try {
-      seedOptions = parseSeedArgs(rest);
+      seedOptions = parseSeedArgs(rest.filter((a) => a !== '--force'));
     } catch (err) {
       if (err instanceof SeedArgsError) fail(`seed: ${err.message}`);
       throw err;
@@ -59,6 +61,12 @@ async function main(argv: string[]) {
     throw err;
   }
   if (seedOptions !== undefined) {
+    // The demo staff have published passwords (an admin among them): never by accident in production.
+    if (config.nodeEnv === 'production' && !force) {
+      fail(
+        'seed: refused under NODE_ENV=production (it creates staff with published passwords); add --force to seed anyway',
+      );
+    }
     const { runSeed } = await import('./seed.js');
     await runSeed(config, seedOptions);
     return;

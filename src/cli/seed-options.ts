@@ -34,8 +34,9 @@ const OPTION_NAMES = Object.keys(DEFAULTS)
   .join(' ');
 
 export const SEED_USAGE =
-  '  seed [--guests N] [--conversations N] [--messages N] [--tasks N] [--knowledge N] [--batch N]\n' +
-  `                                                demo data (defaults ${DEFAULTS.guests}/${DEFAULTS.conversations}/${DEFAULTS.messages}/${DEFAULTS.tasks}/${DEFAULTS.knowledge}, batch ${DEFAULTS.batch})\n`;
+  '  seed [--guests N] [--conversations N] [--messages N] [--tasks N] [--knowledge N] [--batch N] [--force]\n' +
+  `                                                demo data (defaults ${DEFAULTS.guests}/${DEFAULTS.conversations}/${DEFAULTS.messages}/${DEFAULTS.tasks}/${DEFAULTS.knowledge}, batch ${DEFAULTS.batch});\n` +
+  '                                                refused under NODE_ENV=production unless given --force\n';
 
 /** A bad option; the message is one line naming it. */
 export class SeedArgsError extends Error {}

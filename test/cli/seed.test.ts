@@ -21,12 +21,12 @@ interface Run {
   stderr: string;
 }
 
-function seed(args: string[], databaseUrl: string): Promise<Run> {
+function seed(args: string[], databaseUrl: string, env: Record<string, string> = {}): Promise<Run> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,
       ['--import', 'tsx', 'src/cli/index.ts', 'seed', ...args],
-      { cwd: ROOT, env: { ...process.env, DATABASE_URL: databaseUrl }, timeout: 120_000 },
+      { cwd: ROOT, env: { ...process.env, DATABASE_URL: databaseUrl, ...env }, timeout: 120_000 },
       (err, stdout, stderr) => {
         const code = err === null ? 0 : typeof err.code === 'number' ? err.code : -1;
         resolve({ code, stdout, stderr });
@@ -215,4 +215,17 @@ test('seed refuses bad options with one line and exit code 1, before touching th
   });
   assert.match(runs[0]!.stderr, /--guests: must be a whole number from 0 to [\d,]+, got "-1"/);
   if (TEST_STORE === 'sqlite') assert.equal(existsSync(url.slice('sqlite:'.length)), false, 'no store was created');
+});
+
+test('seed refuses under NODE_ENV=production unless given --force', async (t) => {
+  const url = await freshDatabaseUrl(t);
+  const production = { NODE_ENV: 'production', JWT_SECRET: 'a-production-secret-that-is-long-enough-0123' };
+  const small = ['--guests', '1', '--conversations', '0', '--messages', '0', '--tasks', '0', '--knowledge', '0'];
+  const refused = await seed(small, url, production);
+  assert.equal(refused.code, 1, refused.stderr);
+  assert.equal(refused.stdout, '');
+  assert.match(refused.stderr, /^seed: [^\n]*NODE_ENV=production[^\n]*--force[^\n]*\n$/);
+  if (TEST_STORE === 'sqlite') assert.equal(existsSync(url.slice('sqlite:'.length)), false, 'no store was created');
+  const forced = await seed([...small, '--force'], url, production);
+  assert.equal(forced.code, 0, forced.stderr);
 });
