@@ -2,6 +2,7 @@
 // the app serves, each secured, with a typed success response and its errors; /docs served locally.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import type { FastifyInstance } from 'fastify';
 import { buildTestApp, call } from './helpers.js';
 
@@ -293,4 +294,40 @@ test('every schema in components is used by an operation, directly or through an
     Object.keys(schemas).filter((name) => !used.has(name) && name !== 'Error'),
     [],
   );
+});
+
+test('/docs, its script and the document are sent compressed when asked, with ETag and Cache-Control', async (t) => {
+  const app = await buildTestApp(t);
+  const html = String((await call(app, 'GET', '/docs/')).raw.body);
+  const src = /<script[^>]*\bsrc="([^"]+)"/.exec(html)![1]!;
+  const script = src.startsWith('/') ? src : `/docs/${src}`;
+  for (const url of ['/docs/', script, '/api/v1/openapi.json']) {
+    const plain = await app.inject({ method: 'GET', url });
+    assert.equal(plain.statusCode, 200, url);
+    assert.equal(plain.headers['content-encoding'], undefined, `${url}: no coding unless asked`);
+    assert.ok(plain.headers['cache-control'], `${url}: Cache-Control`);
+    assert.match(String(plain.headers.vary), /accept-encoding/i, `${url}: Vary`);
+    for (const [asked, coding, decode] of [
+      ['gzip', 'gzip', gunzipSync],
+      ['gzip, deflate, br', 'br', brotliDecompressSync],
+      ['br;q=0, gzip;q=0.5', 'gzip', gunzipSync],
+    ] as const) {
+      const res = await app.inject({ method: 'GET', url, headers: { 'accept-encoding': asked } });
+      assert.equal(res.statusCode, 200, `${url} ${asked}`);
+      assert.equal(res.headers['content-encoding'], coding, `${url} ${asked}`);
+      assert.ok(decode(res.rawPayload).equals(plain.rawPayload), `${url} ${asked}: the same bytes once decoded`);
+      const etag = String(res.headers.etag);
+      assert.match(etag, /^"[^"]+"$/, `${url} ${asked}: a strong ETag`);
+      assert.notEqual(etag, plain.headers.etag, `${url}: each coding has its own ETag`);
+      const again = await app.inject({
+        method: 'GET',
+        url,
+        headers: { 'accept-encoding': asked, 'if-none-match': etag },
+      });
+      assert.equal(again.statusCode, 304, `${url} ${asked}: unchanged`);
+      assert.equal(again.rawPayload.length, 0);
+      if (url === script)
+        assert.ok(res.rawPayload.length < 1.5 * 1024 * 1024, `the script as sent: ${res.rawPayload.length} bytes`);
+    }
+  }
 });

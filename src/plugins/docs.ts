@@ -1,13 +1,17 @@
 // Owns the API description: the OpenAPI 3.1 document at /api/v1/openapi.json, generated from the
 // route schemas, and the interactive reference at /docs, served from the package (no CDN).
+// Both are sent compressed when asked, with ETag and Cache-Control (docs-assets.ts).
 // The reference's package is a 4 MB script that costs ~35 MiB of memory once loaded, so it is
 // loaded on the first request to /docs, into a small Fastify instance of its own that /docs
 // requests are handed to; a server nobody browses never pays for it.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import Fastify from 'fastify';
 import fp from 'fastify-plugin';
+import { Asset } from './docs-assets.js';
 
 const ROUTE_PREFIX = '/docs';
+/** Paths under /docs kept (the page and its script, and room for a few more the package serves). */
+const MAX_ASSETS = 16;
 const TITLE = 'Guest Messaging and Operations API';
 
 /** A speech bubble with a key: the API's mark, as the browser tab's icon. */
@@ -34,9 +38,13 @@ const CONFIGURATION = {
 
 export default fp(
   async function docs(app: FastifyInstance) {
-    app.get('/api/v1/openapi.json', { config: { access: 'public' }, schema: { hide: true } }, async () =>
-      app.swagger(),
-    );
+    // The document changes only with a deploy: made, and compressed, once. `no-cache`: a client may
+    // keep it but asks each time whether it changed (a 304 when not).
+    let document: Asset | null = null;
+    app.get('/api/v1/openapi.json', { config: { access: 'public' }, schema: { hide: true } }, (request, reply) => {
+      document ??= new Asset('application/json; charset=utf-8', Buffer.from(JSON.stringify(app.swagger())), 'no-cache');
+      return document.send(request, reply);
+    });
 
     let reference: Promise<FastifyInstance> | null = null;
     const load = async (): Promise<FastifyInstance> => {
@@ -53,30 +61,40 @@ export default fp(
       if (reference) await (await reference).close();
     });
 
+    // The page and its script, by path, as the package answered them once: the same for every
+    // request (the configuration is fixed), so each is kept and compressed once.
+    const assets = new Map<string, Asset>();
     const serve = async (request: FastifyRequest, reply: FastifyReply) => {
+      const path = request.url.split('?')[0] ?? '';
+      const kept = assets.get(path);
+      if (kept !== undefined) return kept.send(request, reply);
       reference ??= load().catch((err: unknown) => {
         reference = null;
         throw err;
       });
-      const res = await (await reference).inject({
-        method: request.method as 'GET' | 'HEAD',
-        url: request.url,
-        headers: { accept: request.headers.accept ?? '*/*' },
-      });
+      const res = await (await reference).inject({ method: 'GET', url: path, headers: { accept: '*/*' } });
       if (res.statusCode === 404) return reply.callNotFound();
-      for (const name of ['content-type', 'location', 'cache-control'] as const) {
-        const value = res.headers[name];
-        if (value !== undefined) reply.header(name, value);
+      const type = String(res.headers['content-type'] ?? 'application/octet-stream');
+      if (res.statusCode !== 200) {
+        const location = res.headers.location;
+        if (location !== undefined) reply.header('location', location);
+        return reply.code(res.statusCode).type(type).send(res.rawPayload);
       }
       // The page's own <title> and icon: the package's template names the vendor.
-      if (String(res.headers['content-type']).startsWith('text/html')) {
-        const html = res.payload.replace(
-          /<title>[^<]*<\/title>/,
-          `<title>${TITLE}</title>\n    <link rel="icon" type="image/svg+xml" href="/favicon.svg" />`,
-        );
-        return reply.code(res.statusCode).send(html);
-      }
-      return reply.code(res.statusCode).send(res.rawPayload);
+      const html = type.startsWith('text/html');
+      const body = html
+        ? Buffer.from(
+            res.payload.replace(
+              /<title>[^<]*<\/title>/,
+              `<title>${TITLE}</title>\n    <link rel="icon" type="image/svg+xml" href="/favicon.svg" />`,
+            ),
+          )
+        : res.rawPayload;
+      // The page is asked about each time (it names the script); the script, at an unversioned path,
+      // is kept an hour and then revalidated by its ETag.
+      const asset = new Asset(type, body, html ? 'no-cache' : 'public, max-age=3600');
+      if (assets.size < MAX_ASSETS) assets.set(path, asset);
+      return asset.send(request, reply);
     };
     const options = { config: { access: 'public' as const }, schema: { hide: true } };
     app.get(ROUTE_PREFIX, options, serve);
