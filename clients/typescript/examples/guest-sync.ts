@@ -1,6 +1,6 @@
 // A property-management-system style sync: every guest of the PMS export exists in the API with
 // the same e-mail, phone and tags; created when missing, updated when changed, never duplicated.
-// Run: API_URL=http://127.0.0.1:3000 API_EMAIL=… API_PASSWORD=… node --experimental-strip-types guest-sync.ts
+// Run (from clients/typescript, after npm install): API_URL=http://127.0.0.1:3000 API_EMAIL=… API_PASSWORD=… npx tsx examples/guest-sync.ts
 import { ApiError, createGuestApi, type Schemas, unwrap } from '../src/index.js';
 
 interface PmsGuest {

@@ -1,6 +1,6 @@
 // A webhook endpoint: checks each request's signature over the raw body before reading it,
 // answers 2xx at once, and handles each delivery once (deliveries are at least once).
-// Run: WEBHOOK_SECRET=whsec_… node --experimental-strip-types webhook-receiver.ts
+// Run (from clients/typescript, after npm install): WEBHOOK_SECRET=whsec_… npx tsx examples/webhook-receiver.ts
 import { createServer } from 'node:http';
 import { type Event, verifyWebhook } from '../src/index.js';
 

@@ -1,10 +1,11 @@
 // The typed client for the Guest Messaging and Operations API. `api` is an openapi-fetch client
-// typed from the server's own OpenAPI document (src/schema.d.ts, generated); around it, what
+// typed from the server's own OpenAPI document (src/schema.ts, generated); around it, what
 // integrators would otherwise write by hand: logging in and refreshing a token, an Idempotency-Key
 // on every write with retries that reuse it, walking a list by cursor, following the event feed
 // from a saved cursor, and checking a webhook's signature.
 import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
-import createFetchClient, { type Client } from 'openapi-fetch';
+import createFetchClient, { type FetchResponse, type MaybeOptionalInit } from 'openapi-fetch';
+import type { HttpMethod, PathsWithMethod, RequiredKeysOf } from 'openapi-typescript-helpers';
 import type { components, paths } from './schema.js';
 
 export type { components, paths };
@@ -87,9 +88,34 @@ export type ListParams<P extends ListPath> = {
   query?: Omit<NonNullable<ParamsOf<P> extends { query?: infer Q } ? Q : never>, 'page' | 'cursor'>;
 } & (ParamsOf<P> extends { path: infer A } ? { path: A } : { path?: never });
 
+/** What a call to `path` with `method` takes: its parameters, body and fetch options. */
+export type InitOf<P extends keyof paths, M extends HttpMethod> = MaybeOptionalInit<paths[P], M & keyof paths[P]>;
+
+/**
+ * One method of the client, as openapi-fetch calls it but typed from the path alone: the options
+ * object is checked against the operation's own type, so a misspelt or unknown body field or query
+ * parameter is a type error (openapi-fetch infers the options' type from the argument itself, which
+ * lets unknown fields through).
+ */
+export type StrictMethod<M extends HttpMethod> = <P extends PathsWithMethod<paths, M>>(
+  url: P,
+  ...init: RequiredKeysOf<NonNullable<InitOf<P, M>>> extends never ? [init?: InitOf<P, M>] : [init: InitOf<P, M>]
+) => Promise<
+  FetchResponse<paths[P][M & keyof paths[P]] & Record<string, unknown>, InitOf<P, M>, `${string}/${string}`>
+>;
+
+/** The API's operations, by method: `api.GET('/api/v1/guests/{id}', { params: { path: { id } } })`. */
+export interface StrictClient {
+  GET: StrictMethod<'get'>;
+  POST: StrictMethod<'post'>;
+  PUT: StrictMethod<'put'>;
+  PATCH: StrictMethod<'patch'>;
+  DELETE: StrictMethod<'delete'>;
+}
+
 export interface GuestApi {
   /** The typed openapi-fetch client: `api.GET('/api/v1/guests/{id}', { params: { path: { id } } })`. */
-  readonly api: Client<paths>;
+  readonly api: StrictClient;
   /** Logs in with e-mail and password; later calls carry the token. */
   login(email: string, password: string): Promise<LoginResult>;
   /** Exchanges the current token for a fresh one (the old one is revoked). */
@@ -175,7 +201,7 @@ export function createGuestApi(options: ClientOptions): GuestApi {
   ) => Promise<{ data?: Json; error?: unknown; response: Response }>;
 
   return {
-    api,
+    api: api as unknown as StrictClient,
     async login(email, password) {
       const result = unwrap(await api.POST('/api/v1/auth/login', { body: { email, password } }));
       token = result.token;

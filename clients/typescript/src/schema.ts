@@ -1729,13 +1729,9 @@ export interface components {
             createdAt: string;
         };
         /** @description Any JSON value */
-        JsonValue: string | number | boolean | null | components["schemas"]["JsonValue"][] | {
-            [key: string]: components["schemas"]["JsonValue"];
-        };
+        JsonValue: RecursiveJsonValue;
         /** @description Any JSON value without U+0000 in a string or key (64 levels at most) */
-        JsonInput: string | number | boolean | null | components["schemas"]["JsonInput"][] | {
-            [key: string]: components["schemas"]["JsonInput"];
-        };
+        JsonInput: RecursiveJsonInput;
     };
     responses: never;
     parameters: never;
@@ -15982,3 +15978,9 @@ export interface operations {
         };
     };
 }
+export type RecursiveJsonValue = string | number | boolean | null | RecursiveJsonValue[] | {
+    [key: string]: RecursiveJsonValue;
+};
+export type RecursiveJsonInput = string | number | boolean | null | RecursiveJsonInput[] | {
+    [key: string]: RecursiveJsonInput;
+};
