@@ -22,6 +22,7 @@ import channelsRuntime from './modules/channels/runtime.js';
 import { conversationsRoutes } from './modules/conversations/routes.js';
 import { eventsRoutes } from './modules/events/routes.js';
 import eventsRuntime from './modules/events/runtime.js';
+import type { StreamAccessOptions } from './modules/events/stream-access.js';
 import { guestsRoutes } from './modules/guests/routes.js';
 import { healthRoutes } from './modules/health/routes.js';
 import { knowledgeRoutes } from './modules/knowledge/routes.js';
@@ -74,6 +75,8 @@ export interface BuildOptions {
   /** Use this store instead of opening one from config (tests share or prepare stores). */
   store?: Store;
   logger?: FastifyServerOptions['logger'];
+  /** How often open event streams' access is checked, and a key's stream's longest life (tests shorten them). */
+  eventStreams?: StreamAccessOptions;
 }
 
 export function loggerOptions(config: Config): FastifyServerOptions['logger'] {
@@ -192,7 +195,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
 
   await app.register(healthRoutes);
   await app.register(docs);
-  await app.register(eventsRuntime);
+  await app.register(eventsRuntime, { eventStreams: options.eventStreams });
   await app.register(metrics);
   await app.register(channelsRuntime);
   await app.register(

@@ -94,7 +94,7 @@ type StaffRows = ReturnType<typeof staffRows>;
 const BEARER = /^Bearer +([A-Za-z0-9_\-.=]+) *$/i;
 
 /** The bearer credential of an Authorization header (a JWT or an API key); throws when absent. */
-function bearerOf(header: string | undefined): string {
+export function bearerOf(header: string | undefined): string {
   if (header === undefined || header === '') {
     throw authError('TOKEN_MISSING', 'The Authorization header is required: Bearer <token>', false);
   }

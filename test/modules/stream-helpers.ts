@@ -18,6 +18,8 @@ export interface Stream {
   comments: string[];
   body: string;
   ended: Promise<void>;
+  /** Whether the server ended the response cleanly (its last chunk arrived), once `ended` resolves. */
+  complete: boolean;
   waitFor(count: number, timeoutMs?: number): Promise<StreamEvent[]>;
   close(): void;
 }
@@ -43,6 +45,7 @@ export function openStream(url: string, token: string | null, headers: Record<st
         events: [],
         comments: [],
         body: '',
+        complete: false,
         ended: new Promise<void>((r) => {
           endedResolve = r;
         }),
@@ -72,7 +75,10 @@ export function openStream(url: string, token: string | null, headers: Record<st
           end = buffer.indexOf('\n\n');
         }
       });
-      res.on('end', endedResolve);
+      res.on('end', () => {
+        s.complete = res.complete;
+        endedResolve();
+      });
       res.on('close', endedResolve);
       resolve(s);
     });

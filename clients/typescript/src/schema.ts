@@ -597,7 +597,7 @@ export interface paths {
         };
         /**
          * Live events as Server-Sent Events, resumable with Last-Event-ID
-         * @description Each event is `id: <event id>` and `data: <event JSON>`; a `: heartbeat` comment comes every 15 s. Same filters as GET /events. Without `after` or Last-Event-ID the stream starts at the newest event (no history is replayed); `after=0` replays every event kept. The stream ends when the token expires or the server shuts down; reconnect with Last-Event-ID to continue without gaps. At most 10 streams per caller may be open at once (STREAMS_PER_CALLER); the next is refused with 429 RATE_LIMITED.
+         * @description Each event is `id: <event id>` and `data: <event JSON>`; a `: heartbeat` comment comes every 15 s. Same filters as GET /events. Without `after` or Last-Event-ID the stream starts at the newest event (no history is replayed); `after=0` replays every event kept. The stream ends when the token expires, 24 h after an API key opened it, within 5 s of its caller losing access (a key revoked or without events:read, a token logged out, a staff member deactivated or given another role), or when the server shuts down; reconnect with Last-Event-ID to continue without gaps (a caller without access is then refused with 401 or 403). At most 10 streams per caller may be open at once (STREAMS_PER_CALLER); the next is refused with 429 RATE_LIMITED.
          *
          *     API key scope: `events:read`.
          */
@@ -10678,7 +10678,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description text/event-stream, open until the client, the token or the server ends it */
+            /** @description text/event-stream, open until the client, the server or lost access ends it */
             200: {
                 headers: {
                     /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */

@@ -97,15 +97,17 @@ export const eventsRoutes: FastifyPluginAsyncTypebox = async (app) => {
           'Each event is `id: <event id>` and `data: <event JSON>`; a `: heartbeat` comment comes every ' +
           `${app.ctx.config.eventStreamHeartbeatMs / 1000} s. Same filters as GET /events. Without \`after\` or ` +
           'Last-Event-ID the stream starts at the newest event (no history is replayed); `after=0` replays every ' +
-          'event kept. The stream ends when the token expires or the server shuts down; reconnect with ' +
-          'Last-Event-ID to continue without gaps. At most ' +
+          'event kept. The stream ends when the token expires, 24 h after an API key opened it, within 5 s of its ' +
+          'caller losing access (a key revoked or without events:read, a token logged out, a staff member ' +
+          'deactivated or given another role), or when the server shuts down; reconnect with Last-Event-ID to ' +
+          'continue without gaps (a caller without access is then refused with 401 or 403). At most ' +
           `${app.ctx.config.streamsPerCaller} streams per caller may be open at once (STREAMS_PER_CALLER); the next ` +
           'is refused with 429 RATE_LIMITED.',
         querystring: StreamQuery,
         headers: StreamHeaders,
         response: {
           200: {
-            description: 'text/event-stream, open until the client, the token or the server ends it',
+            description: 'text/event-stream, open until the client, the server or lost access ends it',
             content: { 'text/event-stream': { schema: Type.String({ maxLength: 1_048_576 }) } },
           },
           ...STANDARD_ERRORS,
@@ -119,7 +121,7 @@ export const eventsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       // Without a cursor the stream starts at the newest event: a dashboard that connects (or a
       // browser that reopens in the morning) wants what happens next, not the days kept before.
       const after = from === undefined ? await maxEventId(db()) : Number(from);
-      const { slots } = app.eventsRuntime;
+      const { slots, access } = app.eventsRuntime;
       // Keyed by the caller's id (a staff member now, an API key's id when keys come).
       const slot = await slots.acquire(request.user!.id);
       if (slot === null) {
@@ -137,6 +139,8 @@ export const eventsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         after,
         types,
         assignee: ownerFilter(request.user!),
+        endsAt: access.endsAt(request.user!),
+        watch: (end) => access.watch(request, end),
         onEnd: slot.release,
       });
     },

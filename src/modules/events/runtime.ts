@@ -1,6 +1,6 @@
-// Owns the moving parts of events in one instance: the stream hub, the webhook dispatcher, the
-// wake-ups after each commit (in process, and through Redis pub/sub to every other instance), the
-// retention purge, and stopping all of it when the app closes.
+// Owns the moving parts of events in one instance: the stream hub, the access checks of open
+// streams, the webhook dispatcher, the wake-ups after each commit (in process, and through Redis
+// pub/sub to every other instance), the retention purge, and stopping all of it when the app closes.
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Redis } from 'ioredis';
@@ -8,12 +8,15 @@ import { loadRedis } from '../../lib/optional-deps.js';
 import { Dispatcher } from '../webhooks/dispatcher.js';
 import { EventHub } from './hub.js';
 import { purgeBefore } from './repository.js';
+import { StreamAccess, type StreamAccessOptions } from './stream-access.js';
 import { StreamSlots } from './stream-slots.js';
 
 export interface EventsRuntime {
   hub: EventHub;
   /** Open streams per caller, capped at STREAMS_PER_CALLER (across instances with Redis). */
   slots: StreamSlots;
+  /** Ends a stream once its caller has lost access; caps how long a stream lives. */
+  access: StreamAccess;
   dispatcher: Dispatcher;
   /** Deletes events (and finished deliveries) older than the retention; returns events deleted. */
   purge(): Promise<number>;
@@ -31,7 +34,7 @@ const NO_DELIVERIES = '0';
 const DAY_MS = 86_400_000;
 
 export default fp(
-  async function eventsRuntime(app: FastifyInstance) {
+  async function eventsRuntime(app: FastifyInstance, opts: { eventStreams?: StreamAccessOptions }) {
     const { config, store } = app.ctx;
     const hub = new EventHub(store, config.eventPollIntervalMs, app.log);
     const dispatcher = new Dispatcher({
@@ -77,7 +80,8 @@ export default fp(
     purgeTimer.unref();
 
     const slots = new StreamSlots(config.streamsPerCaller, app.ctx.redis);
-    app.decorate('eventsRuntime', { hub, slots, dispatcher, purge } satisfies EventsRuntime);
+    const access = new StreamAccess(store, app.ctx.apiKeys, app.log, opts.eventStreams);
+    app.decorate('eventsRuntime', { hub, slots, access, dispatcher, purge } satisfies EventsRuntime);
     dispatcher.start();
 
     // Open streams would keep server.close() waiting for ever: end them before it is called.
@@ -88,6 +92,7 @@ export default fp(
     app.addHook('onClose', async () => {
       off();
       slots.close();
+      access.close();
       clearInterval(purgeTimer);
       await dispatcher.stop();
       publisher?.disconnect();

@@ -1,6 +1,7 @@
 // Owns one Server-Sent Events stream: catch up from the cursor out of the table, then relay what
 // the hub sees, filtered for the caller; heartbeats keep proxies from closing an idle stream; it
-// ends with the caller's token, when the client goes, when it falls too far behind, or on shutdown.
+// ends at its deadline (the token's expiry, a key's cap), when its caller loses access, when the
+// client goes, when it falls too far behind, or on shutdown.
 import type { OutgoingHttpHeaders } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Executor } from '../../db/types.js';
@@ -16,6 +17,13 @@ export interface StreamOptions {
   types: readonly string[] | undefined;
   /** A staff-role caller's id: only events of conversations and tasks assigned to them. */
   assignee: string | undefined;
+  /** When the stream ends at the latest, in ms since the epoch (see StreamAccess.endsAt). */
+  endsAt: number;
+  /**
+   * Registers the stream with the access checks, which call `end` once its caller has lost access;
+   * returns what unregisters it, called when the stream ends.
+   */
+  watch?: (end: () => void) => () => void;
   /** Called once when the stream ends, however it ends. */
   onEnd?: () => void;
 }
@@ -107,12 +115,14 @@ export async function serveStream(request: FastifyRequest, reply: FastifyReply, 
   let live = false;
   let ended = false;
   const buffered: (readonly EventListRow[])[] = [];
+  let unwatch: (() => void) | undefined;
 
   const end = () => {
     if (ended) return;
     ended = true;
     clearInterval(heartbeat);
     clearTimeout(expiry);
+    unwatch?.();
     o.hub.remove(sub);
     o.onEnd?.();
     res.end();
@@ -140,9 +150,8 @@ export async function serveStream(request: FastifyRequest, reply: FastifyReply, 
   };
 
   const heartbeat = setInterval(() => write(HEARTBEAT), o.heartbeatMs);
-  // The stream lasts no longer than the token that opened it.
-  const exp = request.user?.exp;
-  const expiry = setTimeout(end, exp === undefined ? MAX_TIMER_MS : Math.min(MAX_TIMER_MS, exp * 1000 - Date.now()));
+  const expiry = setTimeout(end, Math.max(0, Math.min(MAX_TIMER_MS, o.endsAt - Date.now())));
+  unwatch = o.watch?.(end);
   // The response's close, not the request's: that one fires as soon as the (empty) body is read.
   res.on('close', end);
   res.on('error', end);
