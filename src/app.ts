@@ -39,6 +39,7 @@ import etags from './plugins/etags.js';
 import gate, { countRequest } from './plugins/gate.js';
 import idempotency from './plugins/idempotency.js';
 import input from './plugins/input.js';
+import location from './plugins/location.js';
 import metrics from './plugins/metrics.js';
 import openapi from './plugins/openapi.js';
 import revocation, { type Revoke } from './plugins/revocation.js';
@@ -189,6 +190,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(gate);
   await app.register(idempotency);
   await app.register(etags);
+  await app.register(location);
   await app.register(audit);
   await app.register(input);
   await app.register(openapi);

@@ -17,6 +17,13 @@ const int = (description: string, format: 'int32' | 'int64', maximum: number) =>
   description,
 });
 
+const LOCATION = {
+  Location: {
+    type: 'string',
+    maxLength: 2048,
+    description: "The created record's URL (its GET), as a path on this server",
+  },
+};
 const REQUEST_ID = {
   type: 'string',
   maxLength: 128,
@@ -77,6 +84,7 @@ export function documentRoute({ schema, url, route }: { schema: FastifySchema; u
     if (counted) Object.assign(headers, RATE_LIMIT);
     if (status === '429' || status === '503' || extra.retryAfter.includes(status)) Object.assign(headers, RETRY_AFTER);
     if (status.startsWith('2')) Object.assign(headers, extra.successHeaders);
+    if (status === '201') Object.assign(headers, LOCATION);
     // A copy: the route's own schema also drives the response serializer.
     response[status] = { ...res, headers };
     if (status.startsWith('2')) {

@@ -3094,6 +3094,8 @@ export interface operations {
                     "Idempotent-Replayed"?: "true";
                     /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
                     ETag?: string;
+                    /** @description The created record's URL (its GET), as a path on this server */
+                    Location?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4858,6 +4860,8 @@ export interface operations {
                     "Idempotent-Replayed"?: "true";
                     /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
                     ETag?: string;
+                    /** @description The created record's URL (its GET), as a path on this server */
+                    Location?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -6137,6 +6141,8 @@ export interface operations {
                     "Idempotent-Replayed"?: "true";
                     /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
                     ETag?: string;
+                    /** @description The created record's URL (its GET), as a path on this server */
+                    Location?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -7052,6 +7058,8 @@ export interface operations {
                     "Idempotent-Replayed"?: "true";
                     /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
                     ETag?: string;
+                    /** @description The created record's URL (its GET), as a path on this server */
+                    Location?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -8336,6 +8344,8 @@ export interface operations {
                     "Idempotent-Replayed"?: "true";
                     /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
                     ETag?: string;
+                    /** @description The created record's URL (its GET), as a path on this server */
+                    Location?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -9608,6 +9618,8 @@ export interface operations {
                     "Idempotent-Replayed"?: "true";
                     /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
                     ETag?: string;
+                    /** @description The created record's URL (its GET), as a path on this server */
+                    Location?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -11073,6 +11085,8 @@ export interface operations {
                     "Idempotent-Replayed"?: "true";
                     /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
                     ETag?: string;
+                    /** @description The created record's URL (its GET), as a path on this server */
+                    Location?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -13639,6 +13653,8 @@ export interface operations {
                     "X-RateLimit-Reset"?: number;
                     /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
                     ETag?: string;
+                    /** @description The created record's URL (its GET), as a path on this server */
+                    Location?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -14067,6 +14083,8 @@ export interface operations {
                     "Idempotent-Replayed"?: "true";
                     /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
                     ETag?: string;
+                    /** @description The created record's URL (its GET), as a path on this server */
+                    Location?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -14623,6 +14641,8 @@ export interface operations {
                     "Idempotent-Replayed"?: "true";
                     /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
                     ETag?: string;
+                    /** @description The created record's URL (its GET), as a path on this server */
+                    Location?: string;
                     [name: string]: unknown;
                 };
                 content: {

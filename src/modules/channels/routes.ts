@@ -64,6 +64,15 @@ function receiptOf(r: Awaited<ReturnType<typeof receiveInbound>>) {
   };
 }
 
+/** Where a stored inbound message is read: its GET in its conversation (the 201's Location). */
+function messageLocation(data: Record<string, unknown>): string | null {
+  const message = data.message as { id?: unknown } | undefined;
+  const conversation = data.conversationId;
+  return typeof message?.id === 'string' && typeof conversation === 'string'
+    ? `/api/v1/conversations/${conversation}/messages/${message.id}`
+    : null;
+}
+
 export const channelsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const store = () => app.ctx.store;
   const cfg = () => app.ctx.config.channels;
@@ -283,7 +292,7 @@ export const channelsRoutes: FastifyPluginAsyncTypebox = async (app) => {
     mail.post(
       '/email/inbound',
       {
-        config: PROVIDER,
+        config: { ...PROVIDER, location: messageLocation },
         bodyLimit: MAX_EMAIL_BYTES,
         preValidation: async (request) => {
           const secret = cfg().emailInboundSecret;
@@ -331,7 +340,7 @@ export const channelsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.post(
     '/web/inbound',
     {
-      config: { access: ADMIN_MANAGER, scope: 'channels:inbound', bucket: 'channels' },
+      config: { access: ADMIN_MANAGER, scope: 'channels:inbound', bucket: 'channels', location: messageLocation },
       schema: {
         tags: ['channels'],
         operationId: 'receiveWebMessage',
