@@ -43,8 +43,13 @@ export class AppError extends Error {
   }
 }
 
-export const validation = (details: FieldError[], message = 'Request data is invalid') =>
-  new AppError('VALIDATION_ERROR', message, details);
+/** A 400 naming every bad field; its message names the first, as `field: message`. */
+export const validation = (details: FieldError[], message?: string) =>
+  new AppError(
+    'VALIDATION_ERROR',
+    message ?? (details[0] === undefined ? 'The request is invalid' : `${details[0].field}: ${details[0].message}`),
+    details,
+  );
 
 export const fieldError = (field: string, message: string) => validation([{ field, message }]);
 

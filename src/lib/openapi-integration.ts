@@ -19,6 +19,7 @@ const IDEMPOTENCY_KEY = {
   minLength: 1,
   maxLength: 255,
   pattern: '^[\\x21-\\x7e]{1,255}$',
+  'x-pattern-message': 'must be 1 to 255 visible ASCII characters, e.g. a UUID',
   description:
     'Makes a retry safe: a repeat with the same key (yours, on this operation) within 24 h replays the first ' +
     'answer instead of making the change again (Idempotent-Replayed: true). 1–255 visible ASCII characters, ' +
@@ -34,6 +35,7 @@ const ETAG = {
     type: 'string',
     maxLength: 64,
     pattern: '^"[A-Za-z0-9_-]{1,60}"$',
+    'x-pattern-message': 'must be an ETag as the API sends it',
     description: 'The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write',
   },
 };
@@ -41,12 +43,14 @@ const IF_NONE_MATCH = {
   type: 'string',
   maxLength: 2048,
   pattern: '^[\\x20-\\x7e]{1,2048}$',
+  'x-pattern-message': 'must be ETags as the API sends them (visible ASCII)',
   description: 'ETags of copies you hold; when one is current the answer is 304 Not Modified without a body',
 };
 const IF_MATCH = {
   type: 'string',
   maxLength: 2048,
   pattern: '^[\\x20-\\x7e]{1,2048}$',
+  'x-pattern-message': 'must be ETags as the API sends them (visible ASCII)',
   description:
     'Change the record only if it is still at this ETag (from a GET or write answer); otherwise 412 ' +
     'PRECONDITION_FAILED and nothing changes. Checked in the same transaction as the write.',

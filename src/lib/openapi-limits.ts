@@ -23,6 +23,10 @@ export const EMAIL_PATTERN =
   "^[a-zA-Z0-9!#$%&'*+/=?^_`{|}~-]+(?:\\.[a-zA-Z0-9!#$%&'*+/=?^_`{|}~-]+)*" +
   '@(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?\\.)+[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?$';
 
+/** What each pattern above wants, in words (`x-pattern-message`, as every request pattern has). */
+export const NUL_FREE_MESSAGE = 'must not hold the NUL character (U+0000)';
+export const EMAIL_MESSAGE = 'must be an e-mail address like ana@example.com';
+
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 
 /** Bounds of any JSON a request may carry: the body limit (1 MiB) and the nesting limit. */
@@ -38,7 +42,15 @@ const jsonValue = (name: string, description: string, strings: Schema): Schema =
       type: 'object',
       maxProperties: 1_048_576,
       additionalProperties: ref(name),
-      ...(strings.pattern === undefined ? {} : { propertyNames: { pattern: strings.pattern, maxLength: 1_048_576 } }),
+      ...(strings.pattern === undefined
+        ? {}
+        : {
+            propertyNames: {
+              pattern: strings.pattern,
+              'x-pattern-message': strings['x-pattern-message'],
+              maxLength: 1_048_576,
+            },
+          }),
     },
   ],
 });
@@ -48,6 +60,7 @@ export const JSON_COMPONENTS: Record<string, Schema> = {
   JsonValue: jsonValue('JsonValue', 'Any JSON value', {}),
   JsonInput: jsonValue('JsonInput', 'Any JSON value without U+0000 in a string or key (64 levels at most)', {
     pattern: NUL_FREE,
+    'x-pattern-message': NUL_FREE_MESSAGE,
   }),
 };
 
@@ -73,9 +86,10 @@ export function withInputLimits(schema: unknown): unknown {
   for (const k of MAPS) if (s[k] !== undefined) out[k] = mapValues(s[k], withInputLimits);
   if (out.type === 'string' && out.pattern === undefined && out.enum === undefined && out.const === undefined) {
     out.pattern = out.format === 'email' ? EMAIL_PATTERN : NUL_FREE;
+    out['x-pattern-message'] = out.format === 'email' ? EMAIL_MESSAGE : NUL_FREE_MESSAGE;
   }
   if (out.type === 'object' && out.additionalProperties !== false && out.propertyNames === undefined) {
-    out.propertyNames = { pattern: NUL_FREE };
+    out.propertyNames = { pattern: NUL_FREE, 'x-pattern-message': NUL_FREE_MESSAGE };
   }
   return out;
 }

@@ -28,6 +28,7 @@ const REQUEST_ID = {
   type: 'string',
   maxLength: 128,
   pattern: '^[A-Za-z0-9._:-]{1,128}$',
+  'x-pattern-message': 'must be 1 to 128 letters, digits and . _ : -',
   description: 'The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem',
 };
 const RATE_LIMIT = {

@@ -135,6 +135,7 @@ export const PageQuery = {
       minLength: 1,
       maxLength: 1024,
       pattern: '^[A-Za-z0-9_-]+\\.[A-Za-z0-9_-]+$',
+      'x-pattern-message': "must be a cursor as given in a page's meta.nextCursor",
       description:
         "Walk the list: the previous page's meta.nextCursor, for the next `limit` items after it (instead of " +
         '`page`; with the same filters).',

@@ -61,6 +61,12 @@ function fieldPath(context: string | undefined, e: AjvLikeError): string {
   return context === 'body' || context === undefined ? 'body' : context;
 }
 
+/** What a value of each format looks like, for a person reading the error. */
+const FORMAT_MESSAGES: Record<string, string> = {
+  email: 'must be an e-mail address like ana@example.com',
+  'date-time': 'must be a date and time like 2026-12-01T14:30:00Z (ISO 8601, with a time zone)',
+};
+
 function fieldMessage(e: AjvLikeError): string {
   if (e.keyword === 'additionalProperties') return 'is not an allowed field';
   if (e.keyword === 'required') return 'is required';
@@ -68,7 +74,10 @@ function fieldMessage(e: AjvLikeError): string {
     return `must be one of: ${(e.params.allowedValues as unknown[]).join(', ')}`;
   }
   const said = e.parentSchema?.['x-pattern-message'];
-  if (e.keyword === 'pattern' && typeof said === 'string') return said;
+  if (e.keyword === 'pattern') return typeof said === 'string' ? said : 'is not in the expected form';
+  if (e.keyword === 'format' && typeof e.params?.format === 'string') {
+    return FORMAT_MESSAGES[e.params.format] ?? `must be a valid ${e.params.format}`;
+  }
   if (e.keyword === 'const' && e.params?.allowedValue !== undefined) return `must be ${String(e.params.allowedValue)}`;
   return e.message ?? 'is invalid';
 }

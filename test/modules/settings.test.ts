@@ -213,6 +213,9 @@ test('an unknown key is 404 on GET, PUT and DELETE', async (t) => {
     if (key === 'custom.never-set') continue;
     const put = await call(app, 'PUT', `/settings/${key}`, { token: admin.token, body: { value: 1 } });
     assert.equal(put.status, 404, key);
+    // The answer says what a key may be: a known one, or custom.<name> for one of your own.
+    assert.match(put.body.error.message, /custom\.<name>/, key);
+    assert.match(put.body.error.message, /hotel, departments/, key);
     assert.equal((await call(app, 'DELETE', `/settings/${key}`, { token: admin.token })).status, 404, key);
   }
 });

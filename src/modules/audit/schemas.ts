@@ -24,7 +24,11 @@ const Ref = (description: string) =>
   Nullable(
     Type.Object(
       {
-        type: Type.String({ maxLength: 32, pattern: '^[a-z_]+$' }),
+        type: Type.String({
+          maxLength: 32,
+          pattern: '^[a-z_]+$',
+          'x-pattern-message': 'must be lowercase letters and _',
+        }),
         id: Nullable(Type.String({ maxLength: 320 })),
       },
       { description },

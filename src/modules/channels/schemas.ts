@@ -46,7 +46,12 @@ export const WhatsAppWebhookBody = Type.Object(
   { additionalProperties: true },
 );
 
-const Phone = Type.String({ pattern: '^\\+[1-9]\\d{6,14}$', maxLength: 16, description: 'E.164' });
+const Phone = Type.String({
+  pattern: '^\\+[1-9]\\d{6,14}$',
+  'x-pattern-message': 'must be an E.164 number like +14155550123',
+  maxLength: 16,
+  description: 'E.164',
+});
 
 export const WebInboundBody = Type.Object(
   {

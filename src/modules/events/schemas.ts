@@ -57,7 +57,12 @@ export const isEventType = (s: string): s is EventType => (EVENT_TYPES as readon
  * so every cursor is exact as a JavaScript number (a quadrillion events is out of reach).
  */
 export const CURSOR_PATTERN = '^(0|[1-9][0-9]{0,14})$';
-export const Cursor = Type.String({ pattern: CURSOR_PATTERN, maxLength: 15, examples: ['1042'] });
+export const Cursor = Type.String({
+  pattern: CURSOR_PATTERN,
+  'x-pattern-message': 'must be an event id from the feed (digits), or 0 for everything kept',
+  maxLength: 15,
+  examples: ['1042'],
+});
 
 export const Actor = Type.Object({
   type: Type.Enum(['staff', 'system', 'guest', 'api_key']),

@@ -22,6 +22,7 @@ const Name = Type.String({ minLength: 1, maxLength: 200 });
 const Email = Type.String({ format: 'email', maxLength: 254 });
 const Phone = Type.String({
   pattern: '^\\+[1-9]\\d{6,14}$',
+  'x-pattern-message': 'must be an E.164 number like +14155550123',
   maxLength: 16,
   description: 'E.164: a leading +, country code and number, 7 to 15 digits',
   examples: ['+447700900123'],

@@ -25,7 +25,12 @@ const isLocale = (l: string) => {
   }
 };
 
-const HHMM = Type.String({ pattern: '^([01]\\d|2[0-3]):[0-5]\\d$', maxLength: 5, description: 'HH:MM, 24-hour' });
+const HHMM = Type.String({
+  pattern: '^([01]\\d|2[0-3]):[0-5]\\d$',
+  'x-pattern-message': 'must be a time HH:MM on the 24-hour clock, like 09:30',
+  maxLength: 5,
+  description: 'HH:MM, 24-hour',
+});
 const Interval = Type.Object({ open: HHMM, close: HHMM }, { additionalProperties: false });
 const DAYS = ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'] as const;
 const Minutes = Type.Integer({ format: 'int32', minimum: 1, maximum: 525600 });
@@ -84,11 +89,19 @@ export const SETTINGS: Record<string, KeyDef> = {
   },
   departments: {
     description: 'Department names that tasks and staff may use.',
-    schema: Type.Array(Type.String({ minLength: 1, maxLength: 50, pattern: DEPARTMENT_PATTERN }), {
-      minItems: 1,
-      maxItems: 100,
-      uniqueItems: true,
-    }),
+    schema: Type.Array(
+      Type.String({
+        minLength: 1,
+        maxLength: 50,
+        pattern: DEPARTMENT_PATTERN,
+        'x-pattern-message': 'must be lowercase letters, digits and -, starting with a letter or digit',
+      }),
+      {
+        minItems: 1,
+        maxItems: 100,
+        uniqueItems: true,
+      },
+    ),
     default: DEFAULT_DEPARTMENTS,
   },
   business_hours: {
@@ -133,8 +146,18 @@ export const SETTINGS: Record<string, KeyDef> = {
     schema: Type.Array(
       Type.Object(
         {
-          name: Type.String({ pattern: '^[a-z0-9_]{1,512}$', maxLength: 512, description: "Meta's template name" }),
-          language: Type.String({ pattern: '^[a-z]{2,3}(_[A-Z]{2})?$', maxLength: 6, examples: ['en_US'] }),
+          name: Type.String({
+            pattern: '^[a-z0-9_]{1,512}$',
+            'x-pattern-message': "must be Meta's template name: lowercase letters, digits and _",
+            maxLength: 512,
+            description: "Meta's template name",
+          }),
+          language: Type.String({
+            pattern: '^[a-z]{2,3}(_[A-Z]{2})?$',
+            'x-pattern-message': 'must be a language code like en or en_US',
+            maxLength: 6,
+            examples: ['en_US'],
+          }),
           body: Type.String({ minLength: 1, maxLength: 1024 }),
         },
         { additionalProperties: false },

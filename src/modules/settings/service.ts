@@ -4,7 +4,7 @@
 import type { Store } from '../../db/store.js';
 import type { Executor } from '../../db/types.js';
 import type { AuthUser } from '../../lib/auth.js';
-import { conflict, type FieldError, fieldError, notFound, validation } from '../../lib/errors.js';
+import { AppError, conflict, type FieldError, fieldError, validation } from '../../lib/errors.js';
 import { bodyChecker } from '../../lib/validation.js';
 import { settingUpdated, staffActor } from '../events/emit.js';
 import { withEvents } from '../events/outbox.js';
@@ -33,7 +33,13 @@ function checkValue(key: string, value: unknown) {
   if (extra.length > 0) throw validation(extra);
 }
 
-const unknownKey = (key: string) => notFound('Setting', key);
+const KNOWN_KEYS = Object.keys(SETTINGS).join(', ');
+const unknownKey = (key: string) =>
+  new AppError(
+    'NOT_FOUND',
+    `Setting ${key} not found: a key is one of ${KNOWN_KEYS}, or custom.<name> for one of your own ` +
+      '(name: 1 to 64 letters, digits, _ . -)',
+  );
 
 /** The problem with naming `department` in `field`, if it is not one the setting lists. */
 export async function departmentProblem(
