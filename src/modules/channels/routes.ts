@@ -1,20 +1,25 @@
 // Owns /channels: where providers and the web widget's backend hand the API what guests wrote and
 // what became of the texts sent to them. Provider routes are outside the staff token scheme:
 // each proves its caller by the provider's own signature (Twilio, Meta) or a shared secret
-// (inbound e-mail) before anything is read or stored, and all count in the `channels` rate-limit
-// bucket. The web route takes an admin or manager token, as the widget's backend is ours.
+// (inbound e-mail: email-route.ts) before anything is read or stored, and all count in the
+// `channels` rate-limit bucket. The web route takes an admin or manager token, as the widget's
+// backend is ours.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import sjson from 'secure-json-parse';
 import { type Static, Type } from 'typebox';
 import { ADMIN_MANAGER } from '../../lib/auth.js';
 import { AppError, forbidden, validation } from '../../lib/errors.js';
-import { BODY_ERRORS, errorResponse, Ok, ok, STANDARD_ERRORS } from '../../lib/schemas.js';
+import { BODY_ERRORS, Ok, ok, STANDARD_ERRORS } from '../../lib/schemas.js';
 import { inputProblem } from '../../lib/validation.js';
+import { emailInboundRoute } from './email-route.js';
 import { contentOf, type Inbound, receiveInbound, receiveStatus } from './inbound.js';
-import { readEmail, readMetaWebhook, twilioStatus } from './payloads.js';
+import { readMetaWebhook, twilioStatus } from './payloads.js';
 import {
   InboundReceipt,
+  PROVIDER,
+  PROVIDER_ERRORS,
+  receiptOf,
   TwilioInboundForm,
   TwilioStatusForm,
   WebInboundBody,
@@ -22,13 +27,7 @@ import {
   WhatsAppVerifyQuery,
   WhatsAppWebhookBody,
 } from './schemas.js';
-import {
-  basicPasswordValid,
-  type FormParams,
-  metaSignatureValid,
-  parseForm,
-  twilioSignatureValid,
-} from './signatures.js';
+import { type FormParams, metaSignatureValid, parseForm, twilioSignatureValid } from './signatures.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -39,30 +38,7 @@ declare module 'fastify' {
   }
 }
 
-const PROVIDER = { access: 'public', bucket: 'channels' } as const;
 const EMPTY_TWIML = '<?xml version="1.0" encoding="UTF-8"?><Response></Response>';
-const MAX_EMAIL_BYTES = 25 * 1024 * 1024;
-
-/** The errors a provider route can answer: no token is involved, so no 401. */
-const PROVIDER_ERRORS = {
-  400: STANDARD_ERRORS[400],
-  403: errorResponse('FORBIDDEN: the signature or secret is missing or wrong, or the provider is not configured', 403),
-  429: STANDARD_ERRORS[429],
-  500: STANDARD_ERRORS[500],
-  503: STANDARD_ERRORS[503],
-};
-
-function receiptOf(r: Awaited<ReturnType<typeof receiveInbound>>) {
-  return {
-    message: r.message,
-    conversationId: r.message.conversationId,
-    guestId: r.guestId,
-    guestCreated: r.guestCreated,
-    conversationCreated: r.conversationCreated,
-    duplicate: !r.stored,
-    autoReply: r.autoReply,
-  };
-}
 
 export const channelsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const store = () => app.ctx.store;
@@ -274,59 +250,7 @@ export const channelsRoutes: FastifyPluginAsyncTypebox = async (app) => {
     );
   });
 
-  await app.register(async (mail) => {
-    // The message as sent, byte for byte; handed to the parser as latin1 text, which keeps every byte.
-    mail.addContentTypeParser('message/rfc822', { parseAs: 'buffer', bodyLimit: MAX_EMAIL_BYTES }, (_r, body, done) =>
-      done(null, (body as Buffer).toString('latin1')),
-    );
-
-    mail.post(
-      '/email/inbound',
-      {
-        config: PROVIDER,
-        bodyLimit: MAX_EMAIL_BYTES,
-        preValidation: async (request) => {
-          const secret = cfg().emailInboundSecret;
-          if (secret === null) throw forbidden('EMAIL_INBOUND_SECRET is not configured on this server');
-          if (!basicPasswordValid(secret, request.headers.authorization)) {
-            throw forbidden('HTTP Basic auth with the EMAIL_INBOUND_SECRET password is required');
-          }
-        },
-        schema: {
-          tags: ['channels'],
-          operationId: 'receiveEmail',
-          summary: 'Receive an e-mail from a guest',
-          description:
-            'For a mail relay (an inbound-parse webhook, or a local MTA pipe): the raw RFC 822 message as the body ' +
-            '(`Content-Type: message/rfc822`, at most 25 MiB), with HTTP Basic auth whose password is ' +
-            '`EMAIL_INBOUND_SECRET`. The reply joins the conversation its In-Reply-To / References names, else the ' +
-            "sender's latest e-mail conversation, else a new one with the e-mail's subject. The text part is " +
-            'stored (attachments are counted, not kept), cut at 4096 characters. The same Message-ID is stored once.',
-          security: [{ emailInboundBasic: [] }],
-          body: {
-            content: {
-              'message/rfc822': {
-                schema: Type.String({ minLength: 1, maxLength: MAX_EMAIL_BYTES, description: 'RFC 822' }),
-              },
-            },
-          },
-          response: {
-            200: Ok(InboundReceipt),
-            201: Ok(InboundReceipt),
-            ...PROVIDER_ERRORS,
-            ...BODY_ERRORS,
-          },
-        },
-      },
-      async (request, reply) => {
-        const inbound = await readEmail(Buffer.from(request.body as string, 'latin1'));
-        if (inbound === null) throw validation([{ field: 'body', message: 'has no From address' }]);
-        const r = await receiveInbound(store(), inbound, app.channelDispatcher);
-        reply.code(r.stored ? 201 : 200);
-        return ok(receiptOf(r));
-      },
-    );
-  });
+  await app.register(emailInboundRoute);
 
   app.post(
     '/web/inbound',

@@ -1,8 +1,22 @@
 // Owns the request and response schemas of the channel routes: what Twilio, Meta, an inbound
-// e-mail relay and the web widget's backend send, and what they get back.
+// e-mail relay and the web widget's backend send, and what they get back (and the route options
+// every provider route shares).
 import { type Static, Type } from 'typebox';
-import { Nullable, RefId, RefIdInput } from '../../lib/schemas.js';
+import { errorResponse, Nullable, RefId, RefIdInput, STANDARD_ERRORS } from '../../lib/schemas.js';
 import { Message } from '../conversations/schemas.js';
+import type { InboundResult } from './inbound.js';
+
+/** A provider's route: outside the token scheme (it proves its caller itself), in its own bucket. */
+export const PROVIDER = { access: 'public', bucket: 'channels' } as const;
+
+/** The errors a provider route can answer: no token is involved, so no 401. */
+export const PROVIDER_ERRORS = {
+  400: STANDARD_ERRORS[400],
+  403: errorResponse('FORBIDDEN: the signature or secret is missing or wrong, or the provider is not configured', 403),
+  429: STANDARD_ERRORS[429],
+  500: STANDARD_ERRORS[500],
+  503: STANDARD_ERRORS[503],
+};
 
 const Text = (maxLength: number, description?: string) =>
   Type.String({ maxLength, ...(description ? { description } : {}) });
@@ -106,3 +120,16 @@ export const WhatsAppReceipt = Type.Object({
     description: 'Entries not understood, or statuses of messages this API did not send',
   }),
 });
+
+/** The answer of a route that stores one message. */
+export function receiptOf(r: InboundResult) {
+  return {
+    message: r.message,
+    conversationId: r.message.conversationId,
+    guestId: r.guestId,
+    guestCreated: r.guestCreated,
+    conversationCreated: r.conversationCreated,
+    duplicate: !r.stored,
+    autoReply: r.autoReply,
+  };
+}
