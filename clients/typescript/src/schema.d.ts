@@ -819,7 +819,7 @@ export interface paths {
         put?: never;
         /**
          * Receive an e-mail from a guest
-         * @description For a mail relay (an inbound-parse webhook, or a local MTA pipe): the raw RFC 822 message as the body (`Content-Type: message/rfc822`, at most 25 MiB), with HTTP Basic auth whose password is `EMAIL_INBOUND_SECRET`. The reply joins the conversation its In-Reply-To / References names, else the sender's latest e-mail conversation, else a new one with the e-mail's subject. The text part is stored (attachments are counted, not kept), cut at 4096 characters. The same Message-ID is stored once.
+         * @description For a mail relay (an inbound-parse webhook, or a local MTA pipe): the raw RFC 822 message as the body (`Content-Type: message/rfc822`, at most 25 MiB), with HTTP Basic auth whose password is `EMAIL_INBOUND_SECRET`. The reply joins the conversation its In-Reply-To / References names, else the sender's latest e-mail conversation, else a new one with the e-mail's subject. The text part is stored (attachments are counted, not kept), cut at 4096 characters. The same Message-ID is stored once; a repeat answers 200 with the stored message’s id only.
          */
         post: operations["receiveEmail"];
         delete?: never;
@@ -839,7 +839,7 @@ export interface paths {
         put?: never;
         /**
          * Receive a message from the web chat widget
-         * @description Called by the hotel's chat widget backend: name a known guest by `guestId`, or describe the visitor in `guest` (matched by phone or e-mail, else a new guest). The message joins the guest’s latest web conversation (a closed one reopens), else a new one. The same `externalId` is stored once: a repeat answers 200 with `duplicate: true` and changes nothing.
+         * @description Called by the hotel's chat widget backend: name a known guest by `guestId`, or describe the visitor in `guest` (matched by phone or e-mail, else a new guest). The message joins the guest’s latest web conversation (a closed one reopens), else a new one. An `externalId` is the caller’s (the API key, or the staff member): the same caller posting it again changes nothing and is answered 200 with `duplicate: true` and the stored message’s id only; another caller’s same id is a message of its own.
          *
          *     API key scope: `channels:inbound`.
          */
@@ -13561,52 +13561,9 @@ export interface operations {
                      * @example {
                      *       "success": true,
                      *       "data": {
-                     *         "message": {
-                     *           "id": "msg_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *           "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *           "direction": "inbound",
-                     *           "type": "text",
-                     *           "content": "Hello! Could we have two extra towels, please?",
-                     *           "sender": {
-                     *             "type": "guest",
-                     *             "id": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n"
-                     *           },
-                     *           "deliveryStatus": "received",
-                     *           "externalId": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *           "error": {
-                     *             "code": "CHANNEL_NOT_CONFIGURED",
-                     *             "message": "email: must match format \"email\""
-                     *           },
-                     *           "sentAt": "2026-11-22T06:33:12.000Z",
-                     *           "deliveredAt": "2026-11-22T06:33:12.000Z",
-                     *           "readAt": "2026-11-22T06:33:12.000Z",
-                     *           "createdAt": "2026-11-22T06:33:12.000Z"
-                     *         },
-                     *         "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *         "guestId": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *         "guestCreated": true,
-                     *         "conversationCreated": true,
                      *         "duplicate": true,
-                     *         "autoReply": {
-                     *           "id": "msg_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *           "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *           "direction": "inbound",
-                     *           "type": "text",
-                     *           "content": "Hello! Could we have two extra towels, please?",
-                     *           "sender": {
-                     *             "type": "guest",
-                     *             "id": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n"
-                     *           },
-                     *           "deliveryStatus": "received",
-                     *           "externalId": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *           "error": {
-                     *             "code": "CHANNEL_NOT_CONFIGURED",
-                     *             "message": "email: must match format \"email\""
-                     *           },
-                     *           "sentAt": "2026-11-22T06:33:12.000Z",
-                     *           "deliveredAt": "2026-11-22T06:33:12.000Z",
-                     *           "readAt": "2026-11-22T06:33:12.000Z",
-                     *           "createdAt": "2026-11-22T06:33:12.000Z"
+                     *         "message": {
+                     *           "id": "msg_01jd8x3k5q7w9e2r4t6y8v0m1n"
                      *         }
                      *       }
                      *     }
@@ -13615,56 +13572,16 @@ export interface operations {
                         /** @enum {boolean} */
                         success: true;
                         data: {
-                            message: components["schemas"]["Message"];
-                            /** @example cnv_01jd8x3k5q7w9e2r4t6y8v0m1n */
-                            conversationId: string;
-                            /** @example gst_01jd8x3k5q7w9e2r4t6y8v0m1n */
-                            guestId: string;
-                            /** @description The sender was unknown and became a new guest */
-                            guestCreated: boolean;
-                            /** @description The message started a new conversation */
-                            conversationCreated: boolean;
-                            /** @description The message was already stored: nothing changed */
-                            duplicate: boolean;
-                            autoReply: {
+                            /**
+                             * @description The message was already stored: nothing changed
+                             * @enum {boolean}
+                             */
+                            duplicate: true;
+                            /** @description The message stored by the first delivery */
+                            message: {
                                 /** @example msg_01jd8x3k5q7w9e2r4t6y8v0m1n */
                                 id: string;
-                                /** @example cnv_01jd8x3k5q7w9e2r4t6y8v0m1n */
-                                conversationId: string;
-                                /** @enum {unknown} */
-                                direction: "inbound" | "outbound";
-                                /**
-                                 * @description text goes to the guest; note is internal and never sent
-                                 * @enum {unknown}
-                                 */
-                                type: "text" | "note";
-                                content: string;
-                                sender: {
-                                    /** @enum {unknown} */
-                                    type: "guest" | "staff" | "system" | "api_key";
-                                    id: string | null;
-                                };
-                                /**
-                                 * @description received: inbound from the guest; queued → sent → delivered → read (or failed): an outbound text on its way to the guest, only ever moving forward; a note is delivered at once because it stays inside the team
-                                 * @enum {unknown}
-                                 */
-                                deliveryStatus: "received" | "queued" | "sent" | "delivered" | "read" | "failed";
-                                externalId: string | null;
-                                error: {
-                                    /**
-                                     * @example CHANNEL_NOT_CONFIGURED
-                                     * @example PROVIDER_REJECTED
-                                     */
-                                    code: string;
-                                    /** @description The provider's reason, as it gave it */
-                                    message: string;
-                                } | null;
-                                sentAt: string | null;
-                                deliveredAt: string | null;
-                                readAt: string | null;
-                                /** Format: date-time */
-                                createdAt: string;
-                            } | null;
+                            };
                         };
                     };
                 };
@@ -13714,7 +13631,7 @@ export interface operations {
                      *         "guestId": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "guestCreated": true,
                      *         "conversationCreated": true,
-                     *         "duplicate": true,
+                     *         "duplicate": false,
                      *         "autoReply": {
                      *           "id": "msg_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *           "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
@@ -13752,8 +13669,11 @@ export interface operations {
                             guestCreated: boolean;
                             /** @description The message started a new conversation */
                             conversationCreated: boolean;
-                            /** @description The message was already stored: nothing changed */
-                            duplicate: boolean;
+                            /**
+                             * @description Always false here: this call stored the message
+                             * @enum {boolean}
+                             */
+                            duplicate: false;
                             autoReply: {
                                 /** @example msg_01jd8x3k5q7w9e2r4t6y8v0m1n */
                                 id: string;
@@ -13987,52 +13907,9 @@ export interface operations {
                      * @example {
                      *       "success": true,
                      *       "data": {
-                     *         "message": {
-                     *           "id": "msg_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *           "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *           "direction": "inbound",
-                     *           "type": "text",
-                     *           "content": "Hello! Could we have two extra towels, please?",
-                     *           "sender": {
-                     *             "type": "guest",
-                     *             "id": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n"
-                     *           },
-                     *           "deliveryStatus": "received",
-                     *           "externalId": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *           "error": {
-                     *             "code": "CHANNEL_NOT_CONFIGURED",
-                     *             "message": "email: must match format \"email\""
-                     *           },
-                     *           "sentAt": "2026-11-22T06:33:12.000Z",
-                     *           "deliveredAt": "2026-11-22T06:33:12.000Z",
-                     *           "readAt": "2026-11-22T06:33:12.000Z",
-                     *           "createdAt": "2026-11-22T06:33:12.000Z"
-                     *         },
-                     *         "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *         "guestId": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *         "guestCreated": true,
-                     *         "conversationCreated": true,
                      *         "duplicate": true,
-                     *         "autoReply": {
-                     *           "id": "msg_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *           "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *           "direction": "inbound",
-                     *           "type": "text",
-                     *           "content": "Hello! Could we have two extra towels, please?",
-                     *           "sender": {
-                     *             "type": "guest",
-                     *             "id": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n"
-                     *           },
-                     *           "deliveryStatus": "received",
-                     *           "externalId": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *           "error": {
-                     *             "code": "CHANNEL_NOT_CONFIGURED",
-                     *             "message": "email: must match format \"email\""
-                     *           },
-                     *           "sentAt": "2026-11-22T06:33:12.000Z",
-                     *           "deliveredAt": "2026-11-22T06:33:12.000Z",
-                     *           "readAt": "2026-11-22T06:33:12.000Z",
-                     *           "createdAt": "2026-11-22T06:33:12.000Z"
+                     *         "message": {
+                     *           "id": "msg_01jd8x3k5q7w9e2r4t6y8v0m1n"
                      *         }
                      *       }
                      *     }
@@ -14041,56 +13918,16 @@ export interface operations {
                         /** @enum {boolean} */
                         success: true;
                         data: {
-                            message: components["schemas"]["Message"];
-                            /** @example cnv_01jd8x3k5q7w9e2r4t6y8v0m1n */
-                            conversationId: string;
-                            /** @example gst_01jd8x3k5q7w9e2r4t6y8v0m1n */
-                            guestId: string;
-                            /** @description The sender was unknown and became a new guest */
-                            guestCreated: boolean;
-                            /** @description The message started a new conversation */
-                            conversationCreated: boolean;
-                            /** @description The message was already stored: nothing changed */
-                            duplicate: boolean;
-                            autoReply: {
+                            /**
+                             * @description The message was already stored: nothing changed
+                             * @enum {boolean}
+                             */
+                            duplicate: true;
+                            /** @description The message stored by the first delivery */
+                            message: {
                                 /** @example msg_01jd8x3k5q7w9e2r4t6y8v0m1n */
                                 id: string;
-                                /** @example cnv_01jd8x3k5q7w9e2r4t6y8v0m1n */
-                                conversationId: string;
-                                /** @enum {unknown} */
-                                direction: "inbound" | "outbound";
-                                /**
-                                 * @description text goes to the guest; note is internal and never sent
-                                 * @enum {unknown}
-                                 */
-                                type: "text" | "note";
-                                content: string;
-                                sender: {
-                                    /** @enum {unknown} */
-                                    type: "guest" | "staff" | "system" | "api_key";
-                                    id: string | null;
-                                };
-                                /**
-                                 * @description received: inbound from the guest; queued → sent → delivered → read (or failed): an outbound text on its way to the guest, only ever moving forward; a note is delivered at once because it stays inside the team
-                                 * @enum {unknown}
-                                 */
-                                deliveryStatus: "received" | "queued" | "sent" | "delivered" | "read" | "failed";
-                                externalId: string | null;
-                                error: {
-                                    /**
-                                     * @example CHANNEL_NOT_CONFIGURED
-                                     * @example PROVIDER_REJECTED
-                                     */
-                                    code: string;
-                                    /** @description The provider's reason, as it gave it */
-                                    message: string;
-                                } | null;
-                                sentAt: string | null;
-                                deliveredAt: string | null;
-                                readAt: string | null;
-                                /** Format: date-time */
-                                createdAt: string;
-                            } | null;
+                            };
                         };
                     };
                 };
@@ -14142,7 +13979,7 @@ export interface operations {
                      *         "guestId": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "guestCreated": true,
                      *         "conversationCreated": true,
-                     *         "duplicate": true,
+                     *         "duplicate": false,
                      *         "autoReply": {
                      *           "id": "msg_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *           "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
@@ -14180,8 +14017,11 @@ export interface operations {
                             guestCreated: boolean;
                             /** @description The message started a new conversation */
                             conversationCreated: boolean;
-                            /** @description The message was already stored: nothing changed */
-                            duplicate: boolean;
+                            /**
+                             * @description Always false here: this call stored the message
+                             * @enum {boolean}
+                             */
+                            duplicate: false;
                             autoReply: {
                                 /** @example msg_01jd8x3k5q7w9e2r4t6y8v0m1n */
                                 id: string;

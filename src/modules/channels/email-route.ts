@@ -7,7 +7,7 @@ import { forbidden, validation } from '../../lib/errors.js';
 import { BODY_ERRORS, Ok, ok } from '../../lib/schemas.js';
 import { receiveInbound } from './inbound.js';
 import { readEmail } from './payloads.js';
-import { InboundReceipt, PROVIDER, PROVIDER_ERRORS, receiptOf } from './schemas.js';
+import { DuplicateReceipt, InboundReceipt, PROVIDER, PROVIDER_ERRORS, receiptOf } from './schemas.js';
 import { basicPasswordValid } from './signatures.js';
 
 const MAX_EMAIL_BYTES = 25 * 1024 * 1024;
@@ -40,7 +40,8 @@ export const emailInboundRoute: FastifyPluginAsyncTypebox = async (mail) => {
           '(`Content-Type: message/rfc822`, at most 25 MiB), with HTTP Basic auth whose password is ' +
           '`EMAIL_INBOUND_SECRET`. The reply joins the conversation its In-Reply-To / References names, else the ' +
           "sender's latest e-mail conversation, else a new one with the e-mail's subject. The text part is " +
-          'stored (attachments are counted, not kept), cut at 4096 characters. The same Message-ID is stored once.',
+          'stored (attachments are counted, not kept), cut at 4096 characters. The same Message-ID is stored once; ' +
+          'a repeat answers 200 with the stored message’s id only.',
         security: [{ emailInboundBasic: [] }],
         body: {
           content: {
@@ -50,7 +51,7 @@ export const emailInboundRoute: FastifyPluginAsyncTypebox = async (mail) => {
           },
         },
         response: {
-          200: Ok(InboundReceipt),
+          200: Ok(DuplicateReceipt),
           201: Ok(InboundReceipt),
           ...PROVIDER_ERRORS,
           ...BODY_ERRORS,

@@ -7,7 +7,7 @@ import { isUniqueViolation, nowIso, type Store } from '../../db/store.js';
 import type { Executor, Tx } from '../../db/types.js';
 import { validation } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
-import { findMessage, insertMessage } from '../conversations/messages-repository.js';
+import { insertMessage } from '../conversations/messages-repository.js';
 import {
   advanceConversation,
   findConversation,
@@ -44,24 +44,32 @@ export interface Inbound {
   channel: Channel;
   sender: Sender;
   content: string;
-  /** The provider's id of the message: the same id is stored once. Null: no de-duplication. */
+  /** The provider's id of the message (its `externalId`): the same id is stored once. */
   providerId: string | null;
+  /**
+   * The key that stores the message once, when not `<channel>:<providerId>`: a key the API derives
+   * (a web widget's id with its caller) is written `<channel>#…`, so it never meets a provider's
+   * id. Neither: no de-duplication.
+   */
+  dedupKey?: string;
   /** E-mail: the Message-IDs it answers (In-Reply-To, then References, newest first). */
   thread?: string[];
   /** E-mail: the subject a new conversation gets. */
   subject?: string | null;
 }
 
-export interface InboundResult {
-  /** False when the provider repeated a message already stored: nothing changed. */
-  stored: boolean;
-  message: MessageView;
-  guestId: string;
-  guestCreated: boolean;
-  conversationCreated: boolean;
-  /** The auto reply this message caused, if any. */
-  autoReply: MessageView | null;
-}
+export type InboundResult =
+  | {
+      stored: true;
+      message: MessageView;
+      guestId: string;
+      guestCreated: boolean;
+      conversationCreated: boolean;
+      /** The auto reply this message caused, if any. */
+      autoReply: MessageView | null;
+    }
+  /** The provider (or caller) repeated a message already stored: nothing changed. */
+  | { stored: false; messageId: string };
 
 /** Text cut to what a message holds, never empty. */
 export function contentOf(text: string | null | undefined, fallback: string): string {
@@ -87,25 +95,14 @@ export async function receiveInbound(
 }
 
 async function receive(tx: Tx, outbox: Outbox, m: Inbound, sender: LocalSender | null): Promise<InboundResult> {
-  const providerKey = m.providerId === null ? null : `${m.channel}:${m.providerId}`;
+  const providerKey = m.dedupKey ?? (m.providerId === null ? null : `${m.channel}:${m.providerId}`);
   if (providerKey !== null) {
     const seen = await tx
-      .selectFrom('messages as m')
-      .innerJoin('conversations as c', 'c.id', 'm.conversation_id')
-      .where('m.provider_key', '=', providerKey)
-      .select(['m.id', 'm.conversation_id', 'c.guest_id'])
+      .selectFrom('messages')
+      .where('provider_key', '=', providerKey)
+      .select('id')
       .executeTakeFirst();
-    if (seen !== undefined) {
-      const message = (await findMessage(tx, seen.conversation_id, seen.id))!;
-      return {
-        stored: false,
-        message,
-        guestId: seen.guest_id,
-        guestCreated: false,
-        conversationCreated: false,
-        autoReply: null,
-      };
-    }
+    if (seen !== undefined) return { stored: false, messageId: seen.id };
   }
   const guest = await guestFor(tx, outbox, m.sender);
   const actor: Actor = { type: 'guest', id: guest.id };

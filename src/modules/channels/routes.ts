@@ -16,6 +16,7 @@ import { emailInboundRoute } from './email-route.js';
 import { contentOf, type Inbound, receiveInbound, receiveStatus } from './inbound.js';
 import { readMetaWebhook, twilioStatus } from './payloads.js';
 import {
+  DuplicateReceipt,
   InboundReceipt,
   PROVIDER,
   PROVIDER_ERRORS,
@@ -263,10 +264,11 @@ export const channelsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         description:
           "Called by the hotel's chat widget backend: name a known guest by `guestId`, or describe the visitor in " +
           '`guest` (matched by phone or e-mail, else a new guest). The message joins the guest’s latest web ' +
-          'conversation (a closed one reopens), else a new one. The same `externalId` is stored once: a repeat ' +
-          'answers 200 with `duplicate: true` and changes nothing.',
+          'conversation (a closed one reopens), else a new one. An `externalId` is the caller’s (the API key, or ' +
+          'the staff member): the same caller posting it again changes nothing and is answered 200 with ' +
+          '`duplicate: true` and the stored message’s id only; another caller’s same id is a message of its own.',
         body: WebInboundBody,
-        response: { 200: Ok(InboundReceipt), 201: Ok(InboundReceipt), ...STANDARD_ERRORS, ...BODY_ERRORS },
+        response: { 200: Ok(DuplicateReceipt), 201: Ok(InboundReceipt), ...STANDARD_ERRORS, ...BODY_ERRORS },
       },
     },
     async (request, reply) => {
@@ -282,6 +284,8 @@ export const channelsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         sender: b.guestId !== undefined ? { guestId: b.guestId } : { ...b.guest },
         content: b.content,
         providerId: b.externalId ?? null,
+        // Unique per caller: another widget naming the same id must not find (or block) this one.
+        ...(b.externalId !== undefined ? { dedupKey: `web#${request.user!.id}:${b.externalId}` } : {}),
       };
       const r = await receiveInbound(store(), inbound, app.channelDispatcher);
       reply.code(r.stored ? 201 : 200);

@@ -97,11 +97,17 @@ export const InboundReceipt = Type.Object({
   guestId: RefId('gst'),
   guestCreated: Type.Boolean({ description: 'The sender was unknown and became a new guest' }),
   conversationCreated: Type.Boolean({ description: 'The message started a new conversation' }),
-  duplicate: Type.Boolean({ description: 'The message was already stored: nothing changed' }),
+  duplicate: Type.Literal(false, { description: 'Always false here: this call stored the message' }),
   // The same shape as Message, inline: a schema may hold one copy of an $id.
   autoReply: Nullable(
     Type.Object(Message.properties, { description: 'The auto reply this message caused (outside business hours)' }),
   ),
+});
+
+/** A repeat of a message already stored: its id and nothing else (not its content, nor its guest). */
+export const DuplicateReceipt = Type.Object({
+  duplicate: Type.Literal(true, { description: 'The message was already stored: nothing changed' }),
+  message: Type.Object({ id: RefId('msg') }, { description: 'The message stored by the first delivery' }),
 });
 
 export const WhatsAppReceipt = Type.Object({
@@ -121,15 +127,16 @@ export const WhatsAppReceipt = Type.Object({
   }),
 });
 
-/** The answer of a route that stores one message. */
+/** The answer of a route that stores one message; a repeat gets its id and nothing else. */
 export function receiptOf(r: InboundResult) {
+  if (!r.stored) return { duplicate: true as const, message: { id: r.messageId } };
   return {
     message: r.message,
     conversationId: r.message.conversationId,
     guestId: r.guestId,
     guestCreated: r.guestCreated,
     conversationCreated: r.conversationCreated,
-    duplicate: !r.stored,
+    duplicate: false as const,
     autoReply: r.autoReply,
   };
 }
