@@ -282,6 +282,6 @@ export function loadConfig(env: Env = process.env): Config {
     keepAliveTimeoutMs: int(env, 'KEEP_ALIVE_TIMEOUT_MS', 72_000, 10, 3_600_000),
     maxConnections: int(env, 'MAX_CONNECTIONS', defaultMaxConnections(openFilesLimit()), 1, 10_000_000),
     streamsPerCaller: int(env, 'STREAMS_PER_CALLER', 10, 1, 10_000),
-    channels: parseChannels(env),
+    channels: parseChannels(env, jwtSecret),
   });
 }

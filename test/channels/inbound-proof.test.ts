@@ -4,8 +4,13 @@
 import assert from 'node:assert/strict';
 import test from 'node:test';
 import type { FastifyInstance } from 'fastify';
-import { buildTestApp, call, createStaff, type TestUser } from '../helpers.js';
-import { INBOUND_ENV } from './signing.js';
+import { loadConfig } from '../../src/config.js';
+import { emailMessageId } from '../../src/modules/channels/providers.js';
+import { insertGuest } from '../fixtures.js';
+import { buildTestApp, call, createStaff, JWT_SECRET, type TestUser } from '../helpers.js';
+import { email, INBOUND_ENV, postEmail } from './signing.js';
+
+const EMAIL_ENV = { SMTP_URL: 'smtp://127.0.0.1:9', EMAIL_FROM: 'Front Desk <desk@hotel.example.test>' };
 
 async function setup(t: test.TestContext, env: Record<string, string> = {}) {
   const app = await buildTestApp(t, {
@@ -31,6 +36,26 @@ async function messagesOf(app: FastifyInstance, admin: TestUser, conversationId:
   const res = await call(app, 'GET', `/conversations/${conversationId}/messages?limit=100`, { token: admin.token });
   assert.equal(res.status, 200);
   return res.data as { id: string; content: string; deliveryStatus: string; externalId: string | null }[];
+}
+
+/** An outbound text on a new conversation of the channel, once it is sent (dry run): its ids. */
+async function sentText(app: FastifyInstance, admin: TestUser, channel: string, guestId?: string) {
+  const gid = guestId ?? (await insertGuest(app));
+  const c = await call(app, 'POST', '/conversations', { token: admin.token, body: { guestId: gid, channel } });
+  assert.equal(c.status, 201, JSON.stringify(c.body));
+  const m = await call(app, 'POST', `/conversations/${c.data.id}/messages`, {
+    token: admin.token,
+    body: { content: 'Your room is ready' },
+  });
+  assert.equal(m.status, 201, JSON.stringify(m.body));
+  for (let i = 0; i < 300; i++) {
+    const got = await call(app, 'GET', `/conversations/${c.data.id}/messages/${m.data.id}`, { token: admin.token });
+    if (got.data.deliveryStatus === 'sent') {
+      return { conversationId: c.data.id as string, messageId: m.data.id as string, externalId: got.data.externalId };
+    }
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  assert.fail('the text was never sent');
 }
 
 test("a widget's externalId is its caller's: another caller's same id is a new message, a repeat answers the id only", async (t) => {
@@ -73,4 +98,83 @@ test("a widget's externalId is its caller's: another caller's same id is a new m
     (await messagesOf(app, admin, other.data.conversationId)).map((m) => m.content),
     ['hi', 'from the admin'],
   );
+});
+
+test("an e-mail joins the thread it names only when its sender is that conversation's guest", async (t) => {
+  const { app, admin } = await setup(t, EMAIL_ENV);
+  const vip = await postEmail(
+    app,
+    email({ from: 'VIP <vip@example.test>', subject: 'Suite', messageId: '<vip-1@mail.example.test>', text: 'Hi' }),
+  );
+  assert.equal(vip.status, 201, JSON.stringify(vip.body));
+  const vipConversation = vip.data.conversationId as string;
+  const answer = await call(app, 'POST', `/conversations/${vipConversation}/messages`, {
+    token: admin.token,
+    body: { content: 'Your door code is 4711' },
+  });
+  assert.equal(answer.status, 201);
+  let hotelId: string | null = null;
+  for (let i = 0; i < 300 && hotelId === null; i++) {
+    hotelId = (await messagesOf(app, admin, vipConversation)).find((m) => m.id === answer.data.id)!.externalId;
+    if (hotelId === null) await new Promise((r) => setTimeout(r, 10));
+  }
+  assert.ok(hotelId, 'the answer was sent with its Message-ID');
+
+  // Someone else answering the hotel's Message-ID: routed as if it named none (a new conversation).
+  const hijack = await postEmail(
+    app,
+    email({
+      from: 'mallory@example.test',
+      subject: 'Re: Suite',
+      messageId: '<mal-1@evil.example.test>',
+      inReplyTo: hotelId,
+      references: `<vip-1@mail.example.test> ${hotelId}`,
+      text: 'What was that code again?',
+    }),
+  );
+  assert.equal(hijack.status, 201, JSON.stringify(hijack.body));
+  assert.notEqual(hijack.data.conversationId, vipConversation);
+  assert.equal(hijack.data.conversationCreated, true);
+  // Naming the guest's own Message-ID: into the sender's own latest e-mail conversation.
+  const again = await postEmail(
+    app,
+    email({
+      from: 'Mallory@Example.test',
+      messageId: '<mal-2@evil.example.test>',
+      references: '<vip-1@mail.example.test>',
+      text: 'Hello?',
+    }),
+  );
+  assert.equal(again.status, 201);
+  assert.equal(again.data.conversationId, hijack.data.conversationId);
+  assert.deepEqual(
+    (await messagesOf(app, admin, vipConversation)).map((m) => m.content),
+    ['Hi', 'Your door code is 4711'],
+    "nothing reached the VIP's conversation",
+  );
+
+  // The guest, in any case, answering the same Message-ID: joins the thread.
+  const reply = await postEmail(
+    app,
+    email({ from: 'VIP@Example.Test', messageId: '<vip-2@mail.example.test>', inReplyTo: hotelId, text: 'Thanks' }),
+  );
+  assert.equal(reply.status, 201);
+  assert.equal(reply.data.conversationId, vipConversation);
+});
+
+test('outbound Message-IDs carry 128 unguessable bits, the same for a message every time it is sent', async (t) => {
+  const { app, admin } = await setup(t, EMAIL_ENV);
+  const guestId = await insertGuest(app);
+  const a = await sentText(app, admin, 'email', guestId);
+  const b = await sentText(app, admin, 'email', guestId);
+  for (const s of [a, b]) {
+    assert.match(s.externalId, /^<[0-9a-f]{32}@hotel\.example\.test>$/);
+    assert.ok(!s.externalId.includes(s.messageId.slice(4)), 'not derived visibly from the message id');
+    // A resend (after a crash) computes it again from the message id: the same Message-ID.
+    assert.equal(emailMessageId(app.ctx.config.channels, s.messageId), s.externalId);
+  }
+  assert.notEqual(a.externalId, b.externalId);
+  // Keyed: another deployment's secret gives another Message-ID for the same message id.
+  const other = loadConfig({ ...INBOUND_ENV, ...EMAIL_ENV, JWT_SECRET: `${JWT_SECRET}-another-deployment` });
+  assert.notEqual(emailMessageId(other.channels, a.messageId), a.externalId);
 });

@@ -1,8 +1,9 @@
 // Owns what happens when a guest writes, on any channel: the sender matched to a guest (or a new
-// guest), the message routed to its conversation (the e-mail thread it answers, else the guest's
-// latest conversation on the channel, reopened if closed, else a new one), stored once however
-// often the provider repeats it, and the auto reply outside business hours. Also applies the
-// delivery statuses providers report for outbound texts. Each is one transaction with its events.
+// guest), the message routed to its conversation (the e-mail thread it answers when the sender is
+// that thread's guest, else the guest's latest conversation on the channel, reopened if closed,
+// else a new one), stored once however often the provider repeats it, and the auto reply outside
+// business hours. Also applies the delivery statuses providers report for outbound texts. Each is
+// one transaction with its events.
 import { isUniqueViolation, nowIso, type Store } from '../../db/store.js';
 import type { Executor, Tx } from '../../db/types.js';
 import { validation } from '../../lib/errors.js';
@@ -190,15 +191,22 @@ async function guestFor(tx: Executor, outbox: Outbox, s: Sender): Promise<{ id: 
 
 type ConversationTarget = { id: string; status: string } | undefined;
 
-/** The conversation the message joins; undefined when a new one is needed. */
+/**
+ * The conversation the message joins; undefined when a new one is needed. A thread is joined only
+ * by its own guest (the sender's address is the guest's, any case): a Message-ID proves nothing
+ * of who writes, as anyone who saw one (a forwarded mail, a shared inbox) can name it.
+ */
 async function conversationFor(tx: Executor, guestId: string, m: Inbound): Promise<ConversationTarget> {
   const thread = (m.thread ?? []).filter((id) => id !== '').slice(0, 100);
-  if (thread.length > 0) {
+  const sender = m.sender.email?.toLowerCase();
+  if (thread.length > 0 && sender) {
     const answered = await tx
       .selectFrom('messages as m')
       .innerJoin('conversations as c', 'c.id', 'm.conversation_id')
+      .innerJoin('guests as g', 'g.id', 'c.guest_id')
       .where('m.external_id', 'in', thread)
       .where('c.channel', '=', m.channel)
+      .where('g.email_lower', '=', sender)
       .select(['c.id', 'c.status'])
       .orderBy('m.created_at', 'desc')
       .limit(1)
