@@ -8,7 +8,16 @@ import { loadConfig } from '../../src/config.js';
 import { emailMessageId } from '../../src/modules/channels/providers.js';
 import { insertGuest } from '../fixtures.js';
 import { buildTestApp, call, createStaff, JWT_SECRET, type TestUser } from '../helpers.js';
-import { email, INBOUND_ENV, postEmail } from './signing.js';
+import {
+  email,
+  INBOUND_ENV,
+  metaPayload,
+  postEmail,
+  postMeta,
+  postTwilio,
+  TWILIO_SMS_NUMBER,
+  TWILIO_WHATSAPP_NUMBER,
+} from './signing.js';
 
 const EMAIL_ENV = { SMTP_URL: 'smtp://127.0.0.1:9', EMAIL_FROM: 'Front Desk <desk@hotel.example.test>' };
 
@@ -36,6 +45,11 @@ async function messagesOf(app: FastifyInstance, admin: TestUser, conversationId:
   const res = await call(app, 'GET', `/conversations/${conversationId}/messages?limit=100`, { token: admin.token });
   assert.equal(res.status, 200);
   return res.data as { id: string; content: string; deliveryStatus: string; externalId: string | null }[];
+}
+
+async function guestByPhone(app: FastifyInstance, admin: TestUser, phone: string) {
+  const res = await call(app, 'GET', `/guests?search=${encodeURIComponent(phone)}`, { token: admin.token });
+  return (res.data as { id: string; phone: string | null }[]).find((g) => g.phone === phone);
 }
 
 /** An outbound text on a new conversation of the channel, once it is sent (dry run): its ids. */
@@ -177,4 +191,72 @@ test('outbound Message-IDs carry 128 unguessable bits, the same for a message ev
   // Keyed: another deployment's secret gives another Message-ID for the same message id.
   const other = loadConfig({ ...INBOUND_ENV, ...EMAIL_ENV, JWT_SECRET: `${JWT_SECRET}-another-deployment` });
   assert.notEqual(emailMessageId(other.channels, a.messageId), a.externalId);
+});
+
+test('WhatsApp messages and statuses for another phone_number_id are acknowledged and ignored', async (t) => {
+  const { app, admin } = await setup(t);
+  const message = (id: string, from: string) => ({
+    from,
+    id,
+    timestamp: '1764061200',
+    type: 'text',
+    text: { body: 'x' },
+  });
+  const foreign = await postMeta(
+    app,
+    metaPayload({ messages: [message('wamid.X1', '447700900140')] }, '999000111222333'),
+  );
+  assert.equal(foreign.status, 200, JSON.stringify(foreign.body));
+  assert.deepEqual(foreign.data, { messages: 0, duplicates: 0, statuses: 0, skipped: 1 });
+  assert.equal(await guestByPhone(app, admin, '+447700900140'), undefined, 'nothing stored');
+  // A change naming no number at all is not ours either.
+  const payload = metaPayload({ messages: [message('wamid.X2', '447700900140')] });
+  delete (payload.entry[0]!.changes[0]!.value as { metadata?: unknown }).metadata;
+  assert.deepEqual((await postMeta(app, payload)).data, { messages: 0, duplicates: 0, statuses: 0, skipped: 1 });
+  assert.equal(await guestByPhone(app, admin, '+447700900140'), undefined, 'nothing stored');
+
+  const ours = await postMeta(app, metaPayload({ messages: [message('wamid.X3', '447700900140')] }));
+  assert.deepEqual(ours.data, { messages: 1, duplicates: 0, statuses: 0, skipped: 0 });
+  const guest = (await guestByPhone(app, admin, '+447700900140'))!;
+  const sent = await sentText(app, admin, 'whatsapp', guest.id);
+  const read = { id: sent.externalId, status: 'read', timestamp: '1764061300', recipient_id: '447700900140' };
+  const late = await postMeta(app, metaPayload({ statuses: [read] }, '999000111222333'));
+  assert.deepEqual(late.data, { messages: 0, duplicates: 0, statuses: 0, skipped: 1 });
+  assert.equal((await messagesOf(app, admin, sent.conversationId))[0]!.deliveryStatus, 'sent');
+  assert.equal((await postMeta(app, metaPayload({ statuses: [read] }))).data.statuses, 1);
+  assert.equal((await messagesOf(app, admin, sent.conversationId))[0]!.deliveryStatus, 'read');
+});
+
+test('a Twilio message to another number, or a status from another number, is acknowledged and ignored', async (t) => {
+  const { app, admin } = await setup(t);
+  const cases: Record<string, string>[] = [
+    { MessageSid: 'SMf1', From: '+447700900141', To: '+15559999999', Body: 'to a sister hotel' },
+    { MessageSid: 'SMf2', From: '+447700900141', Body: 'no To at all' },
+    { MessageSid: 'SMf3', From: '+447700900141', To: TWILIO_WHATSAPP_NUMBER, Body: 'SMS to the WhatsApp number' },
+    { MessageSid: 'SMf4', From: 'whatsapp:+447700900141', To: 'whatsapp:+15559999999', Body: 'WhatsApp elsewhere' },
+    { MessageSid: 'SMf5', From: 'whatsapp:+447700900141', To: TWILIO_SMS_NUMBER, Body: 'WhatsApp, To not whatsapp:' },
+  ];
+  for (const params of cases) {
+    const res = await postTwilio(app, 'inbound', params);
+    assert.equal(res.status, 200, res.raw.body);
+    assert.match(res.raw.body, /<Response><\/Response>/);
+  }
+  assert.equal(await guestByPhone(app, admin, '+447700900141'), undefined, 'nothing stored');
+  const sms = { MessageSid: 'SMo1', From: '+447700900141', To: TWILIO_SMS_NUMBER, Body: 'SMS to us' };
+  const wa = {
+    MessageSid: 'SMo2',
+    From: 'whatsapp:+447700900141',
+    To: `whatsapp:${TWILIO_WHATSAPP_NUMBER}`,
+    Body: 'WA',
+  };
+  for (const params of [sms, wa]) assert.equal((await postTwilio(app, 'inbound', params)).status, 200);
+  const guest = await guestByPhone(app, admin, '+447700900141');
+  assert.ok(guest, 'messages to our numbers are stored');
+
+  const sent = await sentText(app, admin, 'sms', guest.id);
+  const status = { MessageSid: sent.externalId, MessageStatus: 'delivered' };
+  assert.equal((await postTwilio(app, 'status', { ...status, From: '+15559999999' })).status, 204);
+  assert.equal((await messagesOf(app, admin, sent.conversationId))[0]!.deliveryStatus, 'sent');
+  assert.equal((await postTwilio(app, 'status', { ...status, From: TWILIO_SMS_NUMBER })).status, 204);
+  assert.equal((await messagesOf(app, admin, sent.conversationId))[0]!.deliveryStatus, 'delivered');
 });

@@ -755,7 +755,7 @@ export interface paths {
         put?: never;
         /**
          * Receive an SMS or WhatsApp message from Twilio
-         * @description Twilio's incoming-message webhook (form-encoded), signed with `X-Twilio-Signature` against `PUBLIC_URL`. The sender becomes or matches a guest and the message joins their conversation on the channel (`whatsapp:` senders: WhatsApp, else SMS). A message Twilio repeats is stored once. Answers an empty TwiML document, so Twilio sends nothing back by itself.
+         * @description Twilio's incoming-message webhook (form-encoded), signed with `X-Twilio-Signature` against `PUBLIC_URL`. The sender becomes or matches a guest and the message joins their conversation on the channel (`whatsapp:` senders: WhatsApp, else SMS). A message Twilio repeats is stored once. A message whose `To` is not our number for its channel (`TWILIO_SMS_FROM`, `whatsapp:` + `TWILIO_WHATSAPP_FROM`) is acknowledged and ignored. Answers an empty TwiML document, so Twilio sends nothing back by itself.
          */
         post: operations["receiveTwilioMessage"];
         delete?: never;
@@ -775,7 +775,7 @@ export interface paths {
         put?: never;
         /**
          * Receive a delivery status from Twilio
-         * @description Twilio's status callback for a text the API sent (the StatusCallback it was given), signed with `X-Twilio-Signature`. sent, delivered and read move the message forward (never back); failed and undelivered mark it failed with the error Twilio names. Statuses of messages this API did not send, and the steps before sent, are accepted and ignored.
+         * @description Twilio's status callback for a text the API sent (the StatusCallback it was given), signed with `X-Twilio-Signature`. sent, delivered and read move the message forward (never back); failed and undelivered mark it failed with the error Twilio names. Statuses of messages this API did not send, from a number that is not ours, and the steps before sent, are accepted and ignored.
          */
         post: operations["receiveTwilioStatus"];
         delete?: never;
@@ -799,7 +799,7 @@ export interface paths {
         put?: never;
         /**
          * Receive guest messages and delivery statuses from WhatsApp Cloud
-         * @description Meta's webhook, signed with `X-Hub-Signature-256` (HMAC-SHA256 of the raw body with `WHATSAPP_APP_SECRET`). Each `messages[]` item is stored once in the sender’s WhatsApp conversation; each `statuses[]` item moves the text it names forward. Entries it does not understand are counted as skipped, and the answer is still 200, so Meta does not retry them.
+         * @description Meta's webhook, signed with `X-Hub-Signature-256` (HMAC-SHA256 of the raw body with `WHATSAPP_APP_SECRET`). Each `messages[]` item is stored once in the sender’s WhatsApp conversation; each `statuses[]` item moves the text it names forward. Entries it does not understand, and every item of a change for another `phone_number_id` than `WHATSAPP_PHONE_NUMBER_ID`, are counted as skipped, and the answer is still 200, so Meta does not retry them.
          */
         post: operations["receiveWhatsAppWebhook"];
         delete?: never;
@@ -13040,6 +13040,7 @@ export interface operations {
                  * @example {
                  *       "MessageSid": "text",
                  *       "MessageStatus": "text",
+                 *       "From": "text",
                  *       "ErrorCode": "text",
                  *       "ErrorMessage": "text"
                  *     }
@@ -13048,6 +13049,8 @@ export interface operations {
                     MessageSid: string;
                     /** @description queued, sending, sent, delivered, read, undelivered or failed */
                     MessageStatus: string;
+                    /** @description Our number the text was sent from: a status from another is ignored */
+                    From?: string;
                     ErrorCode?: string;
                     ErrorMessage?: string;
                 } & {
@@ -13395,7 +13398,7 @@ export interface operations {
                             statuses: number;
                             /**
                              * Format: int32
-                             * @description Entries not understood, or statuses of messages this API did not send
+                             * @description Entries not understood, statuses of messages this API did not send, and items for another phone number
                              */
                             skipped: number;
                         };

@@ -1,5 +1,5 @@
 // Owns reading what providers post into the API's terms: Meta's webhook entries (guest messages and
-// delivery statuses), Twilio's status names, and an inbound e-mail. Read field by field: whatever
+// delivery statuses) for our number only, Twilio's status names, and an inbound e-mail. Read field by field: whatever
 // is missing or of another shape is skipped, never an error the provider would retry forever.
 import { simpleParser } from 'mailparser';
 import type { StatusChange } from './delivery.js';
@@ -26,6 +26,8 @@ export interface MetaWebhook {
   messages: Inbound[];
   statuses: MetaStatus[];
   skipped: number;
+  /** Of the skipped, the items of changes for another number. */
+  foreign: number;
 }
 
 /** The text of a WhatsApp message of any type: a media message is named, with its caption. */
@@ -54,13 +56,24 @@ const META_STATUS: Record<string, StatusChange['status']> = {
   failed: 'failed',
 };
 
-export function readMetaWebhook(body: { entry: unknown[] }): MetaWebhook {
-  const out: MetaWebhook = { messages: [], statuses: [], skipped: 0 };
+/**
+ * The messages and statuses of Meta's webhook for our number (`phoneNumberId`, or none when the
+ * Cloud API is not configured): a change for another number of the same app (a sister hotel's),
+ * or naming none, is counted as skipped with each of its items, and nothing of it is read.
+ */
+export function readMetaWebhook(body: { entry: unknown[] }, phoneNumberId: string | null): MetaWebhook {
+  const out: MetaWebhook = { messages: [], statuses: [], skipped: 0, foreign: 0 };
   for (const entry of body.entry) {
     for (const change of arr(obj(entry)?.changes)) {
       const value = obj(obj(change)?.value);
       if (value === undefined) {
         out.skipped++;
+        continue;
+      }
+      if (phoneNumberId === null || str(obj(value.metadata)?.phone_number_id) !== phoneNumberId) {
+        const items = Math.max(1, arr(value.messages).length + arr(value.statuses).length);
+        out.skipped += items;
+        out.foreign += items;
         continue;
       }
       const names = new Map<string, string>();

@@ -1,9 +1,9 @@
 // Owns /channels: where providers and the web widget's backend hand the API what guests wrote and
 // what became of the texts sent to them. Provider routes are outside the staff token scheme:
 // each proves its caller by the provider's own signature (Twilio, Meta) or a shared secret
-// (inbound e-mail: email-route.ts) before anything is read or stored, and all count in the
-// `channels` rate-limit bucket. The web route takes an admin or manager token, as the widget's
-// backend is ours.
+// (inbound e-mail: email-route.ts) before anything is read or stored, takes only what is
+// addressed to our own numbers, and all count in the `channels` rate-limit bucket. The web route
+// takes an admin or manager token or a key, and its message ids are its caller's.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import sjson from 'secure-json-parse';
@@ -40,6 +40,18 @@ declare module 'fastify' {
 }
 
 const EMPTY_TWIML = '<?xml version="1.0" encoding="UTF-8"?><Response></Response>';
+
+/** Whether Twilio's address (`To` of a guest's message, `From` of a status) is one of our senders. */
+function ourTwilioNumber(
+  t: { smsFrom: string | null; whatsappFrom: string | null },
+  address: string,
+  channel?: string,
+) {
+  const a = address.trim().toLowerCase();
+  const sms = t.smsFrom !== null && a === t.smsFrom;
+  const wa = t.whatsappFrom !== null && a === `whatsapp:${t.whatsappFrom}`;
+  return channel === 'sms' ? sms : channel === 'whatsapp' ? wa : sms || wa;
+}
 
 export const channelsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const store = () => app.ctx.store;
@@ -80,8 +92,9 @@ export const channelsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         description:
           "Twilio's incoming-message webhook (form-encoded), signed with `X-Twilio-Signature` against " +
           '`PUBLIC_URL`. The sender becomes or matches a guest and the message joins their conversation on the ' +
-          'channel (`whatsapp:` senders: WhatsApp, else SMS). A message Twilio repeats is stored once. Answers an ' +
-          'empty TwiML document, so Twilio sends nothing back by itself.',
+          'channel (`whatsapp:` senders: WhatsApp, else SMS). A message Twilio repeats is stored once. A message ' +
+          'whose `To` is not our number for its channel (`TWILIO_SMS_FROM`, `whatsapp:` + `TWILIO_WHATSAPP_FROM`) ' +
+          'is acknowledged and ignored. Answers an empty TwiML document, so Twilio sends nothing back by itself.',
         security: [{ twilioSignature: [] }],
         body: { content: { 'application/x-www-form-urlencoded': { schema: TwilioInboundForm } } },
         response: {
@@ -98,11 +111,17 @@ export const channelsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const f = request.body as {
         MessageSid: string;
         From: string;
+        To?: string;
         Body?: string;
         NumMedia?: string;
         ProfileName?: string;
       };
       const whatsapp = f.From.toLowerCase().startsWith('whatsapp:');
+      // Signed by our account, but a sister hotel's number on it is not ours to answer.
+      if (!ourTwilioNumber(cfg().twilio!, f.To ?? '', whatsapp ? 'whatsapp' : 'sms')) {
+        request.log.info({ to: f.To ?? null }, 'twilio message for another number ignored');
+        return reply.type('text/xml; charset=utf-8').send(EMPTY_TWIML);
+      }
       const media = Number(f.NumMedia ?? 0);
       const note = media > 0 ? `\n[${media} attachment${media === 1 ? '' : 's'}]` : '';
       await receiveInbound(
@@ -132,7 +151,7 @@ export const channelsRoutes: FastifyPluginAsyncTypebox = async (app) => {
           "Twilio's status callback for a text the API sent (the StatusCallback it was given), signed with " +
           '`X-Twilio-Signature`. sent, delivered and read move the message forward (never back); failed and ' +
           'undelivered mark it failed with the error Twilio names. Statuses of messages this API did not send, ' +
-          'and the steps before sent, are accepted and ignored.',
+          'from a number that is not ours, and the steps before sent, are accepted and ignored.',
         security: [{ twilioSignature: [] }],
         body: { content: { 'application/x-www-form-urlencoded': { schema: TwilioStatusForm } } },
         response: {
@@ -144,6 +163,7 @@ export const channelsRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       const f = request.body as TwilioStatusForm;
+      if (f.From !== undefined && !ourTwilioNumber(cfg().twilio!, f.From)) return reply.code(204).send(null);
       const change = twilioStatus(f);
       if (change !== null) await receiveStatus(store(), f.MessageSid, change);
       return reply.code(204).send(null);
@@ -222,15 +242,17 @@ export const channelsRoutes: FastifyPluginAsyncTypebox = async (app) => {
           description:
             "Meta's webhook, signed with `X-Hub-Signature-256` (HMAC-SHA256 of the raw body with " +
             '`WHATSAPP_APP_SECRET`). Each `messages[]` item is stored once in the sender’s WhatsApp conversation; ' +
-            'each `statuses[]` item moves the text it names forward. Entries it does not understand are counted ' +
-            'as skipped, and the answer is still 200, so Meta does not retry them.',
+            'each `statuses[]` item moves the text it names forward. Entries it does not understand, and every ' +
+            'item of a change for another `phone_number_id` than `WHATSAPP_PHONE_NUMBER_ID`, are counted as ' +
+            'skipped, and the answer is still 200, so Meta does not retry them.',
           security: [{ whatsappSignature: [] }],
           body: WhatsAppWebhookBody,
           response: { 200: Ok(WhatsAppReceipt), ...PROVIDER_ERRORS, ...BODY_ERRORS },
         },
       },
       async (request) => {
-        const hook = readMetaWebhook(request.body as { entry: unknown[] });
+        const hook = readMetaWebhook(request.body as { entry: unknown[] }, cfg().whatsapp?.phoneNumberId ?? null);
+        if (hook.foreign > 0) request.log.info({ items: hook.foreign }, 'whatsapp items for another number ignored');
         const receipt = { messages: 0, duplicates: 0, statuses: 0, skipped: hook.skipped };
         for (const m of hook.messages) {
           try {

@@ -38,6 +38,7 @@ export const TwilioStatusForm = Type.Object(
   {
     MessageSid: Text(64),
     MessageStatus: Text(32, 'queued, sending, sent, delivered, read, undelivered or failed'),
+    From: Type.Optional(Text(64, 'Our number the text was sent from: a status from another is ignored')),
     ErrorCode: Type.Optional(Text(16)),
     ErrorMessage: Type.Optional(Text(1000)),
   },
@@ -123,7 +124,8 @@ export const WhatsAppReceipt = Type.Object({
     format: 'int32',
     minimum: 0,
     maximum: 1_000_000,
-    description: 'Entries not understood, or statuses of messages this API did not send',
+    description:
+      'Entries not understood, statuses of messages this API did not send, and items for another phone number',
   }),
 });
 
