@@ -819,7 +819,7 @@ export interface paths {
         put?: never;
         /**
          * Receive an e-mail from a guest
-         * @description For a mail relay (an inbound-parse webhook, or a local MTA pipe): the raw RFC 822 message as the body (`Content-Type: message/rfc822`, at most 25 MiB), with HTTP Basic auth whose password is `EMAIL_INBOUND_SECRET`. The reply joins the conversation its In-Reply-To / References names, else the sender's latest e-mail conversation, else a new one with the e-mail's subject. The text part is stored (attachments are counted, not kept), cut at 4096 characters. The same Message-ID is stored once; a repeat answers 200 with the stored message’s id only.
+         * @description For a mail relay (an inbound-parse webhook, or a local MTA pipe): the raw RFC 822 message as the body (`Content-Type: message/rfc822`, at most 10 MiB), with HTTP Basic auth whose password is `EMAIL_INBOUND_SECRET`, checked before the body is read. The reply joins the conversation its In-Reply-To / References names when the sender is that conversation’s guest, else the sender's latest e-mail conversation, else a new one with the e-mail's subject. The text part is stored (else the text of the first 1 MiB of HTML; attachments are counted, not kept), cut at 4096 characters. The same Message-ID is stored once; a repeat answers 200 with the stored message’s id only.
          */
         post: operations["receiveEmail"];
         delete?: never;
@@ -13754,7 +13754,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error403"];
                 };
             };
-            /** @description PAYLOAD_TOO_LARGE: the body is over 1 MiB */
+            /** @description PAYLOAD_TOO_LARGE: the e-mail is larger than 10 MiB */
             413: {
                 headers: {
                     /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
@@ -13771,7 +13771,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error413"];
                 };
             };
-            /** @description UNSUPPORTED_MEDIA_TYPE: the body is not JSON, or is sent with a Content-Encoding */
+            /** @description UNSUPPORTED_MEDIA_TYPE: the body is not sent as message/rfc822 */
             415: {
                 headers: {
                     /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */

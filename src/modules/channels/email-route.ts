@@ -1,16 +1,22 @@
 // Owns POST /channels/email/inbound, where a mail relay hands over what guests e-mail: the relay
-// proves itself by the HTTP Basic password, and the raw message is then read (payloads.ts) and
-// stored (inbound.ts). Its own plugin: the message/rfc822 parser is its alone.
+// proves itself by the HTTP Basic password before a byte of the body is read (so does the body's
+// type, and its announced length against the 10 MiB cap), and the raw message is then read
+// (payloads.ts) and stored (inbound.ts). Its own plugin: the message/rfc822 parser is its alone.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
-import { forbidden, validation } from '../../lib/errors.js';
-import { BODY_ERRORS, Ok, ok } from '../../lib/schemas.js';
+import { AppError, validation } from '../../lib/errors.js';
+import { errorResponse, Ok, ok } from '../../lib/schemas.js';
 import { receiveInbound } from './inbound.js';
 import { readEmail } from './payloads.js';
 import { DuplicateReceipt, InboundReceipt, PROVIDER, PROVIDER_ERRORS, receiptOf } from './schemas.js';
 import { basicPasswordValid } from './signatures.js';
 
-const MAX_EMAIL_BYTES = 25 * 1024 * 1024;
+/** An inbound e-mail's size at most: a guest's text with a few photos; its text alone is kept. */
+const MAX_EMAIL_BYTES = 10 * 1024 * 1024;
+
+/** A request refused before its body is read: the connection closes rather than take the rest. */
+const unread = (code: 'FORBIDDEN' | 'UNSUPPORTED_MEDIA_TYPE' | 'PAYLOAD_TOO_LARGE', message: string) =>
+  new AppError(code, message, undefined, { connection: 'close' });
 
 export const emailInboundRoute: FastifyPluginAsyncTypebox = async (mail) => {
   const cfg = () => mail.ctx.config.channels;
@@ -24,11 +30,20 @@ export const emailInboundRoute: FastifyPluginAsyncTypebox = async (mail) => {
     {
       config: PROVIDER,
       bodyLimit: MAX_EMAIL_BYTES,
-      preValidation: async (request) => {
+      // Before the body is read: a caller without the password, or with a body that is not an
+      // e-mail or is announced too large, costs the headers only.
+      onRequest: async (request) => {
         const secret = cfg().emailInboundSecret;
-        if (secret === null) throw forbidden('EMAIL_INBOUND_SECRET is not configured on this server');
+        if (secret === null) throw unread('FORBIDDEN', 'EMAIL_INBOUND_SECRET is not configured on this server');
         if (!basicPasswordValid(secret, request.headers.authorization)) {
-          throw forbidden('HTTP Basic auth with the EMAIL_INBOUND_SECRET password is required');
+          throw unread('FORBIDDEN', 'HTTP Basic auth with the EMAIL_INBOUND_SECRET password is required');
+        }
+        const type = (request.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+        if (type !== 'message/rfc822') {
+          throw unread('UNSUPPORTED_MEDIA_TYPE', 'Send the raw e-mail as the body, with Content-Type: message/rfc822');
+        }
+        if (Number(request.headers['content-length'] ?? 0) > MAX_EMAIL_BYTES) {
+          throw unread('PAYLOAD_TOO_LARGE', 'The e-mail is larger than 10 MiB');
         }
       },
       schema: {
@@ -37,11 +52,12 @@ export const emailInboundRoute: FastifyPluginAsyncTypebox = async (mail) => {
         summary: 'Receive an e-mail from a guest',
         description:
           'For a mail relay (an inbound-parse webhook, or a local MTA pipe): the raw RFC 822 message as the body ' +
-          '(`Content-Type: message/rfc822`, at most 25 MiB), with HTTP Basic auth whose password is ' +
-          '`EMAIL_INBOUND_SECRET`. The reply joins the conversation its In-Reply-To / References names, else the ' +
+          '(`Content-Type: message/rfc822`, at most 10 MiB), with HTTP Basic auth whose password is ' +
+          '`EMAIL_INBOUND_SECRET`, checked before the body is read. The reply joins the conversation its ' +
+          'In-Reply-To / References names when the sender is that conversation’s guest, else the ' +
           "sender's latest e-mail conversation, else a new one with the e-mail's subject. The text part is " +
-          'stored (attachments are counted, not kept), cut at 4096 characters. The same Message-ID is stored once; ' +
-          'a repeat answers 200 with the stored message’s id only.',
+          'stored (else the text of the first 1 MiB of HTML; attachments are counted, not kept), cut at 4096 ' +
+          'characters. The same Message-ID is stored once; a repeat answers 200 with the stored message’s id only.',
         security: [{ emailInboundBasic: [] }],
         body: {
           content: {
@@ -54,7 +70,8 @@ export const emailInboundRoute: FastifyPluginAsyncTypebox = async (mail) => {
           200: Ok(DuplicateReceipt),
           201: Ok(InboundReceipt),
           ...PROVIDER_ERRORS,
-          ...BODY_ERRORS,
+          413: errorResponse('PAYLOAD_TOO_LARGE: the e-mail is larger than 10 MiB', 413),
+          415: errorResponse('UNSUPPORTED_MEDIA_TYPE: the body is not sent as message/rfc822', 415),
         },
       },
     },

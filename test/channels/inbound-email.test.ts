@@ -1,0 +1,117 @@
+// The inbound e-mail route as a relay and an attacker meet it: the password checked before the
+// body is read, a 10 MiB cap, bounded HTML-to-text work, a clean 415 for what is not a message,
+// de-duplication without a Message-ID, and no auto reply to automated mail (RFC 3834).
+import assert from 'node:assert/strict';
+import { type AddressInfo, connect } from 'node:net';
+import { Readable } from 'node:stream';
+import test from 'node:test';
+import { assertError } from '../fixtures.js';
+import { buildTestApp, call, createStaff } from '../helpers.js';
+import { EMAIL_SECRET, email, INBOUND_ENV, postEmail } from './signing.js';
+
+const MIB = 1024 * 1024;
+const ROUTE = '/api/v1/channels/email/inbound';
+const basic = (password: string) => `Basic ${Buffer.from(`relay:${password}`).toString('base64')}`;
+
+async function setup(t: test.TestContext) {
+  const app = await buildTestApp(t, { ...INBOUND_ENV, CHANNELS_DRY_RUN: 'true' });
+  const admin = await createStaff(app, 'admin');
+  return { app, admin };
+}
+
+/**
+ * Sends a request's headers and the first bytes of a body announced as `length` bytes, then waits
+ * for the answer: the server must answer without the rest. Resolves the status line and the body,
+ * or null when no answer came (the server is waiting for the body it was promised).
+ */
+async function headersOnly(port: number, headers: Record<string, string>, length: number) {
+  const socket = connect(port, '127.0.0.1');
+  await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
+  const lines = Object.entries({ host: '127.0.0.1', 'content-length': String(length), ...headers })
+    .map(([k, v]) => `${k}: ${v}\r\n`)
+    .join('');
+  socket.write(`POST ${ROUTE} HTTP/1.1\r\n${lines}\r\nFrom: someone@example.test\r\n`);
+  let got = '';
+  socket.on('data', (d) => {
+    got += d.toString('latin1');
+  });
+  // Generous: today's server never answers here, and a loaded CI machine must not fail a good one.
+  const answered = await new Promise<boolean>((resolve) => {
+    const timer = setTimeout(() => resolve(false), 5000);
+    const done = () => {
+      clearTimeout(timer);
+      resolve(true);
+    };
+    socket.on('close', done);
+    socket.on('data', () => {
+      if (/\r\n\r\n[\s\S]*\}$/.test(got)) done();
+    });
+  });
+  socket.destroy();
+  if (!answered) return null;
+  const [head, body] = got.split('\r\n\r\n', 2) as [string, string];
+  return { status: Number(head.split(' ')[1]), head: head.toLowerCase(), body: JSON.parse(body) };
+}
+
+test('a wrong or missing e-mail password is refused before the body is read', async (t) => {
+  const { app } = await setup(t);
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const { port } = app.server.address() as AddressInfo;
+  for (const auth of [{ authorization: basic('wrong') }, {}] as Record<string, string>[]) {
+    const res = await headersOnly(port, { 'content-type': 'message/rfc822', ...auth }, 5 * MIB);
+    assert.ok(res, 'answered without the body');
+    assert.equal(res.status, 403);
+    assert.equal(res.body.error.code, 'FORBIDDEN');
+    assert.match(res.head, /connection: close/, 'the connection ends: the rest of the body is never read');
+  }
+});
+
+test('an e-mail over 10 MiB is refused as too large, before it is read when its length is announced', async (t) => {
+  const { app } = await setup(t);
+  const big = email({ from: 'big@example.test', messageId: '<big@x>', text: 'x'.repeat(10 * MIB) });
+  const res = await postEmail(app, big);
+  assertError(res, 413, 'PAYLOAD_TOO_LARGE');
+  assert.match(res.body.error.message, /10 MiB/);
+
+  // Streamed without a length: refused at the cap, with the same clear message.
+  const streamed = await app.inject({
+    method: 'POST',
+    url: ROUTE,
+    headers: { 'content-type': 'message/rfc822', authorization: basic(EMAIL_SECRET) },
+    payload: Readable.from([Buffer.from(big)]),
+  });
+  assert.equal(streamed.statusCode, 413);
+  assert.match(streamed.json().error.message, /10 MiB/);
+
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const { port } = app.server.address() as AddressInfo;
+  const early = await headersOnly(
+    port,
+    { 'content-type': 'message/rfc822', authorization: basic(EMAIL_SECRET) },
+    10 * MIB + 1,
+  );
+  assert.ok(early, 'answered without the body');
+  assert.equal(early.status, 413);
+  assert.equal(early.body.error.code, 'PAYLOAD_TOO_LARGE');
+});
+
+test('a body that is not a message/rfc822 e-mail is 415 naming the accepted type, after the password', async (t) => {
+  const { app } = await setup(t);
+  for (const [type, body] of [
+    ['application/json', '{"from":"a@example.test","text":"hi"}'],
+    ['text/plain', 'From: a@example.test\r\n\r\nhi'],
+    ['application/x-www-form-urlencoded', 'from=a%40example.test'],
+  ] as const) {
+    const res = await call(app, 'POST', ROUTE, {
+      body,
+      headers: { 'content-type': type, authorization: basic(EMAIL_SECRET) },
+    });
+    assertError(res, 415, 'UNSUPPORTED_MEDIA_TYPE', type);
+    assert.match(res.body.error.message, /message\/rfc822/);
+    const stranger = await call(app, 'POST', ROUTE, {
+      body,
+      headers: { 'content-type': type, authorization: basic('wrong') },
+    });
+    assertError(stranger, 403, 'FORBIDDEN', type);
+  }
+});
