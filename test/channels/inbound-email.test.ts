@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { type AddressInfo, connect } from 'node:net';
 import { Readable } from 'node:stream';
 import test from 'node:test';
+import { htmlText } from '../../src/modules/channels/html-text.js';
 import { assertError } from '../fixtures.js';
 import { buildTestApp, call, createStaff } from '../helpers.js';
 import { EMAIL_SECRET, email, INBOUND_ENV, postEmail } from './signing.js';
@@ -114,4 +115,39 @@ test('a body that is not a message/rfc822 e-mail is 415 naming the accepted type
     });
     assertError(stranger, 403, 'FORBIDDEN', type);
   }
+});
+
+test('an HTML-only e-mail is read as text from its first 1 MiB of HTML', async (t) => {
+  const { app } = await setup(t);
+  const html = (body: string, id: string) =>
+    email({ from: `${id}@example.test`, messageId: `<${id}@x>`, contentType: 'text/html; charset=utf-8', text: body });
+  const plain = await postEmail(
+    app,
+    html(
+      '<html><head><style>p { color: red }</style></head><body><p>Is&nbsp;the <b>spa</b> open?</p></body></html>',
+      'a',
+    ),
+  );
+  assert.equal(plain.status, 201, JSON.stringify(plain.body));
+  assert.equal(plain.data.message.content, 'Is the spa open?');
+  // Text past the first 1 MiB of markup is not looked for.
+  const late = await postEmail(app, html(`${'<br>'.repeat(MIB / 4 + 1)}<p>hidden tail</p>`, 'b'));
+  assert.equal(late.status, 201, JSON.stringify(late.body));
+  assert.equal(late.data.message.content, '[empty e-mail]');
+  // 9 MiB of '<' (the quadratic case of a tag-stripping regex) is text like any other.
+  const lt = await postEmail(app, html('<'.repeat(9 * MIB), 'c'));
+  assert.equal(lt.status, 201, JSON.stringify(lt.body));
+  assert.equal(lt.data.message.content.length, 4096);
+});
+
+test('HTML becomes text in one pass: tags, comments, style and script dropped, entities decoded', () => {
+  assert.equal(
+    htmlText('<p>Caf&eacute; &amp; bar&#33; &#x263A;</p><p>Line 2<br>Line 3</p>'),
+    'Café & bar! ☺\n\nLine 2\nLine 3',
+  );
+  assert.equal(htmlText('a <!-- <p>hidden</p> --> b <script>alert(1)</script><STYLE>x</STYLE> c'), 'a b c');
+  assert.equal(htmlText('unclosed <b tag and text'), 'unclosed <b tag and text');
+  assert.equal(htmlText('x<script>never closed'), 'x');
+  assert.equal(htmlText('&lt;tag&gt; &unknown; &#99999999;'), '<tag> &unknown; &#99999999;');
+  assert.equal(htmlText('<'.repeat(100)), '<'.repeat(100));
 });

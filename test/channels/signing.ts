@@ -103,25 +103,28 @@ export function postEmail(app: FastifyInstance, raw: string, password = EMAIL_SE
   });
 }
 
-/** A plain-text RFC 822 message. */
+/** A plain-text RFC 822 message (`headers` are added as given; no `messageId`: none). */
 export function email(o: {
   from: string;
   subject?: string;
-  messageId: string;
+  messageId?: string;
   inReplyTo?: string;
   references?: string;
+  headers?: string[];
+  contentType?: string;
   text: string;
 }): string {
   return [
+    ...(o.headers ?? []),
     `From: ${o.from}`,
     'To: Front Desk <desk@hotel.example.test>',
     `Subject: ${o.subject ?? 'Hello'}`,
-    `Message-ID: ${o.messageId}`,
+    ...(o.messageId ? [`Message-ID: ${o.messageId}`] : []),
     ...(o.inReplyTo ? [`In-Reply-To: ${o.inReplyTo}`] : []),
     ...(o.references ? [`References: ${o.references}`] : []),
     'Date: Wed, 25 Nov 2026 09:00:00 +0000',
     'MIME-Version: 1.0',
-    'Content-Type: text/plain; charset=utf-8',
+    `Content-Type: ${o.contentType ?? 'text/plain; charset=utf-8'}`,
     '',
     o.text,
     '',

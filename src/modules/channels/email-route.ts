@@ -76,7 +76,7 @@ export const emailInboundRoute: FastifyPluginAsyncTypebox = async (mail) => {
       },
     },
     async (request, reply) => {
-      const inbound = await readEmail(Buffer.from(request.body as string, 'latin1'));
+      const inbound = await readEmail(request.body as string);
       if (inbound === null) throw validation([{ field: 'body', message: 'has no From address' }]);
       const r = await receiveInbound(mail.ctx.store, inbound, mail.channelDispatcher);
       reply.code(r.stored ? 201 : 200);

@@ -3,7 +3,8 @@
 // is missing or of another shape is skipped, never an error the provider would retry forever.
 import { simpleParser } from 'mailparser';
 import type { StatusChange } from './delivery.js';
-import { contentOf, type Inbound } from './inbound.js';
+import { htmlText } from './html-text.js';
+import { contentOf, type Inbound, MAX_CONTENT } from './inbound.js';
 
 const obj = (v: unknown): Record<string, unknown> | undefined =>
   typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
@@ -148,13 +149,20 @@ function messageIds(v: string | string[] | undefined): string[] {
   return all.match(/<[^<>\s]+>/g) ?? [];
 }
 
-/** An RFC 822 message as an inbound e-mail; null when it has no usable sender. */
-export async function readEmail(raw: Buffer): Promise<Inbound | null> {
-  const mail = await simpleParser(raw, { skipImageLinks: true, skipTextToHtml: true, skipTextLinks: true });
+/** An RFC 822 message (as latin1 text, byte for byte) as an inbound e-mail; null when it has no usable sender. */
+export async function readEmail(raw: string): Promise<Inbound | null> {
+  // HTML-only mail is read by htmlText, whose work is bounded, not by the parser's converter.
+  const mail = await simpleParser(Buffer.from(raw, 'latin1'), {
+    skipImageLinks: true,
+    skipTextToHtml: true,
+    skipTextLinks: true,
+    skipHtmlToText: true,
+  });
   const from = mail.from?.value?.[0];
   const address = from?.address?.trim();
   if (!address) return null;
-  const text = mail.text ?? (typeof mail.html === 'string' ? mail.html.replace(/<[^>]*>/g, ' ') : '');
+  let text = (mail.text ?? '').trim();
+  if (text === '' && typeof mail.html === 'string') text = htmlText(mail.html, MAX_CONTENT);
   const attachments = mail.attachments?.length ?? 0;
   const note = attachments > 0 ? `\n[${attachments} attachment${attachments === 1 ? '' : 's'}]` : '';
   // Newest first: In-Reply-To names the message answered; References the thread, oldest first.
@@ -162,7 +170,7 @@ export async function readEmail(raw: Buffer): Promise<Inbound | null> {
   return {
     channel: 'email',
     sender: { email: address, name: from?.name || null },
-    content: contentOf(`${(text ?? '').trim()}${note}`, '[empty e-mail]'),
+    content: contentOf(`${text}${note}`, '[empty e-mail]'),
     providerId: mail.messageId ?? null,
     thread,
     subject: mail.subject?.trim() || null,
