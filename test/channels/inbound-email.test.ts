@@ -151,3 +151,26 @@ test('HTML becomes text in one pass: tags, comments, style and script dropped, e
   assert.equal(htmlText('&lt;tag&gt; &unknown; &#99999999;'), '<tag> &unknown; &#99999999;');
   assert.equal(htmlText('<'.repeat(100)), '<'.repeat(100));
 });
+
+test('an e-mail without a Message-ID is stored once however often a relay repeats it', async (t) => {
+  const { app } = await setup(t);
+  const raw = email({ from: 'nomid@example.test', subject: 'Late arrival', text: 'We arrive at 23:00.' });
+  const first = await postEmail(app, raw);
+  assert.equal(first.status, 201, JSON.stringify(first.body));
+  assert.equal(first.data.message.externalId, null, 'it has no provider id of its own');
+  const again = await postEmail(app, raw);
+  assert.equal(again.status, 200);
+  assert.deepEqual(again.data, { duplicate: true, message: { id: first.data.message.id } });
+  // Relayed again through another hop: a new trace header, the same message.
+  const relayed = await postEmail(
+    app,
+    `Received: from mx2.example.test by relay.hotel.example.test; Wed, 25 Nov 2026 09:05:00 +0000\r\n${raw}`,
+  );
+  assert.equal(relayed.status, 200, JSON.stringify(relayed.body));
+  assert.equal(relayed.data.message.id, first.data.message.id);
+  const other = await postEmail(
+    app,
+    email({ from: 'nomid@example.test', subject: 'Late arrival', text: 'We arrive at 22:00.' }),
+  );
+  assert.equal(other.status, 201, 'another text is another message');
+});

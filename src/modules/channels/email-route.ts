@@ -57,7 +57,8 @@ export const emailInboundRoute: FastifyPluginAsyncTypebox = async (mail) => {
           'In-Reply-To / References names when the sender is that conversation’s guest, else the ' +
           "sender's latest e-mail conversation, else a new one with the e-mail's subject. The text part is " +
           'stored (else the text of the first 1 MiB of HTML; attachments are counted, not kept), cut at 4096 ' +
-          'characters. The same Message-ID is stored once; a repeat answers 200 with the stored message’s id only.',
+          'characters. The same Message-ID (without one: the same authored headers and body) is stored once; ' +
+          'a repeat answers 200 with the stored message’s id only.',
         security: [{ emailInboundBasic: [] }],
         body: {
           content: {

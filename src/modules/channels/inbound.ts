@@ -49,8 +49,8 @@ export interface Inbound {
   providerId: string | null;
   /**
    * The key that stores the message once, when not `<channel>:<providerId>`: a key the API derives
-   * (a web widget's id with its caller) is written `<channel>#…`, so it never meets a provider's
-   * id. Neither: no de-duplication.
+   * (a web widget's id with its caller, an e-mail's digest) is written `<channel>#…`, so it never
+   * meets a provider's id. Neither: no de-duplication.
    */
   dedupKey?: string;
   /** E-mail: the Message-IDs it answers (In-Reply-To, then References, newest first). */

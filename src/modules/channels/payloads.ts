@@ -1,6 +1,8 @@
 // Owns reading what providers post into the API's terms: Meta's webhook entries (guest messages and
-// delivery statuses) for our number only, Twilio's status names, and an inbound e-mail. Read field by field: whatever
-// is missing or of another shape is skipped, never an error the provider would retry forever.
+// delivery statuses) for our number only, Twilio's status names, and an inbound e-mail (its text,
+// thread and de-duplication key). Read field by field: whatever is
+// missing or of another shape is skipped, never an error the provider would retry forever.
+import { createHash } from 'node:crypto';
 import { simpleParser } from 'mailparser';
 import type { StatusChange } from './delivery.js';
 import { htmlText } from './html-text.js';
@@ -149,6 +151,32 @@ function messageIds(v: string | string[] | undefined): string[] {
   return all.match(/<[^<>\s]+>/g) ?? [];
 }
 
+/** The headers an author's mail program writes: a relay adds trace headers, never changes these. */
+const AUTHORED = new Set(['from', 'to', 'cc', 'subject', 'date', 'in-reply-to', 'references', 'content-type']);
+
+/**
+ * The de-duplication key of an e-mail without a Message-ID: a digest of its authored headers and
+ * its body, so a relay posting it again (even after adding a Received header) finds it stored.
+ */
+function emailDigest(raw: string): string {
+  const split = /\r?\n\r?\n/.exec(raw);
+  const head = split === null ? raw : raw.slice(0, split.index);
+  const body = split === null ? '' : raw.slice(split.index + split[0].length);
+  const hash = createHash('sha256');
+  // Unfolded, one header a line; the value with its whitespace collapsed.
+  for (const line of head.replace(/\r?\n(?=[ \t])/g, '').split(/\r?\n/)) {
+    const colon = line.indexOf(':');
+    const name = line.slice(0, Math.max(colon, 0)).trim().toLowerCase();
+    const value = line
+      .slice(colon + 1)
+      .replace(/\s+/g, ' ')
+      .trim();
+    if (AUTHORED.has(name)) hash.update(`${name}:${value}\n`);
+  }
+  hash.update('\n').update(body.replace(/\r\n/g, '\n').trimEnd(), 'latin1');
+  return hash.digest('hex');
+}
+
 /** An RFC 822 message (as latin1 text, byte for byte) as an inbound e-mail; null when it has no usable sender. */
 export async function readEmail(raw: string): Promise<Inbound | null> {
   // HTML-only mail is read by htmlText, whose work is bounded, not by the parser's converter.
@@ -167,11 +195,13 @@ export async function readEmail(raw: string): Promise<Inbound | null> {
   const note = attachments > 0 ? `\n[${attachments} attachment${attachments === 1 ? '' : 's'}]` : '';
   // Newest first: In-Reply-To names the message answered; References the thread, oldest first.
   const thread = [...messageIds(mail.inReplyTo), ...messageIds(mail.references).reverse()];
+  const messageId = mail.messageId ?? null;
   return {
     channel: 'email',
     sender: { email: address, name: from?.name || null },
     content: contentOf(`${text}${note}`, '[empty e-mail]'),
-    providerId: mail.messageId ?? null,
+    providerId: messageId,
+    ...(messageId === null ? { dedupKey: `email#sha256:${emailDigest(raw)}` } : {}),
     thread,
     subject: mail.subject?.trim() || null,
   };
