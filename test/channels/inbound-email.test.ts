@@ -174,3 +174,52 @@ test('an e-mail without a Message-ID is stored once however often a relay repeat
   );
   assert.equal(other.status, 201, 'another text is another message');
 });
+
+test('the auto reply never answers automated mail: Auto-Submitted, bulk or list mail, bounces', async (t) => {
+  const { app, admin } = await setup(t);
+  const put = (key: string, value: unknown) =>
+    call(app, 'PUT', `/settings/${key}`, { token: admin.token, body: { value } });
+  assert.equal((await put('auto_reply', { enabled: true, message: 'We are closed.' })).status, 200);
+  const closed = { timezone: 'Europe/Lisbon', days: { mon: [], tue: [], wed: [], thu: [], fri: [], sat: [], sun: [] } };
+  assert.equal((await put('business_hours', closed)).status, 200);
+
+  const report = 'multipart/report; report-type=delivery-status; boundary="b"';
+  const automated: [string, Parameters<typeof email>[0]][] = [
+    ['auto-replied', { from: 'a1@example.test', headers: ['Auto-Submitted: auto-replied (vacation)'], text: 'x' }],
+    ['auto-generated', { from: 'a2@example.test', headers: ['Auto-Submitted: auto-generated'], text: 'x' }],
+    ['bulk', { from: 'a3@example.test', headers: ['Precedence: bulk'], text: 'x' }],
+    ['list', { from: 'a4@example.test', headers: ['Precedence: List'], text: 'x' }],
+    ['junk', { from: 'a5@example.test', headers: ['Precedence: junk'], text: 'x' }],
+    ['List-Id', { from: 'a6@example.test', headers: ['List-Id: News <news.example.test>'], text: 'x' }],
+    ['List-Unsubscribe', { from: 'a7@example.test', headers: ['List-Unsubscribe: <mailto:u@x.test>'], text: 'x' }],
+    ['null Return-Path', { from: 'a8@example.test', headers: ['Return-Path: <>'], text: 'x' }],
+    ['MAILER-DAEMON', { from: 'Mail Delivery System <MAILER-DAEMON@mx.example.test>', text: 'x' }],
+    ['postmaster', { from: 'postmaster@mx.example.test', text: 'x' }],
+    [
+      'multipart/report',
+      {
+        from: 'a9@example.test',
+        contentType: report,
+        text: '--b\r\nContent-Type: text/plain\r\n\r\nDelivery failed\r\n--b--',
+      },
+    ],
+  ];
+  let n = 0;
+  for (const [what, mail] of automated) {
+    const res = await postEmail(app, email({ ...mail, messageId: `<auto-${n++}@x>` }));
+    assert.equal(res.status, 201, `${what}: stored ${JSON.stringify(res.body)}`);
+    assert.equal(res.data.autoReply, null, `${what}: no auto reply`);
+  }
+  for (const [what, headers] of [
+    ['a person', []],
+    ['Auto-Submitted: no', ['Auto-Submitted: no']],
+    ['a Return-Path', ['Return-Path: <guest@example.test>']],
+  ] as const) {
+    const res = await postEmail(
+      app,
+      email({ from: `person${n}@example.test`, headers: [...headers], messageId: `<auto-${n++}@x>`, text: 'x' }),
+    );
+    assert.equal(res.status, 201);
+    assert.equal(res.data.autoReply?.content, 'We are closed.', `${what}: answered`);
+  }
+});

@@ -819,7 +819,7 @@ export interface paths {
         put?: never;
         /**
          * Receive an e-mail from a guest
-         * @description For a mail relay (an inbound-parse webhook, or a local MTA pipe): the raw RFC 822 message as the body (`Content-Type: message/rfc822`, at most 10 MiB), with HTTP Basic auth whose password is `EMAIL_INBOUND_SECRET`, checked before the body is read. The reply joins the conversation its In-Reply-To / References names when the sender is that conversation’s guest, else the sender's latest e-mail conversation, else a new one with the e-mail's subject. The text part is stored (else the text of the first 1 MiB of HTML; attachments are counted, not kept), cut at 4096 characters. The same Message-ID (without one: the same authored headers and body) is stored once; a repeat answers 200 with the stored message’s id only.
+         * @description For a mail relay (an inbound-parse webhook, or a local MTA pipe): the raw RFC 822 message as the body (`Content-Type: message/rfc822`, at most 10 MiB), with HTTP Basic auth whose password is `EMAIL_INBOUND_SECRET`, checked before the body is read. The reply joins the conversation its In-Reply-To / References names when the sender is that conversation’s guest, else the sender's latest e-mail conversation, else a new one with the e-mail's subject. The text part is stored (else the text of the first 1 MiB of HTML; attachments are counted, not kept), cut at 4096 characters. The same Message-ID (without one: the same authored headers and body) is stored once; a repeat answers 200 with the stored message’s id only. Automated mail (Auto-Submitted, bulk or list mail, bounces) is stored but never auto-replied to.
          */
         post: operations["receiveEmail"];
         delete?: never;

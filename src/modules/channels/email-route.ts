@@ -58,7 +58,8 @@ export const emailInboundRoute: FastifyPluginAsyncTypebox = async (mail) => {
           "sender's latest e-mail conversation, else a new one with the e-mail's subject. The text part is " +
           'stored (else the text of the first 1 MiB of HTML; attachments are counted, not kept), cut at 4096 ' +
           'characters. The same Message-ID (without one: the same authored headers and body) is stored once; ' +
-          'a repeat answers 200 with the stored message’s id only.',
+          'a repeat answers 200 with the stored message’s id only. Automated mail (Auto-Submitted, bulk or ' +
+          'list mail, bounces) is stored but never auto-replied to.',
         security: [{ emailInboundBasic: [] }],
         body: {
           content: {

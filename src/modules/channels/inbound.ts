@@ -2,8 +2,8 @@
 // guest), the message routed to its conversation (the e-mail thread it answers when the sender is
 // that thread's guest, else the guest's latest conversation on the channel, reopened if closed,
 // else a new one), stored once however often the provider repeats it, and the auto reply outside
-// business hours. Also applies the delivery statuses providers report for outbound texts. Each is
-// one transaction with its events.
+// business hours (never to automated mail). Also applies the delivery statuses providers report
+// for outbound texts. Each is one transaction with its events.
 import { isUniqueViolation, nowIso, type Store } from '../../db/store.js';
 import type { Executor, Tx } from '../../db/types.js';
 import { validation } from '../../lib/errors.js';
@@ -57,6 +57,8 @@ export interface Inbound {
   thread?: string[];
   /** E-mail: the subject a new conversation gets. */
   subject?: string | null;
+  /** Sent by a machine (an auto reply, a list, a bounce): never auto-replied to (RFC 3834). */
+  automated?: boolean;
 }
 
 export type InboundResult =
@@ -141,13 +143,16 @@ async function receive(tx: Tx, outbox: Outbox, m: Inbound, sender: LocalSender |
   if (target === undefined) conversationEvents(outbox, actor, null, after);
   messageCreated(outbox, actor, message, after.assignee);
   if (target?.status === 'closed' && after.status === 'open') conversationStatusChanged(outbox, actor, after, 'closed');
-  const autoReply = await maybeAutoReply(
-    tx,
-    outbox,
-    { id: conversationId, channel: m.channel, assignee: after.assignee },
-    at,
-    sender,
-  );
+  const autoReply =
+    m.automated === true
+      ? null
+      : await maybeAutoReply(
+          tx,
+          outbox,
+          { id: conversationId, channel: m.channel, assignee: after.assignee },
+          at,
+          sender,
+        );
   return {
     stored: true,
     message,

@@ -1,9 +1,9 @@
 // Owns reading what providers post into the API's terms: Meta's webhook entries (guest messages and
 // delivery statuses) for our number only, Twilio's status names, and an inbound e-mail (its text,
-// thread and de-duplication key). Read field by field: whatever is
+// thread, de-duplication key, and whether a machine sent it). Read field by field: whatever is
 // missing or of another shape is skipped, never an error the provider would retry forever.
 import { createHash } from 'node:crypto';
-import { simpleParser } from 'mailparser';
+import { type ParsedMail, simpleParser } from 'mailparser';
 import type { StatusChange } from './delivery.js';
 import { htmlText } from './html-text.js';
 import { contentOf, type Inbound, MAX_CONTENT } from './inbound.js';
@@ -177,6 +177,27 @@ function emailDigest(raw: string): string {
   return hash.digest('hex');
 }
 
+/**
+ * Whether a machine sent the mail, so it gets no auto reply (RFC 3834 §2, §3.1): Auto-Submitted
+ * other than `no`, bulk or list mail (Precedence, List-Id, List-Unsubscribe), and bounces (a null
+ * Return-Path, a MAILER-DAEMON or postmaster sender, a multipart/report).
+ */
+function automated(mail: ParsedMail, address: string): boolean {
+  const header = (name: string) => {
+    const line = mail.headerLines.find((l) => l.key === name)?.line;
+    return line === undefined ? undefined : line.slice(line.indexOf(':') + 1).trim();
+  };
+  const auto = header('auto-submitted');
+  if (auto !== undefined && auto.split(/[;(\s]/)[0]!.toLowerCase() !== 'no') return true;
+  if (['bulk', 'list', 'junk'].includes((header('precedence') ?? '').toLowerCase())) return true;
+  if (header('list-id') !== undefined || header('list-unsubscribe') !== undefined) return true;
+  const returnPath = header('return-path');
+  if (returnPath !== undefined && /^<?\s*>?$/.test(returnPath)) return true;
+  if (['mailer-daemon', 'postmaster'].includes(address.split('@')[0]!.toLowerCase())) return true;
+  const type = mail.headers.get('content-type') as { value?: unknown } | undefined;
+  return typeof type?.value === 'string' && type.value.toLowerCase() === 'multipart/report';
+}
+
 /** An RFC 822 message (as latin1 text, byte for byte) as an inbound e-mail; null when it has no usable sender. */
 export async function readEmail(raw: string): Promise<Inbound | null> {
   // HTML-only mail is read by htmlText, whose work is bounded, not by the parser's converter.
@@ -204,5 +225,6 @@ export async function readEmail(raw: string): Promise<Inbound | null> {
     ...(messageId === null ? { dedupKey: `email#sha256:${emailDigest(raw)}` } : {}),
     thread,
     subject: mail.subject?.trim() || null,
+    automated: automated(mail, address),
   };
 }
