@@ -1,6 +1,7 @@
 // Owns the channel part of the configuration: which providers are set up (SMTP, Twilio, Meta
 // WhatsApp Cloud), their base URLs, the public URL callbacks are signed against, and the
 // dispatcher's timing. Credentials come from the environment only and are never logged.
+import { createHmac } from 'node:crypto';
 import { ConfigError } from './config.js';
 
 type Env = Record<string, string | undefined>;
@@ -10,6 +11,8 @@ export interface ChannelsConfig {
   readonly publicUrl: string | null;
   readonly email: { readonly smtpUrl: string; readonly from: string } | null;
   readonly emailInboundSecret: string | null;
+  /** Keys outbound Message-IDs (src/modules/channels/providers.ts emailMessageId); derived, never logged. */
+  readonly messageIdKey: Buffer;
   readonly twilio: {
     readonly accountSid: string;
     readonly authToken: string;
@@ -69,7 +72,13 @@ function group(env: Env, names: string[]): Record<string, string> | null {
   return Object.fromEntries(names.map((n) => [n, str(env, n)!]));
 }
 
-export function parseChannels(env: Env): ChannelsConfig {
+/** `secret`: the deployment's signing secret (JWT_SECRET), from which the Message-ID key is derived. */
+/** A key of its own (not the secret itself): a Message-ID reveals nothing that signs tokens. */
+export function messageIdKeyOf(jwtSecret: string): Buffer {
+  return createHmac('sha256', jwtSecret).update('gma email Message-ID').digest();
+}
+
+export function parseChannels(env: Env, secret: string): ChannelsConfig {
   const dryRaw = str(env, 'CHANNELS_DRY_RUN');
   if (dryRaw !== undefined && !['true', 'false', '1', '0'].includes(dryRaw)) {
     throw new ConfigError('CHANNELS_DRY_RUN', `must be true or false, got "${dryRaw}"`);
@@ -99,6 +108,7 @@ export function parseChannels(env: Env): ChannelsConfig {
     publicUrl,
     email: email && { smtpUrl: email.SMTP_URL!, from: email.EMAIL_FROM! },
     emailInboundSecret: str(env, 'EMAIL_INBOUND_SECRET') ?? null,
+    messageIdKey: messageIdKeyOf(secret),
     twilio: twilio && {
       accountSid: twilio.TWILIO_ACCOUNT_SID!,
       authToken: twilio.TWILIO_AUTH_TOKEN!,

@@ -2,7 +2,7 @@
 import { randomBytes } from 'node:crypto';
 import { closeSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { type ChannelsConfig, parseChannels } from './config-channels.js';
+import { type ChannelsConfig, messageIdKeyOf, parseChannels } from './config-channels.js';
 
 export type StoreConfig = { kind: 'sqlite'; path: string } | { kind: 'postgres'; url: string };
 
@@ -206,7 +206,13 @@ export function keepGeneratedSecret(config: Config): Config {
   if (!config.jwtSecretGenerated) return config;
   const kept = keptSecret(config.store);
   if (kept === null) return config;
-  return Object.freeze({ ...config, jwtSecret: kept.secret, jwtSecretGenerated: false, jwtSecretFile: kept.file });
+  return Object.freeze({
+    ...config,
+    jwtSecret: kept.secret,
+    jwtSecretGenerated: false,
+    jwtSecretFile: kept.file,
+    channels: Object.freeze({ ...config.channels, messageIdKey: messageIdKeyOf(kept.secret) }),
+  });
 }
 
 function keptSecret(store: StoreConfig): { secret: string; file: string } | null {
@@ -298,6 +304,7 @@ export function loadConfig(env: Env = process.env): Config {
     );
   }
 
+  const jwtSecret = givenSecret ?? randomBytes(48).toString('base64url');
   return Object.freeze({
     nodeEnv,
     host: str(env, 'HOST') ?? '127.0.0.1',
@@ -309,7 +316,7 @@ export function loadConfig(env: Env = process.env): Config {
     pgPoolMaxWaiting: int(env, 'PG_POOL_MAX_WAITING', 1000, 0, 1_000_000),
     redisUrl: parseRedis(env),
     redisKeyPrefix: str(env, 'REDIS_KEY_PREFIX') ?? 'gma:',
-    jwtSecret: givenSecret ?? randomBytes(48).toString('base64url'),
+    jwtSecret,
     jwtSecretGenerated: givenSecret === undefined,
     jwtSecretFile: null,
     jwtPreviousSecrets: Object.freeze(jwtPreviousSecrets),
@@ -337,6 +344,6 @@ export function loadConfig(env: Env = process.env): Config {
     keepAliveTimeoutMs: int(env, 'KEEP_ALIVE_TIMEOUT_MS', 72_000, 10, 3_600_000),
     maxConnections: int(env, 'MAX_CONNECTIONS', defaultMaxConnections(openFilesLimit()), 1, 10_000_000),
     streamsPerCaller: int(env, 'STREAMS_PER_CALLER', 10, 1, 10_000),
-    channels: parseChannels(env),
+    channels: parseChannels(env, jwtSecret),
   });
 }

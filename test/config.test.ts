@@ -160,6 +160,8 @@ test('without JWT_SECRET outside production, the SQLite store keeps one generate
   assert.ok(first.jwtSecretFile !== null && existsSync(first.jwtSecretFile));
   assert.equal(statSync(first.jwtSecretFile).mode & 0o777, 0o600);
   assert.equal(second.jwtSecret, first.jwtSecret);
+  // E-mail Message-IDs are keyed from the same kept secret, so a resend after a restart keeps its id.
+  assert.ok(second.channels.messageIdKey.equals(first.channels.messageIdKey));
   assert.ok(Buffer.byteLength(first.jwtSecret) >= 32);
   // A set JWT_SECRET wins and the kept one is left alone; a throw-away store keeps nothing.
   assert.equal(keepGeneratedSecret(loadConfig({ ...env, JWT_SECRET })).jwtSecret, JWT_SECRET);

@@ -18,6 +18,8 @@ const FASTIFY_CODES: Record<string, { code: ErrorCode; message: string }> = {
   FST_ERR_MAX_PARAM_LENGTH: { code: 'VALIDATION_ERROR', message: 'A path parameter is too long' },
 };
 
+const MIB = 1024 * 1024;
+
 function send(reply: FastifyReply, status: number, code: string, message: string, details?: unknown) {
   const error: Record<string, unknown> = { code, message };
   if (details !== undefined) error.details = details;
@@ -42,11 +44,17 @@ export function renderError(err: FastifyError | AppError | Error, request: Fasti
   }
   const known = fe.code ? FASTIFY_CODES[fe.code] : undefined;
   if (known) {
+    // A route may take more than the usual 1 MiB (an inbound e-mail): the message names its own cap.
+    const limit = request.routeOptions.bodyLimit;
+    const message =
+      known.code === 'PAYLOAD_TOO_LARGE' && limit !== undefined && limit !== MIB
+        ? `The request body is larger than ${Number((limit / MIB).toFixed(2))} MiB`
+        : known.message;
     return send(
       reply,
       known.code === 'PAYLOAD_TOO_LARGE' ? 413 : known.code === 'UNSUPPORTED_MEDIA_TYPE' ? 415 : 400,
       known.code,
-      known.message,
+      message,
     );
   }
   if (err instanceof SyntaxError) {

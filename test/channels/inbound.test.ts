@@ -15,6 +15,8 @@ import {
   postEmail,
   postMeta,
   postTwilio,
+  TWILIO_SMS_NUMBER,
+  TWILIO_WHATSAPP_NUMBER,
   twilioSign,
   VERIFY_TOKEN,
 } from './signing.js';
@@ -161,7 +163,12 @@ test('an inbound message from a known guest joins their latest conversation on t
   const web = await call(app, 'POST', '/conversations', { token: admin.token, body: { guestId, channel: 'web' } });
   assert.equal(web.status, 201);
 
-  const res = await postTwilio(app, 'inbound', { MessageSid: 'SM0003', From: phone, Body: 'Back again' });
+  const res = await postTwilio(app, 'inbound', {
+    MessageSid: 'SM0003',
+    From: phone,
+    To: TWILIO_SMS_NUMBER,
+    Body: 'Back again',
+  });
   assert.equal(res.status, 200);
   const convs = await conversationsOf(app, admin, guestId);
   const joined = convs.find((c) => c.id === latest.data.id)!;
@@ -184,6 +191,7 @@ test('a WhatsApp message through Twilio lands in a WhatsApp conversation with th
   const res = await postTwilio(app, 'inbound', {
     MessageSid: 'SM0004',
     From: 'whatsapp:+447700900126',
+    To: `whatsapp:${TWILIO_WHATSAPP_NUMBER}`,
     Body: 'Hola',
     ProfileName: 'Lucía',
     NumMedia: '1',
@@ -363,7 +371,7 @@ test('an inbound e-mail from an unknown sender opens a conversation with its sub
     body: { content: 'Yes, in the garage.' },
   });
   const sent = await settled(app, admin, conv!.id, answer.data.id);
-  assert.match(sent.externalId, /^<msg_.+@hotel\.example\.test>$/);
+  assert.match(sent.externalId, /^<[0-9a-f]{32}@hotel\.example\.test>$/);
   const other = await call(app, 'POST', '/conversations', {
     token: admin.token,
     body: { guestId: guest.id, channel: 'email', subject: 'Invoice' },
@@ -449,7 +457,7 @@ test("the web widget's backend posts a visitor's message: matched or new guest, 
 
 test('the same provider message delivered concurrently is stored once', async (t) => {
   const { app, admin } = await setup(t);
-  const params = { MessageSid: 'SM0009', From: '+447700900129', Body: 'Race' };
+  const params = { MessageSid: 'SM0009', From: '+447700900129', To: TWILIO_SMS_NUMBER, Body: 'Race' };
   const all = await Promise.all(Array.from({ length: 8 }, () => postTwilio(app, 'inbound', params)));
   for (const r of all) assert.equal(r.status, 200, r.raw.body);
   const matching = (await guests(app, admin)).filter((g) => g.phone === '+447700900129');

@@ -103,25 +103,29 @@ function actions(app: FastifyInstance, admin: TestUser) {
   const writesViaMeta = async (phone: string, body = 'Hi, it is me') => {
     const res = await postMeta(
       app,
-      metaPayload({
-        contacts: [{ profile: { name: 'Ana Guest' }, wa_id: phone.slice(1) }],
-        messages: [
-          {
-            from: phone.slice(1),
-            id: `wamid.in${Date.now()}${phoneNo}${Math.random().toString(36).slice(2)}`,
-            timestamp: String(Math.floor(Date.now() / 1000)),
-            type: 'text',
-            text: { body },
-          },
-        ],
-      }),
+      metaPayload(
+        {
+          contacts: [{ profile: { name: 'Ana Guest' }, wa_id: phone.slice(1) }],
+          messages: [
+            {
+              from: phone.slice(1),
+              id: `wamid.in${Date.now()}${phoneNo}${Math.random().toString(36).slice(2)}`,
+              timestamp: String(Math.floor(Date.now() / 1000)),
+              type: 'text',
+              text: { body },
+            },
+          ],
+        },
+        app.ctx.config.channels.whatsapp?.phoneNumberId,
+      ),
     );
     assert.equal(res.status, 200, JSON.stringify(res.body));
   };
   /** The same through Twilio's inbound webhook (signed with the fake's token against PUBLIC_URL). */
   const writesViaTwilio = async (phone: string, authToken: string, body = 'Hi, it is me') => {
     const url = '/api/v1/channels/twilio/inbound';
-    const params = { MessageSid: `SMin${Date.now()}${phoneNo}`, From: `whatsapp:${phone}`, Body: body };
+    const to = `whatsapp:${app.ctx.config.channels.twilio?.whatsappFrom}`;
+    const params = { MessageSid: `SMin${Date.now()}${phoneNo}`, From: `whatsapp:${phone}`, To: to, Body: body };
     const res = await call(app, 'POST', url, {
       body: new URLSearchParams(params).toString(),
       headers: {

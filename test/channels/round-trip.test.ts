@@ -69,7 +69,7 @@ test('SMS round trip through a Twilio-shaped API: sent, delivered on a signed ca
     ['outbound: Your room is ready', 'inbound: Thanks!'],
   );
 
-  const stranger = { MessageSid: 'SMnew0001', From: '+351912000099', Body: 'Do you have rooms in May?' };
+  const stranger = { MessageSid: 'SMnew0001', From: '+351912000099', To: answer.To, Body: 'Do you have rooms in May?' };
   assert.equal((await form(inbound, stranger)).status, 200);
   const guests = await call(app, 'GET', '/guests?search=351912000099', { token: admin.token });
   assert.equal(guests.data.length, 1, 'a new guest');
@@ -94,9 +94,14 @@ test('WhatsApp Cloud round trip: the guest writes (signed), the answer goes to M
     });
   };
   const { conversationId } = await start(app, admin, 'whatsapp', '+351912000002');
-  const hello = metaPayload({
-    messages: [{ from: '351912000002', id: 'wamid.IN1', timestamp: '1764061200', type: 'text', text: { body: 'Olá' } }],
-  });
+  const hello = metaPayload(
+    {
+      messages: [
+        { from: '351912000002', id: 'wamid.IN1', timestamp: '1764061200', type: 'text', text: { body: 'Olá' } },
+      ],
+    },
+    meta.phoneNumberId,
+  );
   assert.deepEqual((await hook(hello)).data, { messages: 1, duplicates: 0, statuses: 0, skipped: 0 });
   assert.deepEqual((await hook(hello)).data, { messages: 0, duplicates: 1, statuses: 0, skipped: 0 });
 
@@ -112,9 +117,10 @@ test('WhatsApp Cloud round trip: the guest writes (signed), the answer goes to M
     'the text is sent',
     async () => (await message(app, admin, conversationId, sent.data.id)).deliveryStatus === 'sent',
   );
-  const read = metaPayload({
-    statuses: [{ id: wamid, status: 'read', timestamp: '1764061300', recipient_id: '351912000002' }],
-  });
+  const read = metaPayload(
+    { statuses: [{ id: wamid, status: 'read', timestamp: '1764061300', recipient_id: '351912000002' }] },
+    meta.phoneNumberId,
+  );
   assert.equal((await hook(read, 'forged-secret')).status, 403);
   assert.equal((await message(app, admin, conversationId, sent.data.id)).deliveryStatus, 'sent');
   assert.equal((await hook(read)).data.statuses, 1);

@@ -9,13 +9,20 @@ export const TWILIO_TOKEN = 'twilio-test-auth-token';
 export const META_SECRET = 'meta-test-app-secret';
 export const VERIFY_TOKEN = 'meta-test-verify-token';
 export const EMAIL_SECRET = 'email-test-inbound-secret';
+/** Our numbers: Meta's id of the WhatsApp number, Twilio's SMS and WhatsApp senders. */
+export const META_PHONE_NUMBER_ID = '106540352242922';
+export const TWILIO_SMS_NUMBER = '+15550000001';
+export const TWILIO_WHATSAPP_NUMBER = '+15550000002';
 
 /** What an app needs to accept signed provider requests (Twilio, Meta, inbound e-mail). */
 export const INBOUND_ENV: Record<string, string> = {
   PUBLIC_URL,
   TWILIO_ACCOUNT_SID: 'AC00000000000000000000000000000000',
   TWILIO_AUTH_TOKEN: TWILIO_TOKEN,
-  TWILIO_SMS_FROM: '+15550000001',
+  TWILIO_SMS_FROM: TWILIO_SMS_NUMBER,
+  TWILIO_WHATSAPP_FROM: TWILIO_WHATSAPP_NUMBER,
+  WHATSAPP_ACCESS_TOKEN: 'meta-test-access-token',
+  WHATSAPP_PHONE_NUMBER_ID: META_PHONE_NUMBER_ID,
   WHATSAPP_APP_SECRET: META_SECRET,
   WHATSAPP_VERIFY_TOKEN: VERIFY_TOKEN,
   EMAIL_INBOUND_SECRET: EMAIL_SECRET,
@@ -61,8 +68,11 @@ export function postMeta(app: FastifyInstance, payload: unknown, signature?: str
   });
 }
 
-/** A WhatsApp Cloud webhook payload holding these messages and statuses. */
-export function metaPayload(value: { messages?: unknown[]; statuses?: unknown[]; contacts?: unknown[] }) {
+/** A WhatsApp Cloud webhook payload holding these messages and statuses, for one of our numbers by default. */
+export function metaPayload(
+  value: { messages?: unknown[]; statuses?: unknown[]; contacts?: unknown[] },
+  phoneNumberId = META_PHONE_NUMBER_ID,
+) {
   return {
     object: 'whatsapp_business_account',
     entry: [
@@ -73,7 +83,7 @@ export function metaPayload(value: { messages?: unknown[]; statuses?: unknown[];
             field: 'messages',
             value: {
               messaging_product: 'whatsapp',
-              metadata: { display_phone_number: '15550000002', phone_number_id: '106540352242922' },
+              metadata: { display_phone_number: '15550000002', phone_number_id: phoneNumberId },
               ...value,
             },
           },
@@ -93,25 +103,28 @@ export function postEmail(app: FastifyInstance, raw: string, password = EMAIL_SE
   });
 }
 
-/** A plain-text RFC 822 message. */
+/** A plain-text RFC 822 message (`headers` are added as given; no `messageId`: none). */
 export function email(o: {
   from: string;
   subject?: string;
-  messageId: string;
+  messageId?: string;
   inReplyTo?: string;
   references?: string;
+  headers?: string[];
+  contentType?: string;
   text: string;
 }): string {
   return [
+    ...(o.headers ?? []),
     `From: ${o.from}`,
     'To: Front Desk <desk@hotel.example.test>',
     `Subject: ${o.subject ?? 'Hello'}`,
-    `Message-ID: ${o.messageId}`,
+    ...(o.messageId ? [`Message-ID: ${o.messageId}`] : []),
     ...(o.inReplyTo ? [`In-Reply-To: ${o.inReplyTo}`] : []),
     ...(o.references ? [`References: ${o.references}`] : []),
     'Date: Wed, 25 Nov 2026 09:00:00 +0000',
     'MIME-Version: 1.0',
-    'Content-Type: text/plain; charset=utf-8',
+    `Content-Type: ${o.contentType ?? 'text/plain; charset=utf-8'}`,
     '',
     o.text,
     '',

@@ -755,7 +755,7 @@ export interface paths {
         put?: never;
         /**
          * Receive an SMS or WhatsApp message from Twilio
-         * @description Twilio's incoming-message webhook (form-encoded), signed with `X-Twilio-Signature` against `PUBLIC_URL`. The sender becomes or matches a guest and the message joins their conversation on the channel (`whatsapp:` senders: WhatsApp, else SMS). A message Twilio repeats is stored once. Answers an empty TwiML document, so Twilio sends nothing back by itself.
+         * @description Twilio's incoming-message webhook (form-encoded), signed with `X-Twilio-Signature` against `PUBLIC_URL`. The sender becomes or matches a guest and the message joins their conversation on the channel (`whatsapp:` senders: WhatsApp, else SMS). A message Twilio repeats is stored once. A message whose `To` is not our number for its channel (`TWILIO_SMS_FROM`, `whatsapp:` + `TWILIO_WHATSAPP_FROM`) is acknowledged and ignored. Answers an empty TwiML document, so Twilio sends nothing back by itself.
          */
         post: operations["receiveTwilioMessage"];
         delete?: never;
@@ -775,7 +775,7 @@ export interface paths {
         put?: never;
         /**
          * Receive a delivery status from Twilio
-         * @description Twilio's status callback for a text the API sent (the StatusCallback it was given), signed with `X-Twilio-Signature`. sent, delivered and read move the message forward (never back); failed and undelivered mark it failed with the error Twilio names. Statuses of messages this API did not send, and the steps before sent, are accepted and ignored.
+         * @description Twilio's status callback for a text the API sent (the StatusCallback it was given), signed with `X-Twilio-Signature`. sent, delivered and read move the message forward (never back); failed and undelivered mark it failed with the error Twilio names. Statuses of messages this API did not send, from a number that is not ours, and the steps before sent, are accepted and ignored.
          */
         post: operations["receiveTwilioStatus"];
         delete?: never;
@@ -799,7 +799,7 @@ export interface paths {
         put?: never;
         /**
          * Receive guest messages and delivery statuses from WhatsApp Cloud
-         * @description Meta's webhook, signed with `X-Hub-Signature-256` (HMAC-SHA256 of the raw body with `WHATSAPP_APP_SECRET`). Each `messages[]` item is stored once in the sender’s WhatsApp conversation; each `statuses[]` item moves the text it names forward. Entries it does not understand are counted as skipped, and the answer is still 200, so Meta does not retry them.
+         * @description Meta's webhook, signed with `X-Hub-Signature-256` (HMAC-SHA256 of the raw body with `WHATSAPP_APP_SECRET`). Each `messages[]` item is stored once in the sender’s WhatsApp conversation; each `statuses[]` item moves the text it names forward. Entries it does not understand, and every item of a change for another `phone_number_id` than `WHATSAPP_PHONE_NUMBER_ID`, are counted as skipped, and the answer is still 200, so Meta does not retry them.
          */
         post: operations["receiveWhatsAppWebhook"];
         delete?: never;
@@ -819,7 +819,7 @@ export interface paths {
         put?: never;
         /**
          * Receive an e-mail from a guest
-         * @description For a mail relay (an inbound-parse webhook, or a local MTA pipe): the raw RFC 822 message as the body (`Content-Type: message/rfc822`, at most 25 MiB), with HTTP Basic auth whose password is `EMAIL_INBOUND_SECRET`. The reply joins the conversation its In-Reply-To / References names, else the sender's latest e-mail conversation, else a new one with the e-mail's subject. The text part is stored (attachments are counted, not kept), cut at 4096 characters. The same Message-ID is stored once.
+         * @description For a mail relay (an inbound-parse webhook, or a local MTA pipe): the raw RFC 822 message as the body (`Content-Type: message/rfc822`, at most 10 MiB), with HTTP Basic auth whose password is `EMAIL_INBOUND_SECRET`, checked before the body is read. The reply joins the conversation its In-Reply-To / References names when the sender is that conversation’s guest, else the sender's latest e-mail conversation, else a new one with the e-mail's subject. The text part is stored (else the text of the first 1 MiB of HTML; attachments are counted, not kept), cut at 4096 characters. The same Message-ID (without one: the same authored headers and body) is stored once; a repeat answers 200 with the stored message’s id only. Automated mail (Auto-Submitted, bulk or list mail, bounces) is stored but never auto-replied to.
          */
         post: operations["receiveEmail"];
         delete?: never;
@@ -839,7 +839,7 @@ export interface paths {
         put?: never;
         /**
          * Receive a message from the web chat widget
-         * @description Called by the hotel's chat widget backend: name a known guest by `guestId`, or describe the visitor in `guest` (matched by phone or e-mail, else a new guest). The message joins the guest’s latest web conversation (a closed one reopens), else a new one. The same `externalId` is stored once: a repeat answers 200 with `duplicate: true` and changes nothing.
+         * @description Called by the hotel's chat widget backend: name a known guest by `guestId`, or describe the visitor in `guest` (matched by phone or e-mail, else a new guest). The message joins the guest’s latest web conversation (a closed one reopens), else a new one. An `externalId` is the caller’s (the API key, or the staff member): the same caller posting it again changes nothing and is answered 200 with `duplicate: true` and the stored message’s id only; another caller’s same id is a message of its own.
          *
          *     API key scope: `channels:inbound`.
          */
@@ -13011,6 +13011,7 @@ export interface operations {
                  * @example {
                  *       "MessageSid": "text",
                  *       "MessageStatus": "text",
+                 *       "From": "text",
                  *       "ErrorCode": "text",
                  *       "ErrorMessage": "text"
                  *     }
@@ -13019,6 +13020,8 @@ export interface operations {
                     MessageSid: string;
                     /** @description queued, sending, sent, delivered, read, undelivered or failed */
                     MessageStatus: string;
+                    /** @description Our number the text was sent from: a status from another is ignored */
+                    From?: string;
                     ErrorCode?: string;
                     ErrorMessage?: string;
                 } & {
@@ -13366,7 +13369,7 @@ export interface operations {
                             statuses: number;
                             /**
                              * Format: int32
-                             * @description Entries not understood, or statuses of messages this API did not send
+                             * @description Entries not understood, statuses of messages this API did not send, and items for another phone number
                              */
                             skipped: number;
                         };
@@ -13532,52 +13535,9 @@ export interface operations {
                      * @example {
                      *       "success": true,
                      *       "data": {
-                     *         "message": {
-                     *           "id": "msg_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *           "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *           "direction": "inbound",
-                     *           "type": "text",
-                     *           "content": "Hello! Could we have two extra towels, please?",
-                     *           "sender": {
-                     *             "type": "guest",
-                     *             "id": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n"
-                     *           },
-                     *           "deliveryStatus": "received",
-                     *           "externalId": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *           "error": {
-                     *             "code": "CHANNEL_NOT_CONFIGURED",
-                     *             "message": "email: must match format \"email\""
-                     *           },
-                     *           "sentAt": "2026-11-22T06:33:12.000Z",
-                     *           "deliveredAt": "2026-11-22T06:33:12.000Z",
-                     *           "readAt": "2026-11-22T06:33:12.000Z",
-                     *           "createdAt": "2026-11-22T06:33:12.000Z"
-                     *         },
-                     *         "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *         "guestId": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *         "guestCreated": true,
-                     *         "conversationCreated": true,
                      *         "duplicate": true,
-                     *         "autoReply": {
-                     *           "id": "msg_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *           "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *           "direction": "inbound",
-                     *           "type": "text",
-                     *           "content": "Hello! Could we have two extra towels, please?",
-                     *           "sender": {
-                     *             "type": "guest",
-                     *             "id": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n"
-                     *           },
-                     *           "deliveryStatus": "received",
-                     *           "externalId": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *           "error": {
-                     *             "code": "CHANNEL_NOT_CONFIGURED",
-                     *             "message": "email: must match format \"email\""
-                     *           },
-                     *           "sentAt": "2026-11-22T06:33:12.000Z",
-                     *           "deliveredAt": "2026-11-22T06:33:12.000Z",
-                     *           "readAt": "2026-11-22T06:33:12.000Z",
-                     *           "createdAt": "2026-11-22T06:33:12.000Z"
+                     *         "message": {
+                     *           "id": "msg_01jd8x3k5q7w9e2r4t6y8v0m1n"
                      *         }
                      *       }
                      *     }
@@ -13586,56 +13546,16 @@ export interface operations {
                         /** @enum {boolean} */
                         success: true;
                         data: {
-                            message: components["schemas"]["Message"];
-                            /** @example cnv_01jd8x3k5q7w9e2r4t6y8v0m1n */
-                            conversationId: string;
-                            /** @example gst_01jd8x3k5q7w9e2r4t6y8v0m1n */
-                            guestId: string;
-                            /** @description The sender was unknown and became a new guest */
-                            guestCreated: boolean;
-                            /** @description The message started a new conversation */
-                            conversationCreated: boolean;
-                            /** @description The message was already stored: nothing changed */
-                            duplicate: boolean;
-                            autoReply: {
+                            /**
+                             * @description The message was already stored: nothing changed
+                             * @enum {boolean}
+                             */
+                            duplicate: true;
+                            /** @description The message stored by the first delivery */
+                            message: {
                                 /** @example msg_01jd8x3k5q7w9e2r4t6y8v0m1n */
                                 id: string;
-                                /** @example cnv_01jd8x3k5q7w9e2r4t6y8v0m1n */
-                                conversationId: string;
-                                /** @enum {unknown} */
-                                direction: "inbound" | "outbound";
-                                /**
-                                 * @description text goes to the guest; note is internal and never sent
-                                 * @enum {unknown}
-                                 */
-                                type: "text" | "note";
-                                content: string;
-                                sender: {
-                                    /** @enum {unknown} */
-                                    type: "guest" | "staff" | "system" | "api_key";
-                                    id: string | null;
-                                };
-                                /**
-                                 * @description received: inbound from the guest; queued → sent → delivered → read (or failed): an outbound text on its way to the guest, only ever moving forward; a note is delivered at once because it stays inside the team
-                                 * @enum {unknown}
-                                 */
-                                deliveryStatus: "received" | "queued" | "sent" | "delivered" | "read" | "failed";
-                                externalId: string | null;
-                                error: {
-                                    /**
-                                     * @example CHANNEL_NOT_CONFIGURED
-                                     * @example PROVIDER_REJECTED
-                                     */
-                                    code: string;
-                                    /** @description The provider's reason, as it gave it */
-                                    message: string;
-                                } | null;
-                                sentAt: string | null;
-                                deliveredAt: string | null;
-                                readAt: string | null;
-                                /** Format: date-time */
-                                createdAt: string;
-                            } | null;
+                            };
                         };
                     };
                 };
@@ -13687,7 +13607,7 @@ export interface operations {
                      *         "guestId": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "guestCreated": true,
                      *         "conversationCreated": true,
-                     *         "duplicate": true,
+                     *         "duplicate": false,
                      *         "autoReply": {
                      *           "id": "msg_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *           "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
@@ -13725,8 +13645,11 @@ export interface operations {
                             guestCreated: boolean;
                             /** @description The message started a new conversation */
                             conversationCreated: boolean;
-                            /** @description The message was already stored: nothing changed */
-                            duplicate: boolean;
+                            /**
+                             * @description Always false here: this call stored the message
+                             * @enum {boolean}
+                             */
+                            duplicate: false;
                             autoReply: {
                                 /** @example msg_01jd8x3k5q7w9e2r4t6y8v0m1n */
                                 id: string;
@@ -13804,7 +13727,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error403"];
                 };
             };
-            /** @description PAYLOAD_TOO_LARGE: the body is over 1 MiB */
+            /** @description PAYLOAD_TOO_LARGE: the e-mail is larger than 10 MiB */
             413: {
                 headers: {
                     /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
@@ -13821,7 +13744,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error413"];
                 };
             };
-            /** @description UNSUPPORTED_MEDIA_TYPE: the body is not JSON, or is sent with a Content-Encoding */
+            /** @description UNSUPPORTED_MEDIA_TYPE: the body is not sent as message/rfc822 */
             415: {
                 headers: {
                     /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
@@ -13960,52 +13883,9 @@ export interface operations {
                      * @example {
                      *       "success": true,
                      *       "data": {
-                     *         "message": {
-                     *           "id": "msg_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *           "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *           "direction": "inbound",
-                     *           "type": "text",
-                     *           "content": "Hello! Could we have two extra towels, please?",
-                     *           "sender": {
-                     *             "type": "guest",
-                     *             "id": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n"
-                     *           },
-                     *           "deliveryStatus": "received",
-                     *           "externalId": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *           "error": {
-                     *             "code": "CHANNEL_NOT_CONFIGURED",
-                     *             "message": "email: must match format \"email\""
-                     *           },
-                     *           "sentAt": "2026-11-22T06:33:12.000Z",
-                     *           "deliveredAt": "2026-11-22T06:33:12.000Z",
-                     *           "readAt": "2026-11-22T06:33:12.000Z",
-                     *           "createdAt": "2026-11-22T06:33:12.000Z"
-                     *         },
-                     *         "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *         "guestId": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *         "guestCreated": true,
-                     *         "conversationCreated": true,
                      *         "duplicate": true,
-                     *         "autoReply": {
-                     *           "id": "msg_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *           "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *           "direction": "inbound",
-                     *           "type": "text",
-                     *           "content": "Hello! Could we have two extra towels, please?",
-                     *           "sender": {
-                     *             "type": "guest",
-                     *             "id": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n"
-                     *           },
-                     *           "deliveryStatus": "received",
-                     *           "externalId": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *           "error": {
-                     *             "code": "CHANNEL_NOT_CONFIGURED",
-                     *             "message": "email: must match format \"email\""
-                     *           },
-                     *           "sentAt": "2026-11-22T06:33:12.000Z",
-                     *           "deliveredAt": "2026-11-22T06:33:12.000Z",
-                     *           "readAt": "2026-11-22T06:33:12.000Z",
-                     *           "createdAt": "2026-11-22T06:33:12.000Z"
+                     *         "message": {
+                     *           "id": "msg_01jd8x3k5q7w9e2r4t6y8v0m1n"
                      *         }
                      *       }
                      *     }
@@ -14014,56 +13894,16 @@ export interface operations {
                         /** @enum {boolean} */
                         success: true;
                         data: {
-                            message: components["schemas"]["Message"];
-                            /** @example cnv_01jd8x3k5q7w9e2r4t6y8v0m1n */
-                            conversationId: string;
-                            /** @example gst_01jd8x3k5q7w9e2r4t6y8v0m1n */
-                            guestId: string;
-                            /** @description The sender was unknown and became a new guest */
-                            guestCreated: boolean;
-                            /** @description The message started a new conversation */
-                            conversationCreated: boolean;
-                            /** @description The message was already stored: nothing changed */
-                            duplicate: boolean;
-                            autoReply: {
+                            /**
+                             * @description The message was already stored: nothing changed
+                             * @enum {boolean}
+                             */
+                            duplicate: true;
+                            /** @description The message stored by the first delivery */
+                            message: {
                                 /** @example msg_01jd8x3k5q7w9e2r4t6y8v0m1n */
                                 id: string;
-                                /** @example cnv_01jd8x3k5q7w9e2r4t6y8v0m1n */
-                                conversationId: string;
-                                /** @enum {unknown} */
-                                direction: "inbound" | "outbound";
-                                /**
-                                 * @description text goes to the guest; note is internal and never sent
-                                 * @enum {unknown}
-                                 */
-                                type: "text" | "note";
-                                content: string;
-                                sender: {
-                                    /** @enum {unknown} */
-                                    type: "guest" | "staff" | "system" | "api_key";
-                                    id: string | null;
-                                };
-                                /**
-                                 * @description received: inbound from the guest; queued → sent → delivered → read (or failed): an outbound text on its way to the guest, only ever moving forward; a note is delivered at once because it stays inside the team
-                                 * @enum {unknown}
-                                 */
-                                deliveryStatus: "received" | "queued" | "sent" | "delivered" | "read" | "failed";
-                                externalId: string | null;
-                                error: {
-                                    /**
-                                     * @example CHANNEL_NOT_CONFIGURED
-                                     * @example PROVIDER_REJECTED
-                                     */
-                                    code: string;
-                                    /** @description The provider's reason, as it gave it */
-                                    message: string;
-                                } | null;
-                                sentAt: string | null;
-                                deliveredAt: string | null;
-                                readAt: string | null;
-                                /** Format: date-time */
-                                createdAt: string;
-                            } | null;
+                            };
                         };
                     };
                 };
@@ -14117,7 +13957,7 @@ export interface operations {
                      *         "guestId": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "guestCreated": true,
                      *         "conversationCreated": true,
-                     *         "duplicate": true,
+                     *         "duplicate": false,
                      *         "autoReply": {
                      *           "id": "msg_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *           "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
@@ -14155,8 +13995,11 @@ export interface operations {
                             guestCreated: boolean;
                             /** @description The message started a new conversation */
                             conversationCreated: boolean;
-                            /** @description The message was already stored: nothing changed */
-                            duplicate: boolean;
+                            /**
+                             * @description Always false here: this call stored the message
+                             * @enum {boolean}
+                             */
+                            duplicate: false;
                             autoReply: {
                                 /** @example msg_01jd8x3k5q7w9e2r4t6y8v0m1n */
                                 id: string;

@@ -1,13 +1,14 @@
 // Owns what happens when a guest writes, on any channel: the sender matched to a guest (or a new
-// guest), the message routed to its conversation (the e-mail thread it answers, else the guest's
-// latest conversation on the channel, reopened if closed, else a new one), stored once however
-// often the provider repeats it, and the auto reply outside business hours. Also applies the
-// delivery statuses providers report for outbound texts. Each is one transaction with its events.
+// guest), the message routed to its conversation (the e-mail thread it answers when the sender is
+// that thread's guest, else the guest's latest conversation on the channel, reopened if closed,
+// else a new one), stored once however often the provider repeats it, and the auto reply outside
+// business hours (never to automated mail). Also applies the delivery statuses providers report
+// for outbound texts. Each is one transaction with its events.
 import { isUniqueViolation, nowIso, type Store } from '../../db/store.js';
 import type { Executor, Tx } from '../../db/types.js';
 import { validation } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
-import { findMessage, insertMessage } from '../conversations/messages-repository.js';
+import { insertMessage } from '../conversations/messages-repository.js';
 import {
   advanceConversation,
   findConversation,
@@ -44,24 +45,34 @@ export interface Inbound {
   channel: Channel;
   sender: Sender;
   content: string;
-  /** The provider's id of the message: the same id is stored once. Null: no de-duplication. */
+  /** The provider's id of the message (its `externalId`): the same id is stored once. */
   providerId: string | null;
+  /**
+   * The key that stores the message once, when not `<channel>:<providerId>`: a key the API derives
+   * (a web widget's id with its caller, an e-mail's digest) is written `<channel>#…`, so it never
+   * meets a provider's id. Neither: no de-duplication.
+   */
+  dedupKey?: string;
   /** E-mail: the Message-IDs it answers (In-Reply-To, then References, newest first). */
   thread?: string[];
   /** E-mail: the subject a new conversation gets. */
   subject?: string | null;
+  /** Sent by a machine (an auto reply, a list, a bounce): never auto-replied to (RFC 3834). */
+  automated?: boolean;
 }
 
-export interface InboundResult {
-  /** False when the provider repeated a message already stored: nothing changed. */
-  stored: boolean;
-  message: MessageView;
-  guestId: string;
-  guestCreated: boolean;
-  conversationCreated: boolean;
-  /** The auto reply this message caused, if any. */
-  autoReply: MessageView | null;
-}
+export type InboundResult =
+  | {
+      stored: true;
+      message: MessageView;
+      guestId: string;
+      guestCreated: boolean;
+      conversationCreated: boolean;
+      /** The auto reply this message caused, if any. */
+      autoReply: MessageView | null;
+    }
+  /** The provider (or caller) repeated a message already stored: nothing changed. */
+  | { stored: false; messageId: string };
 
 /** Text cut to what a message holds, never empty. */
 export function contentOf(text: string | null | undefined, fallback: string): string {
@@ -87,25 +98,14 @@ export async function receiveInbound(
 }
 
 async function receive(tx: Tx, outbox: Outbox, m: Inbound, sender: LocalSender | null): Promise<InboundResult> {
-  const providerKey = m.providerId === null ? null : `${m.channel}:${m.providerId}`;
+  const providerKey = m.dedupKey ?? (m.providerId === null ? null : `${m.channel}:${m.providerId}`);
   if (providerKey !== null) {
     const seen = await tx
-      .selectFrom('messages as m')
-      .innerJoin('conversations as c', 'c.id', 'm.conversation_id')
-      .where('m.provider_key', '=', providerKey)
-      .select(['m.id', 'm.conversation_id', 'c.guest_id'])
+      .selectFrom('messages')
+      .where('provider_key', '=', providerKey)
+      .select('id')
       .executeTakeFirst();
-    if (seen !== undefined) {
-      const message = (await findMessage(tx, seen.conversation_id, seen.id))!;
-      return {
-        stored: false,
-        message,
-        guestId: seen.guest_id,
-        guestCreated: false,
-        conversationCreated: false,
-        autoReply: null,
-      };
-    }
+    if (seen !== undefined) return { stored: false, messageId: seen.id };
   }
   const guest = await guestFor(tx, outbox, m.sender);
   const actor: Actor = { type: 'guest', id: guest.id };
@@ -143,13 +143,16 @@ async function receive(tx: Tx, outbox: Outbox, m: Inbound, sender: LocalSender |
   if (target === undefined) conversationEvents(outbox, actor, null, after);
   messageCreated(outbox, actor, message, after.assignee);
   if (target?.status === 'closed' && after.status === 'open') conversationStatusChanged(outbox, actor, after, 'closed');
-  const autoReply = await maybeAutoReply(
-    tx,
-    outbox,
-    { id: conversationId, channel: m.channel, assignee: after.assignee },
-    at,
-    sender,
-  );
+  const autoReply =
+    m.automated === true
+      ? null
+      : await maybeAutoReply(
+          tx,
+          outbox,
+          { id: conversationId, channel: m.channel, assignee: after.assignee },
+          at,
+          sender,
+        );
   return {
     stored: true,
     message,
@@ -193,15 +196,22 @@ async function guestFor(tx: Executor, outbox: Outbox, s: Sender): Promise<{ id: 
 
 type ConversationTarget = { id: string; status: string } | undefined;
 
-/** The conversation the message joins; undefined when a new one is needed. */
+/**
+ * The conversation the message joins; undefined when a new one is needed. A thread is joined only
+ * by its own guest (the sender's address is the guest's, any case): a Message-ID proves nothing
+ * of who writes, as anyone who saw one (a forwarded mail, a shared inbox) can name it.
+ */
 async function conversationFor(tx: Executor, guestId: string, m: Inbound): Promise<ConversationTarget> {
   const thread = (m.thread ?? []).filter((id) => id !== '').slice(0, 100);
-  if (thread.length > 0) {
+  const sender = m.sender.email?.toLowerCase();
+  if (thread.length > 0 && sender) {
     const answered = await tx
       .selectFrom('messages as m')
       .innerJoin('conversations as c', 'c.id', 'm.conversation_id')
+      .innerJoin('guests as g', 'g.id', 'c.guest_id')
       .where('m.external_id', 'in', thread)
       .where('c.channel', '=', m.channel)
+      .where('g.email_lower', '=', sender)
       .select(['c.id', 'c.status'])
       .orderBy('m.created_at', 'desc')
       .limit(1)

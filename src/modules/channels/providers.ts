@@ -1,6 +1,7 @@
 // Owns talking to the providers that carry an outbound text: SMTP (nodemailer), Twilio's Messages
 // API (SMS, or WhatsApp with whatsapp: addresses) and Meta's WhatsApp Cloud API. Each answers with
 // the provider's id, or a failure that says whether trying again can help and the provider's reason.
+import { createHmac } from 'node:crypto';
 import { createTransport, type Transporter } from 'nodemailer';
 import type { ChannelsConfig } from '../../config-channels.js';
 import type { SendTemplate } from './sends-repository.js';
@@ -42,10 +43,14 @@ export function providerFor(c: ChannelsConfig, channel: Channel): 'smtp' | 'twil
   return null;
 }
 
-/** The e-mail Message-ID of a message: fixed before sending, so a resend after a crash keeps it. */
+/**
+ * The e-mail Message-ID of a message: 128 bits of a keyed HMAC of its id, so it is the same each
+ * time it is computed (a resend after a crash keeps it) yet cannot be guessed from another one
+ * (message ids are consecutive within a millisecond, and a reply naming a Message-ID is threaded).
+ */
 export function emailMessageId(c: ChannelsConfig, messageId: string): string {
   const domain = /@([^>\s]+)>?$/.exec(c.email?.from ?? '')?.[1] ?? 'localhost';
-  return `<${messageId}@${domain}>`;
+  return `<${createHmac('sha256', c.messageIdKey).update(messageId).digest('hex').slice(0, 32)}@${domain}>`;
 }
 
 /** A template as Meta's Cloud API takes it: by name and language, the body's parameters in order. */

@@ -1,20 +1,27 @@
 // Owns /channels: where providers and the web widget's backend hand the API what guests wrote and
 // what became of the texts sent to them. Provider routes are outside the staff token scheme:
 // each proves its caller by the provider's own signature (Twilio, Meta) or a shared secret
-// (inbound e-mail) before anything is read or stored, and all count in the `channels` rate-limit
-// bucket. The web route takes an admin or manager token, as the widget's backend is ours.
+// (inbound e-mail: email-route.ts) before anything is read or stored, takes only what is
+// addressed to our own numbers, and all count in the `channels` rate-limit bucket. The web route
+// takes an admin or manager token or a key, and its message ids are its caller's.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import sjson from 'secure-json-parse';
 import { type Static, Type } from 'typebox';
 import { ADMIN_MANAGER } from '../../lib/auth.js';
 import { AppError, forbidden, validation } from '../../lib/errors.js';
-import { BODY_ERRORS, errorResponse, Ok, ok, STANDARD_ERRORS } from '../../lib/schemas.js';
+import { BODY_ERRORS, Ok, ok, STANDARD_ERRORS } from '../../lib/schemas.js';
 import { inputProblem } from '../../lib/validation.js';
+import { emailInboundRoute } from './email-route.js';
 import { contentOf, type Inbound, receiveInbound, receiveStatus } from './inbound.js';
-import { readEmail, readMetaWebhook, twilioStatus } from './payloads.js';
+import { readMetaWebhook, twilioStatus } from './payloads.js';
 import {
+  DuplicateReceipt,
   InboundReceipt,
+  messageLocation,
+  PROVIDER,
+  PROVIDER_ERRORS,
+  receiptOf,
   TwilioInboundForm,
   TwilioStatusForm,
   WebInboundBody,
@@ -22,13 +29,7 @@ import {
   WhatsAppVerifyQuery,
   WhatsAppWebhookBody,
 } from './schemas.js';
-import {
-  basicPasswordValid,
-  type FormParams,
-  metaSignatureValid,
-  parseForm,
-  twilioSignatureValid,
-} from './signatures.js';
+import { type FormParams, metaSignatureValid, parseForm, twilioSignatureValid } from './signatures.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -39,38 +40,18 @@ declare module 'fastify' {
   }
 }
 
-const PROVIDER = { access: 'public', bucket: 'channels' } as const;
 const EMPTY_TWIML = '<?xml version="1.0" encoding="UTF-8"?><Response></Response>';
-const MAX_EMAIL_BYTES = 25 * 1024 * 1024;
 
-/** The errors a provider route can answer: no token is involved, so no 401. */
-const PROVIDER_ERRORS = {
-  400: STANDARD_ERRORS[400],
-  403: errorResponse('FORBIDDEN: the signature or secret is missing or wrong, or the provider is not configured', 403),
-  429: STANDARD_ERRORS[429],
-  500: STANDARD_ERRORS[500],
-  503: STANDARD_ERRORS[503],
-};
-
-function receiptOf(r: Awaited<ReturnType<typeof receiveInbound>>) {
-  return {
-    message: r.message,
-    conversationId: r.message.conversationId,
-    guestId: r.guestId,
-    guestCreated: r.guestCreated,
-    conversationCreated: r.conversationCreated,
-    duplicate: !r.stored,
-    autoReply: r.autoReply,
-  };
-}
-
-/** Where a stored inbound message is read: its GET in its conversation (the 201's Location). */
-function messageLocation(data: Record<string, unknown>): string | null {
-  const message = data.message as { id?: unknown } | undefined;
-  const conversation = data.conversationId;
-  return typeof message?.id === 'string' && typeof conversation === 'string'
-    ? `/api/v1/conversations/${conversation}/messages/${message.id}`
-    : null;
+/** Whether Twilio's address (`To` of a guest's message, `From` of a status) is one of our senders. */
+function ourTwilioNumber(
+  t: { smsFrom: string | null; whatsappFrom: string | null },
+  address: string,
+  channel?: string,
+) {
+  const a = address.trim().toLowerCase();
+  const sms = t.smsFrom !== null && a === t.smsFrom;
+  const wa = t.whatsappFrom !== null && a === `whatsapp:${t.whatsappFrom}`;
+  return channel === 'sms' ? sms : channel === 'whatsapp' ? wa : sms || wa;
 }
 
 export const channelsRoutes: FastifyPluginAsyncTypebox = async (app) => {
@@ -112,8 +93,9 @@ export const channelsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         description:
           "Twilio's incoming-message webhook (form-encoded), signed with `X-Twilio-Signature` against " +
           '`PUBLIC_URL`. The sender becomes or matches a guest and the message joins their conversation on the ' +
-          'channel (`whatsapp:` senders: WhatsApp, else SMS). A message Twilio repeats is stored once. Answers an ' +
-          'empty TwiML document, so Twilio sends nothing back by itself.',
+          'channel (`whatsapp:` senders: WhatsApp, else SMS). A message Twilio repeats is stored once. A message ' +
+          'whose `To` is not our number for its channel (`TWILIO_SMS_FROM`, `whatsapp:` + `TWILIO_WHATSAPP_FROM`) ' +
+          'is acknowledged and ignored. Answers an empty TwiML document, so Twilio sends nothing back by itself.',
         security: [{ twilioSignature: [] }],
         body: { content: { 'application/x-www-form-urlencoded': { schema: TwilioInboundForm } } },
         response: {
@@ -130,11 +112,17 @@ export const channelsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const f = request.body as {
         MessageSid: string;
         From: string;
+        To?: string;
         Body?: string;
         NumMedia?: string;
         ProfileName?: string;
       };
       const whatsapp = f.From.toLowerCase().startsWith('whatsapp:');
+      // Signed by our account, but a sister hotel's number on it is not ours to answer.
+      if (!ourTwilioNumber(cfg().twilio!, f.To ?? '', whatsapp ? 'whatsapp' : 'sms')) {
+        request.log.info({ to: f.To ?? null }, 'twilio message for another number ignored');
+        return reply.type('text/xml; charset=utf-8').send(EMPTY_TWIML);
+      }
       const media = Number(f.NumMedia ?? 0);
       const note = media > 0 ? `\n[${media} attachment${media === 1 ? '' : 's'}]` : '';
       await receiveInbound(
@@ -164,7 +152,7 @@ export const channelsRoutes: FastifyPluginAsyncTypebox = async (app) => {
           "Twilio's status callback for a text the API sent (the StatusCallback it was given), signed with " +
           '`X-Twilio-Signature`. sent, delivered and read move the message forward (never back); failed and ' +
           'undelivered mark it failed with the error Twilio names. Statuses of messages this API did not send, ' +
-          'and the steps before sent, are accepted and ignored.',
+          'from a number that is not ours, and the steps before sent, are accepted and ignored.',
         security: [{ twilioSignature: [] }],
         body: { content: { 'application/x-www-form-urlencoded': { schema: TwilioStatusForm } } },
         response: {
@@ -176,6 +164,7 @@ export const channelsRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       const f = request.body as TwilioStatusForm;
+      if (f.From !== undefined && !ourTwilioNumber(cfg().twilio!, f.From)) return reply.code(204).send(null);
       const change = twilioStatus(f);
       if (change !== null) await receiveStatus(store(), f.MessageSid, change);
       return reply.code(204).send(null);
@@ -254,15 +243,17 @@ export const channelsRoutes: FastifyPluginAsyncTypebox = async (app) => {
           description:
             "Meta's webhook, signed with `X-Hub-Signature-256` (HMAC-SHA256 of the raw body with " +
             '`WHATSAPP_APP_SECRET`). Each `messages[]` item is stored once in the sender’s WhatsApp conversation; ' +
-            'each `statuses[]` item moves the text it names forward. Entries it does not understand are counted ' +
-            'as skipped, and the answer is still 200, so Meta does not retry them.',
+            'each `statuses[]` item moves the text it names forward. Entries it does not understand, and every ' +
+            'item of a change for another `phone_number_id` than `WHATSAPP_PHONE_NUMBER_ID`, are counted as ' +
+            'skipped, and the answer is still 200, so Meta does not retry them.',
           security: [{ whatsappSignature: [] }],
           body: WhatsAppWebhookBody,
           response: { 200: Ok(WhatsAppReceipt), ...PROVIDER_ERRORS, ...BODY_ERRORS },
         },
       },
       async (request) => {
-        const hook = readMetaWebhook(request.body as { entry: unknown[] });
+        const hook = readMetaWebhook(request.body as { entry: unknown[] }, cfg().whatsapp?.phoneNumberId ?? null);
+        if (hook.foreign > 0) request.log.info({ items: hook.foreign }, 'whatsapp items for another number ignored');
         const receipt = { messages: 0, duplicates: 0, statuses: 0, skipped: hook.skipped };
         for (const m of hook.messages) {
           try {
@@ -283,59 +274,7 @@ export const channelsRoutes: FastifyPluginAsyncTypebox = async (app) => {
     );
   });
 
-  await app.register(async (mail) => {
-    // The message as sent, byte for byte; handed to the parser as latin1 text, which keeps every byte.
-    mail.addContentTypeParser('message/rfc822', { parseAs: 'buffer', bodyLimit: MAX_EMAIL_BYTES }, (_r, body, done) =>
-      done(null, (body as Buffer).toString('latin1')),
-    );
-
-    mail.post(
-      '/email/inbound',
-      {
-        config: { ...PROVIDER, location: messageLocation },
-        bodyLimit: MAX_EMAIL_BYTES,
-        preValidation: async (request) => {
-          const secret = cfg().emailInboundSecret;
-          if (secret === null) throw forbidden('EMAIL_INBOUND_SECRET is not configured on this server');
-          if (!basicPasswordValid(secret, request.headers.authorization)) {
-            throw forbidden('HTTP Basic auth with the EMAIL_INBOUND_SECRET password is required');
-          }
-        },
-        schema: {
-          tags: ['channels'],
-          operationId: 'receiveEmail',
-          summary: 'Receive an e-mail from a guest',
-          description:
-            'For a mail relay (an inbound-parse webhook, or a local MTA pipe): the raw RFC 822 message as the body ' +
-            '(`Content-Type: message/rfc822`, at most 25 MiB), with HTTP Basic auth whose password is ' +
-            '`EMAIL_INBOUND_SECRET`. The reply joins the conversation its In-Reply-To / References names, else the ' +
-            "sender's latest e-mail conversation, else a new one with the e-mail's subject. The text part is " +
-            'stored (attachments are counted, not kept), cut at 4096 characters. The same Message-ID is stored once.',
-          security: [{ emailInboundBasic: [] }],
-          body: {
-            content: {
-              'message/rfc822': {
-                schema: Type.String({ minLength: 1, maxLength: MAX_EMAIL_BYTES, description: 'RFC 822' }),
-              },
-            },
-          },
-          response: {
-            200: Ok(InboundReceipt),
-            201: Ok(InboundReceipt),
-            ...PROVIDER_ERRORS,
-            ...BODY_ERRORS,
-          },
-        },
-      },
-      async (request, reply) => {
-        const inbound = await readEmail(Buffer.from(request.body as string, 'latin1'));
-        if (inbound === null) throw validation([{ field: 'body', message: 'has no From address' }]);
-        const r = await receiveInbound(store(), inbound, app.channelDispatcher);
-        reply.code(r.stored ? 201 : 200);
-        return ok(receiptOf(r));
-      },
-    );
-  });
+  await app.register(emailInboundRoute);
 
   app.post(
     '/web/inbound',
@@ -348,10 +287,11 @@ export const channelsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         description:
           "Called by the hotel's chat widget backend: name a known guest by `guestId`, or describe the visitor in " +
           '`guest` (matched by phone or e-mail, else a new guest). The message joins the guest’s latest web ' +
-          'conversation (a closed one reopens), else a new one. The same `externalId` is stored once: a repeat ' +
-          'answers 200 with `duplicate: true` and changes nothing.',
+          'conversation (a closed one reopens), else a new one. An `externalId` is the caller’s (the API key, or ' +
+          'the staff member): the same caller posting it again changes nothing and is answered 200 with ' +
+          '`duplicate: true` and the stored message’s id only; another caller’s same id is a message of its own.',
         body: WebInboundBody,
-        response: { 200: Ok(InboundReceipt), 201: Ok(InboundReceipt), ...STANDARD_ERRORS, ...BODY_ERRORS },
+        response: { 200: Ok(DuplicateReceipt), 201: Ok(InboundReceipt), ...STANDARD_ERRORS, ...BODY_ERRORS },
       },
     },
     async (request, reply) => {
@@ -367,6 +307,8 @@ export const channelsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         sender: b.guestId !== undefined ? { guestId: b.guestId } : { ...b.guest },
         content: b.content,
         providerId: b.externalId ?? null,
+        // Unique per caller: another widget naming the same id must not find (or block) this one.
+        ...(b.externalId !== undefined ? { dedupKey: `web#${request.user!.id}:${b.externalId}` } : {}),
       };
       const r = await receiveInbound(store(), inbound, app.channelDispatcher);
       reply.code(r.stored ? 201 : 200);

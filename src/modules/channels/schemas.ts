@@ -1,8 +1,22 @@
 // Owns the request and response schemas of the channel routes: what Twilio, Meta, an inbound
-// e-mail relay and the web widget's backend send, and what they get back.
+// e-mail relay and the web widget's backend send, and what they get back (and the route options
+// every provider route shares).
 import { type Static, Type } from 'typebox';
-import { Nullable, RefId, RefIdInput } from '../../lib/schemas.js';
+import { errorResponse, Nullable, RefId, RefIdInput, STANDARD_ERRORS } from '../../lib/schemas.js';
 import { Message } from '../conversations/schemas.js';
+import type { InboundResult } from './inbound.js';
+
+/** A provider's route: outside the token scheme (it proves its caller itself), in its own bucket. */
+export const PROVIDER = { access: 'public', bucket: 'channels' } as const;
+
+/** The errors a provider route can answer: no token is involved, so no 401. */
+export const PROVIDER_ERRORS = {
+  400: STANDARD_ERRORS[400],
+  403: errorResponse('FORBIDDEN: the signature or secret is missing or wrong, or the provider is not configured', 403),
+  429: STANDARD_ERRORS[429],
+  500: STANDARD_ERRORS[500],
+  503: STANDARD_ERRORS[503],
+};
 
 const Text = (maxLength: number, description?: string) =>
   Type.String({ maxLength, ...(description ? { description } : {}) });
@@ -24,6 +38,7 @@ export const TwilioStatusForm = Type.Object(
   {
     MessageSid: Text(64),
     MessageStatus: Text(32, 'queued, sending, sent, delivered, read, undelivered or failed'),
+    From: Type.Optional(Text(64, 'Our number the text was sent from: a status from another is ignored')),
     ErrorCode: Type.Optional(Text(16)),
     ErrorMessage: Type.Optional(Text(1000)),
   },
@@ -88,11 +103,17 @@ export const InboundReceipt = Type.Object({
   guestId: RefId('gst'),
   guestCreated: Type.Boolean({ description: 'The sender was unknown and became a new guest' }),
   conversationCreated: Type.Boolean({ description: 'The message started a new conversation' }),
-  duplicate: Type.Boolean({ description: 'The message was already stored: nothing changed' }),
+  duplicate: Type.Literal(false, { description: 'Always false here: this call stored the message' }),
   // The same shape as Message, inline: a schema may hold one copy of an $id.
   autoReply: Nullable(
     Type.Object(Message.properties, { description: 'The auto reply this message caused (outside business hours)' }),
   ),
+});
+
+/** A repeat of a message already stored: its id and nothing else (not its content, nor its guest). */
+export const DuplicateReceipt = Type.Object({
+  duplicate: Type.Literal(true, { description: 'The message was already stored: nothing changed' }),
+  message: Type.Object({ id: RefId('msg') }, { description: 'The message stored by the first delivery' }),
 });
 
 export const WhatsAppReceipt = Type.Object({
@@ -108,6 +129,30 @@ export const WhatsAppReceipt = Type.Object({
     format: 'int32',
     minimum: 0,
     maximum: 1_000_000,
-    description: 'Entries not understood, or statuses of messages this API did not send',
+    description:
+      'Entries not understood, statuses of messages this API did not send, and items for another phone number',
   }),
 });
+
+/** The answer of a route that stores one message; a repeat gets its id and nothing else. */
+export function receiptOf(r: InboundResult) {
+  if (!r.stored) return { duplicate: true as const, message: { id: r.messageId } };
+  return {
+    message: r.message,
+    conversationId: r.message.conversationId,
+    guestId: r.guestId,
+    guestCreated: r.guestCreated,
+    conversationCreated: r.conversationCreated,
+    duplicate: false as const,
+    autoReply: r.autoReply,
+  };
+}
+
+/** Where a stored inbound message is read: its GET in its conversation (the 201's Location). */
+export function messageLocation(data: Record<string, unknown>): string | null {
+  const message = data.message as { id?: unknown } | undefined;
+  const conversation = data.conversationId;
+  return typeof message?.id === 'string' && typeof conversation === 'string'
+    ? `/api/v1/conversations/${conversation}/messages/${message.id}`
+    : null;
+}
