@@ -4,6 +4,7 @@
 // would otherwise overflow the stack after parsing and answer 500. Before parsing: a body sent
 // with a content coding (gzip, br, …), which the API does not decode, is refused as such (415)
 // instead of failing as JSON it cannot read (docs/decisions.md).
+import { isUtf8 } from 'node:buffer';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import sjson from 'secure-json-parse';
@@ -43,6 +44,29 @@ function parseJson(body: string, bulk: boolean): unknown {
   }
 }
 
+/** Whether a schema takes an array (a list parameter may be given several times). */
+function takesArray(schema: unknown): boolean {
+  if (typeof schema !== 'object' || schema === null) return false;
+  const s = schema as { type?: unknown; anyOf?: unknown[]; oneOf?: unknown[] };
+  if (s.type === 'array' || (Array.isArray(s.type) && s.type.includes('array'))) return true;
+  return [...(s.anyOf ?? []), ...(s.oneOf ?? [])].some(takesArray);
+}
+
+/**
+ * A query parameter given more than once where the operation takes one value: said as such, rather
+ * than as the type error the list of values would otherwise cause ("must be integer").
+ */
+function repeatedParameter(query: unknown, schema: unknown) {
+  if (typeof query !== 'object' || query === null) return null;
+  const properties = (schema as { properties?: Record<string, unknown> } | undefined)?.properties ?? {};
+  for (const [name, value] of Object.entries(query)) {
+    if (Array.isArray(value) && !takesArray(properties[name])) {
+      return { field: name, message: 'is given more than once; give it once' };
+    }
+  }
+  return null;
+}
+
 /** A bulk body without its items' contents, which `runBulk` checks one by one. */
 function bulkEnvelope(body: unknown): unknown {
   if (typeof body !== 'object' || body === null || !Array.isArray((body as { items?: unknown }).items)) return body;
@@ -52,9 +76,21 @@ function bulkEnvelope(body: unknown): unknown {
 export default fp(
   async function input(app: FastifyInstance) {
     app.removeContentTypeParser('application/json');
-    app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+      const bytes = body as Buffer;
+      // Decoding replaces bytes that are not UTF-8 with U+FFFD: the text stored would not be the
+      // text sent. Refused instead, as RFC 8259 §8.1 requires JSON to be UTF-8.
+      if (!isUtf8(bytes)) {
+        return done(
+          validation([{ field: 'body', message: 'is not valid UTF-8' }], 'The body is not valid UTF-8'),
+          undefined,
+        );
+      }
+      // An operation that takes no body reads none: a client sending its usual JSON Content-Type
+      // with nothing after it is not wrong.
+      if (bytes.length === 0 && request.routeOptions.schema?.body === undefined) return done(null, undefined);
       try {
-        done(null, parseJson(body as string, request.routeOptions.config.bucket === 'bulk'));
+        done(null, parseJson(bytes.toString('utf8'), request.routeOptions.config.bucket === 'bulk'));
       } catch (err) {
         done(err as Error, undefined);
       }
@@ -75,6 +111,7 @@ export default fp(
     });
     app.addHook('preValidation', (request, _reply, done) => {
       const problem =
+        repeatedParameter(request.query, request.routeOptions.schema?.querystring) ??
         inputProblem(request.params, 'params') ??
         inputProblem(request.query, 'query') ??
         inputProblem(request.routeOptions.config.bucket === 'bulk' ? bulkEnvelope(request.body) : request.body, 'body');

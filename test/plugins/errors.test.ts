@@ -358,3 +358,42 @@ test('a 4xx raised while reading a body is answered with a status and code the d
     assert.equal(res.json().error.code, 'VALIDATION_ERROR');
   }
 });
+
+test('a body that is not valid UTF-8 is 400 naming it, and nothing is stored', async (t) => {
+  const app = await buildTestApp(t);
+  const admin = await createStaff(app, 'admin');
+  // "Ana" then a lone continuation byte and an overlong encoding: neither is UTF-8.
+  for (const bad of [Buffer.from([0x80]), Buffer.from([0xc0, 0xaf])]) {
+    const body = Buffer.concat([Buffer.from('{"name":"Ana'), bad, Buffer.from('"}')]);
+    const res = await call(app, 'POST', '/guests', { token: admin.token, body });
+    assertError(res, 400, 'VALIDATION_ERROR');
+    assert.match(res.body.error.message, /UTF-8/);
+  }
+  const list = await call(app, 'GET', '/guests', { token: admin.token });
+  assert.equal(list.body.meta.total, 0);
+  // Valid multi-byte text still passes.
+  const ok = await call(app, 'POST', '/guests', { token: admin.token, body: { name: 'Zoë 日本 🙂' } });
+  assert.equal(ok.status, 201);
+  assert.equal(ok.data.name, 'Zoë 日本 🙂');
+});
+
+test('a query parameter given twice is 400 saying so, not a type error', async (t) => {
+  const app = await buildTestApp(t);
+  const admin = await createStaff(app, 'admin');
+  const res = await call(app, 'GET', '/guests?limit=1&limit=2', { token: admin.token });
+  assertError(res, 400, 'VALIDATION_ERROR');
+  assert.deepEqual(res.body.error.details, [{ field: 'limit', message: 'is given more than once; give it once' }]);
+  const status = await call(app, 'GET', '/conversations?status=open&status=closed', { token: admin.token });
+  assert.deepEqual(status.body.error.details, [{ field: 'status', message: 'is given more than once; give it once' }]);
+});
+
+test('an operation without a body takes a JSON Content-Type with an empty body', async (t) => {
+  const app = await buildTestApp(t);
+  const admin = await createStaff(app, 'admin');
+  const json = { 'content-type': 'application/json' };
+  // A route that takes a body still says it is empty.
+  const empty = await call(app, 'POST', '/guests', { token: admin.token, headers: json, body: '' });
+  assertError(empty, 400, 'VALIDATION_ERROR');
+  const res = await call(app, 'POST', '/auth/logout', { token: admin.token, headers: json, body: '' });
+  assert.equal(res.status, 200, JSON.stringify(res.body));
+});
