@@ -33,6 +33,12 @@ export interface Current {
   param: string;
   /** The record as a GET of it answers it (undefined when missing: the handler answers 404). */
   read(x: Executor, key: string): Promise<unknown>;
+  /**
+   * The write creates the record when it is missing (a PUT of a custom setting). If-Match names a
+   * current record, so it then fails (412), as RFC 9110 §13.1.1 says; for other writes a missing
+   * record is answered as it would be without If-Match (404).
+   */
+  upsert?: boolean;
 }
 
 /** The usual declaration: a table keyed by `id`, read by its repository's find function. */

@@ -78,7 +78,7 @@ export default fp(
             );
           }
           const record = await current.read(x, key);
-          if (record !== undefined && !ifMatchHolds(expected, etagOf(record))) throw stale();
+          if (record === undefined ? current.upsert === true : !ifMatchHolds(expected, etagOf(record))) throw stale();
         };
         const open = requestTx();
         if (open !== undefined) {

@@ -121,3 +121,40 @@ test('every write route that takes If-Match accepts the ETag its GET gave', asyn
     assert.equal(res.status, 200, `${method} ${url}: ${res.raw.body}`);
   }
 });
+
+test('If-Match on a PUT that would create a setting is 412: there is no current one to match', async (t) => {
+  const app = await buildTestApp(t);
+  const admin = await createStaff(app, 'admin');
+  for (const etag of ['"abc"', '*']) {
+    const res = await call(app, 'PUT', '/settings/custom.fresh', {
+      token: admin.token,
+      headers: { 'if-match': etag },
+      body: { value: 1 },
+    });
+    assert.equal(res.status, 412, `If-Match ${etag}: ${JSON.stringify(res.body)}`);
+  }
+  assert.equal((await call(app, 'GET', '/settings/custom.fresh', { token: admin.token })).status, 404);
+  // Without If-Match it is created; with its ETag it is then changed; a known key's default matches.
+  const made = await call(app, 'PUT', '/settings/custom.fresh', { token: admin.token, body: { value: 1 } });
+  assert.equal(made.status, 200);
+  const changed = await call(app, 'PUT', '/settings/custom.fresh', {
+    token: admin.token,
+    headers: { 'if-match': String(made.headers.etag) },
+    body: { value: 2 },
+  });
+  assert.equal(changed.status, 200);
+  const hotel = await call(app, 'GET', '/settings/hotel', { token: admin.token });
+  const set = await call(app, 'PUT', '/settings/hotel', {
+    token: admin.token,
+    headers: { 'if-match': String(hotel.headers.etag) },
+    body: { value: { name: 'Miramar', timezone: 'Europe/Lisbon', locale: 'pt-PT' } },
+  });
+  assert.equal(set.status, 200);
+  // A write whose record is missing is 404 as it would be without If-Match.
+  const missing = await call(app, 'PATCH', '/guests/gst_01m00000000000000000000000', {
+    token: admin.token,
+    headers: { 'if-match': '"abc"' },
+    body: { notes: 'x' },
+  });
+  assert.equal(missing.status, 404);
+});

@@ -77,7 +77,7 @@ export const settingsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.put(
     '/:key',
     {
-      config: { access: ADMIN, scope: 'settings:write', current: CURRENT_SETTING },
+      config: { access: ADMIN, scope: 'settings:write', current: { ...CURRENT_SETTING, upsert: true } },
       schema: {
         tags: ['settings'],
         operationId: 'setSetting',
