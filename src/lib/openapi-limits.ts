@@ -16,12 +16,15 @@ type Schema = Record<string, unknown>;
 export const NUL_FREE = '^[^\\u0000]*$';
 
 /**
- * ajv-formats' full `email` rule (the one request validation runs), its `i` flag spelled out as
- * A-Z next to a-z: without the `u` flag `i` folds ASCII letters only, so the two accept alike.
+ * The `email` format as request validation runs it (src/lib/validation.ts uses this pattern): the
+ * syntax of ajv-formats' full `email` rule, its `i` flag spelled out as A-Z next to a-z, held to
+ * RFC 5321's lengths (§4.5.3.1: a local part of at most 64 octets, a domain label of at most 63, an
+ * address of at most 254), so no address is stored that no mail system would take.
  */
 export const EMAIL_PATTERN =
-  "^[a-zA-Z0-9!#$%&'*+/=?^_`{|}~-]+(?:\\.[a-zA-Z0-9!#$%&'*+/=?^_`{|}~-]+)*" +
-  '@(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?\\.)+[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?$';
+  '^(?=[^@]{1,64}@)(?=.{3,254}$)' +
+  "[a-zA-Z0-9!#$%&'*+/=?^_`{|}~-]+(?:\\.[a-zA-Z0-9!#$%&'*+/=?^_`{|}~-]+)*" +
+  '@(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?\\.)+[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?$';
 
 /** What each pattern above wants, in words (`x-pattern-message`, as every request pattern has). */
 export const NUL_FREE_MESSAGE = 'must not hold the NUL character (U+0000)';

@@ -4,6 +4,7 @@ import { Ajv, type Options as AjvOptions } from 'ajv';
 import addFormats from 'ajv-formats';
 import type { TSchema } from 'typebox';
 import { type FieldError, validation } from './errors.js';
+import { EMAIL_PATTERN } from './openapi-limits.js';
 import { ERROR_BODIES, ErrorBody } from './schemas.js';
 
 export function makeAjv(part: 'body' | 'other'): Ajv {
@@ -18,6 +19,8 @@ export function makeAjv(part: 'body' | 'other'): Ajv {
   };
   const ajv = new Ajv(options);
   addFormats.default(ajv);
+  // The documented pattern, lengths included, is the rule (ajv-formats' own has no lengths).
+  ajv.addFormat('email', new RegExp(EMAIL_PATTERN, 'u'));
   ajv.addSchema(ErrorBody);
   for (const body of ERROR_BODIES) ajv.addSchema(body);
   return ajv;
