@@ -2,11 +2,13 @@
 // with actor, data in API shape and changes), and GET /events resumes from a cursor and applies
 // the types filter and the staff filter.
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
 import { newId } from '../../src/lib/ids.js';
 import { EVENTS_LOCK } from '../../src/modules/events/outbox.js';
+import { EVENT_TYPES } from '../../src/modules/events/schemas.js';
 import { buildTestApp, call, createStaff, TEST_STORE, type TestUser } from '../helpers.js';
 import { type FeedEvent, readFeed } from './events-helpers.js';
 
@@ -351,4 +353,24 @@ test('PostgreSQL: a writer draws its event id only once it holds the events lock
     .where('type', '=', 'guest.created')
     .executeTakeFirstOrThrow();
   assert.ok(Number(mine.id) > otherId, `the API's event ${mine.id} comes after the lock holder's ${otherId}`);
+});
+
+test('docs/events.md lists every event type the API emits', () => {
+  const doc = readFileSync(new URL('../../docs/events.md', import.meta.url), 'utf8');
+  const table = doc.slice(doc.indexOf('## Event types'));
+  // A row names a type in full (`knowledge.created`) or as a sibling of the one before it (`.updated`).
+  const named = new Set<string>();
+  for (const row of table.split('\n').filter((l) => l.startsWith('| `'))) {
+    const cell = row.split('|')[1]!;
+    let last = '';
+    for (const [, t] of cell.matchAll(/`([a-z_.]+)`/g)) {
+      const full = t!.startsWith('.') ? `${last.split('.')[0]}${t}` : t!;
+      named.add(full);
+      last = full;
+    }
+  }
+  assert.deepEqual(
+    EVENT_TYPES.filter((t) => !named.has(t)),
+    [],
+  );
 });
