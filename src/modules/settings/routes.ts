@@ -15,7 +15,12 @@ const Setting = Type.Object(
     // The document gives each key its value's shape (src/plugins/openapi.ts).
     value: Type.Unknown({ description: 'The JSON value; its shape depends on the key' }),
     updatedAt: Nullable(Type.String({ format: 'date-time', maxLength: 30 })),
-    updatedBy: Nullable(RefId('stf', 'Staff id of the last writer; null for a default')),
+    updatedBy: Nullable(
+      RefId(
+        'stf',
+        'Staff id of the last writer; null for a default, or when an API key wrote it (its event names the key)',
+      ),
+    ),
   },
   { $id: 'Setting' },
 );

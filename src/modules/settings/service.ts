@@ -68,7 +68,8 @@ export async function setSetting(store: Store, user: AuthUser, key: string, valu
     if (before === undefined && (await countCustomSettings(tx)) >= MAX_CUSTOM_KEYS) {
       throw conflict(`At most ${MAX_CUSTOM_KEYS} custom settings are kept; delete one before adding another`);
     }
-    const after = await putSetting(tx, key, value, user.id);
+    // updatedBy names staff only (a foreign key); an API key writing is named by the event.
+    const after = await putSetting(tx, key, value, user.kind === 'api_key' ? null : user.id);
     settingUpdated(outbox, staffActor(user), before, after);
     return after;
   });
