@@ -153,7 +153,9 @@ export interface paths {
         put?: never;
         /**
          * Create a staff member (admin); without a password a one-time temporaryPassword is returned
-         * @description API key scope: `staff:write`.
+         * @description An API key creates members of role `staff` only and never sets a password (403 FORBIDDEN otherwise).
+         *
+         *     API key scope: `staff:write`.
          */
         post: operations["createStaff"];
         delete?: never;
@@ -181,7 +183,9 @@ export interface paths {
         head?: never;
         /**
          * Update a staff member: name, role, department, active (admin)
-         * @description API key scope: `staff:write`.
+         * @description An API key changes members of role `staff` only and makes no one an admin or a manager (403 FORBIDDEN otherwise).
+         *
+         *     API key scope: `staff:write`.
          */
         patch: operations["updateStaff"];
         trace?: never;

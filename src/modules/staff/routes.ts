@@ -1,5 +1,5 @@
 // Owns /staff: list and get (admin and manager see all, staff see themselves), create and
-// update (admin only); the rules are in service.ts.
+// update (admin only; an API key only for members of role staff); the rules are in service.ts.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ownerFilter } from '../../lib/access.js';
 import { ADMIN, ANY_ROLE } from '../../lib/auth.js';
@@ -57,6 +57,8 @@ export const staffRoutes: FastifyPluginAsyncTypebox = async (app) => {
         tags: ['staff'],
         operationId: 'createStaff',
         summary: 'Create a staff member (admin); without a password a one-time temporaryPassword is returned',
+        description:
+          'An API key creates members of role `staff` only and never sets a password (403 FORBIDDEN otherwise).',
         body: CreateStaffBody,
         response: { 201: Ok(CreatedStaff), ...STANDARD_ERRORS, ...CONFLICT_ERROR, ...BODY_ERRORS },
       },
@@ -76,6 +78,8 @@ export const staffRoutes: FastifyPluginAsyncTypebox = async (app) => {
         tags: ['staff'],
         operationId: 'updateStaff',
         summary: 'Update a staff member: name, role, department, active (admin)',
+        description:
+          'An API key changes members of role `staff` only and makes no one an admin or a manager (403 FORBIDDEN otherwise).',
         params: IdParams,
         body: UpdateStaffBody,
         response: { 200: Ok(Staff), ...STANDARD_ERRORS, ...CONFLICT_ERROR, ...BODY_ERRORS },
