@@ -29,6 +29,7 @@ import { settingsRoutes } from './modules/settings/routes.js';
 import { staffRoutes } from './modules/staff/routes.js';
 import { tasksRoutes } from './modules/tasks/routes.js';
 import { webhooksRoutes } from './modules/webhooks/routes.js';
+import { type ResolveHost, resolveHost } from './modules/webhooks/url-guard.js';
 import audit from './plugins/audit.js';
 import cors from './plugins/cors.js';
 import counters from './plugins/counters.js';
@@ -62,6 +63,8 @@ export interface AppContext {
   revoke: Revoke;
   /** Set when shutdown begins: /readyz answers 503 while requests are still served. */
   lifecycle: { draining: boolean };
+  /** Resolves a webhook URL's host for its address check (src/modules/webhooks/url-guard.ts). */
+  resolveHost: ResolveHost;
 }
 
 declare module 'fastify' {
@@ -74,6 +77,8 @@ export interface BuildOptions {
   /** Use this store instead of opening one from config (tests share or prepare stores). */
   store?: Store;
   logger?: FastifyServerOptions['logger'];
+  /** Resolve webhook hosts with this instead of the system resolver (tests make DNS slow). */
+  resolveHost?: ResolveHost;
 }
 
 export function loggerOptions(config: Config): FastifyServerOptions['logger'] {
@@ -162,6 +167,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     apiKeys: SecretHasher.fromSecrets(config.apiKeyPepper, [config.jwtSecret, ...config.jwtPreviousSecrets]),
     revoke: app.revoke,
     lifecycle: { draining: false },
+    resolveHost: options.resolveHost ?? resolveHost,
   } satisfies AppContext);
 
   app.setValidatorCompiler(compileValidator);

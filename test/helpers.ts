@@ -11,7 +11,7 @@ import type { TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import pg from 'pg';
-import { buildApp, loggerOptions } from '../src/app.js';
+import { type BuildOptions, buildApp, loggerOptions } from '../src/app.js';
 import { type Config, loadConfig } from '../src/config.js';
 import { migrate } from '../src/db/migrate.js';
 import { openStore } from '../src/db/store.js';
@@ -126,8 +126,15 @@ export interface TestApp {
   config: Config;
 }
 
-/** An app on a fresh store; closed (and its database dropped) when the test ends. */
-export async function buildTestApp(t: TestContext, env: Record<string, string> = {}): Promise<FastifyInstance> {
+/**
+ * An app on a fresh store; closed (and its database dropped) when the test ends. `options` replace
+ * parts of the app for the test (a slow resolver).
+ */
+export async function buildTestApp(
+  t: TestContext,
+  env: Record<string, string> = {},
+  options: Omit<BuildOptions, 'store'> = {},
+): Promise<FastifyInstance> {
   // Registered before the database is created: node:test runs after-hooks in registration order,
   // and the app (with its background pollers) must close before its database is dropped.
   let built: FastifyInstance | undefined;
@@ -140,7 +147,7 @@ export async function buildTestApp(t: TestContext, env: Record<string, string> =
   };
   if (TEST_STORE === 'postgres') base.DATABASE_URL = await freshPostgres(t, { migrated: true });
   const config = loadConfig({ ...base, ...redisEnv(), ...env });
-  built = await buildApp(config);
+  built = await buildApp(config, options);
   return built;
 }
 

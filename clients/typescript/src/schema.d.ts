@@ -1674,6 +1674,7 @@ export interface components {
              * @description Failed attempts since the last success; at WEBHOOK_DISABLE_AFTER the endpoint is deactivated
              */
             consecutiveFailures: number;
+            apiKeyId: string | null;
             /** Format: date-time */
             createdAt: string;
             /** Format: date-time */
@@ -1694,6 +1695,7 @@ export interface components {
              * @description Failed attempts since the last success; at WEBHOOK_DISABLE_AFTER the endpoint is deactivated
              */
             consecutiveFailures: number;
+            apiKeyId: string | null;
             /** Format: date-time */
             createdAt: string;
             /** Format: date-time */
@@ -1756,7 +1758,7 @@ export interface components {
             /** @example aud_01jd8x3k5q7w9e2r4t6y8v0m1n */
             id: string;
             /** @enum {unknown} */
-            action: "auth.login" | "auth.login_failed" | "auth.logout" | "auth.password_changed" | "staff.created" | "staff.updated" | "settings.updated" | "api_key.created" | "api_key.updated" | "api_key.rotated" | "api_key.revoked" | "webhook.secret_rotated" | "access.denied";
+            action: "auth.login" | "auth.login_failed" | "auth.logout" | "auth.password_changed" | "staff.created" | "staff.updated" | "settings.updated" | "api_key.created" | "api_key.updated" | "api_key.rotated" | "api_key.revoked" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "access.denied";
             actor: {
                 type: string;
                 id: string | null;
@@ -10910,6 +10912,7 @@ export interface operations {
                      *           "description": "Two bath towels to room 412",
                      *           "active": true,
                      *           "consecutiveFailures": 1,
+                     *           "apiKeyId": "key_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *           "createdAt": "2026-11-22T06:33:12.000Z",
                      *           "updatedAt": "2026-11-22T06:33:12.000Z"
                      *         }
@@ -11135,6 +11138,7 @@ export interface operations {
                      *         "description": "Two bath towels to room 412",
                      *         "active": true,
                      *         "consecutiveFailures": 1,
+                     *         "apiKeyId": "key_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "createdAt": "2026-11-22T06:33:12.000Z",
                      *         "updatedAt": "2026-11-22T06:33:12.000Z",
                      *         "secret": "whsec_3kq8…"
@@ -11386,6 +11390,7 @@ export interface operations {
                      *         "description": "Two bath towels to room 412",
                      *         "active": true,
                      *         "consecutiveFailures": 1,
+                     *         "apiKeyId": "key_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "createdAt": "2026-11-22T06:33:12.000Z",
                      *         "updatedAt": "2026-11-22T06:33:12.000Z"
                      *       }
@@ -11797,6 +11802,7 @@ export interface operations {
                      *         "description": "Two bath towels to room 412",
                      *         "active": true,
                      *         "consecutiveFailures": 1,
+                     *         "apiKeyId": "key_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "createdAt": "2026-11-22T06:33:12.000Z",
                      *         "updatedAt": "2026-11-22T06:33:12.000Z"
                      *       }
@@ -12030,6 +12036,7 @@ export interface operations {
                      *         "description": "Two bath towels to room 412",
                      *         "active": true,
                      *         "consecutiveFailures": 1,
+                     *         "apiKeyId": "key_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "createdAt": "2026-11-22T06:33:12.000Z",
                      *         "updatedAt": "2026-11-22T06:33:12.000Z",
                      *         "secret": "whsec_3kq8…"
@@ -15823,7 +15830,7 @@ export interface operations {
                 cursor?: string;
                 /** @description Actor id (staff or API key) */
                 actor?: string;
-                action?: "auth.login" | "auth.login_failed" | "auth.logout" | "auth.password_changed" | "staff.created" | "staff.updated" | "settings.updated" | "api_key.created" | "api_key.updated" | "api_key.rotated" | "api_key.revoked" | "webhook.secret_rotated" | "access.denied";
+                action?: "auth.login" | "auth.login_failed" | "auth.logout" | "auth.password_changed" | "staff.created" | "staff.updated" | "settings.updated" | "api_key.created" | "api_key.updated" | "api_key.rotated" | "api_key.revoked" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "access.denied";
                 /** @description Entries at or after this time */
                 from?: string;
                 /** @description Entries before this time */

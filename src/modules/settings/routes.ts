@@ -5,6 +5,7 @@ import { Type } from 'typebox';
 import { ADMIN, ADMIN_MANAGER } from '../../lib/auth.js';
 import type { Current } from '../../lib/etag.js';
 import { BODY_ERRORS, errorResponse, Nullable, Ok, ok, RefId, STANDARD_ERRORS } from '../../lib/schemas.js';
+import { auditTrail } from '../audit/trail.js';
 import { isKnownKey, KEY_PATTERN, MAX_CUSTOM_KEYS, SETTINGS } from './registry.js';
 import { getSetting as findSetting, listSettings } from './repository.js';
 import { getSetting, resetSetting, setSetting } from './service.js';
@@ -100,7 +101,7 @@ export const settingsRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const { value } = request.body as { value: unknown };
-      return ok(await setSetting(app.ctx.store, request.user!, request.params.key, value));
+      return ok(await setSetting(app.ctx.store, request.user!, request.params.key, value, auditTrail(request)));
     },
   );
 
@@ -121,7 +122,7 @@ export const settingsRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const { key } = request.params;
-      await resetSetting(app.ctx.store, request.user!, key);
+      await resetSetting(app.ctx.store, request.user!, key, auditTrail(request));
       return ok({ key, deleted: true });
     },
   );

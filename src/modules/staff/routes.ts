@@ -6,6 +6,7 @@ import { ADMIN, ANY_ROLE } from '../../lib/auth.js';
 import { currentById } from '../../lib/etag.js';
 import { listPage } from '../../lib/pages.js';
 import { BODY_ERRORS, CONFLICT_ERROR, IdParams, Ok, OkList, ok, STANDARD_ERRORS } from '../../lib/schemas.js';
+import { auditTrail } from '../audit/trail.js';
 import { findStaff, listStaff, toStaff } from './repository.js';
 import { CreatedStaff, CreateStaffBody, ListStaffQuery, Staff, UpdateStaffBody } from './schemas.js';
 import { createStaff, updateStaff, visibleStaff } from './service.js';
@@ -64,7 +65,7 @@ export const staffRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
-      const staff = await createStaff(db(), request.user!, request.body);
+      const staff = await createStaff(db(), request.user!, request.body, auditTrail(request));
       reply.code(201);
       return ok(staff);
     },
@@ -85,6 +86,7 @@ export const staffRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: Ok(Staff), ...STANDARD_ERRORS, ...CONFLICT_ERROR, ...BODY_ERRORS },
       },
     },
-    async (request) => ok(await updateStaff(db(), app.ctx.counter, request.user!, request.params.id, request.body)),
+    async (request) =>
+      ok(await updateStaff(db(), app.ctx.counter, request.user!, request.params.id, request.body, auditTrail(request))),
   );
 };

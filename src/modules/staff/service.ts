@@ -10,6 +10,7 @@ import type { AuthUser } from '../../lib/auth.js';
 import { conflict, forbidden } from '../../lib/errors.js';
 import { generatePassword, hashPassword } from '../../lib/password.js';
 import type { Counter } from '../../lib/rate-limiter.js';
+import type { AuditTrail } from '../audit/trail.js';
 import { recordEvents, staffActor } from '../events/emit.js';
 import { withEvents } from '../events/outbox.js';
 import { checkDepartment } from '../settings/service.js';
@@ -49,6 +50,7 @@ export async function createStaff(
   store: Store,
   user: AuthUser,
   body: Static<typeof CreateStaffBody>,
+  audit: AuditTrail,
 ): Promise<StaffView & { temporaryPassword?: string }> {
   checkKeyCreates(user, body);
   await checkDepartment(store, body.department);
@@ -64,6 +66,7 @@ export async function createStaff(
         passwordHash,
       });
       recordEvents(outbox, 'staff', staffActor(user), null, created);
+      await audit.record(tx, 'staff.created', { type: 'staff', id: created.id });
       return created;
     });
     return temporaryPassword === undefined ? staff : { ...staff, temporaryPassword };
@@ -83,6 +86,7 @@ export async function updateStaff(
   user: AuthUser,
   id: string,
   body: Static<typeof UpdateStaffBody>,
+  audit: AuditTrail,
 ): Promise<StaffView> {
   await checkDepartment(store, body.department);
   return withEvents(store, async (tx, outbox) => {
@@ -101,6 +105,7 @@ export async function updateStaff(
     // The gate keeps staff rows under the shared generation: every instance reads this one again.
     tx.onCommit(() => void counter.bumpGeneration());
     recordEvents(outbox, 'staff', staffActor(user), current, after);
+    await audit.record(tx, 'staff.updated', { type: 'staff', id });
     return after;
   });
 }

@@ -22,6 +22,13 @@ export const Webhook = Type.Object(
       maximum: 2_147_483_647,
       description: 'Failed attempts since the last success; at WEBHOOK_DISABLE_AFTER the endpoint is deactivated',
     }),
+    apiKeyId: Nullable(
+      RefId(
+        'key',
+        'The API key that created or last changed it: revoking that key (or its expiry) turns the endpoint off. ' +
+          'Null: made by staff, or taken over by an admin turning it on',
+      ),
+    ),
     createdAt: DateTime,
     updatedAt: DateTime,
   },

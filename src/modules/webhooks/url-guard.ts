@@ -48,11 +48,16 @@ export function isPublicAddress(address: string): boolean {
   return false;
 }
 
-function lookupAll(hostname: string): Promise<LookupAddress[]> {
-  return new Promise((resolve, reject) => {
-    lookup(hostname, { all: true, verbatim: true }, (err, addresses) => (err ? reject(err) : resolve(addresses)));
+/** The addresses a host name resolves to. */
+export type ResolveHost = (hostname: string) => Promise<string[]>;
+
+/** Every address of a host, as the system resolver (and so `http.request`) sees it. */
+export const resolveHost: ResolveHost = (hostname) =>
+  new Promise((resolve, reject) => {
+    lookup(hostname, { all: true, verbatim: true }, (err, addresses) =>
+      err ? reject(err) : resolve(addresses.map((a) => a.address)),
+    );
   });
-}
 
 const hostOf = (url: URL) => url.hostname.replace(/^\[|\]$/g, '');
 
@@ -60,7 +65,11 @@ const hostOf = (url: URL) => url.hostname.replace(/^\[|\]$/g, '');
  * Why `raw` cannot be a webhook URL, or null when it can. With `allowPrivate` only the form is
  * checked (no DNS), so tests and trusted networks can use local receivers.
  */
-export async function urlProblem(raw: string, allowPrivate: boolean): Promise<string | null> {
+export async function urlProblem(
+  raw: string,
+  allowPrivate: boolean,
+  resolve: ResolveHost = resolveHost,
+): Promise<string | null> {
   let url: URL;
   try {
     url = new URL(raw);
@@ -76,7 +85,7 @@ export async function urlProblem(raw: string, allowPrivate: boolean): Promise<st
     addresses = [host];
   } else {
     try {
-      addresses = (await lookupAll(host)).map((a) => a.address);
+      addresses = await resolve(host);
     } catch {
       return `host ${host} does not resolve`;
     }
