@@ -11,7 +11,7 @@ import { TokenService } from './lib/jwt.js';
 import { CursorCodec } from './lib/pages.js';
 import type { Counter } from './lib/rate-limiter.js';
 import { requestId } from './lib/request-id.js';
-import { requestLogger } from './lib/request-logger.js';
+import { requestLogger, serializeRequest } from './lib/request-logger.js';
 import { ERROR_BODIES, ErrorBody } from './lib/schemas.js';
 import { apiKeysRoutes } from './modules/api-keys/routes.js';
 import { SecretHasher } from './modules/api-keys/secret.js';
@@ -88,6 +88,7 @@ export function loggerOptions(config: Config): FastifyServerOptions['logger'] {
     ...(config.logFormat === 'pretty' && {
       transport: { target: 'pino-pretty', options: { translateTime: 'HH:MM:ss.l', ignore: 'pid,hostname' } },
     }),
+    serializers: { req: serializeRequest },
     redact: {
       paths: [
         'req.headers.authorization',
