@@ -11095,7 +11095,7 @@ export interface operations {
                  */
                 "application/json": {
                     /**
-                     * @description http(s) URL of the receiver. Hosts resolving to loopback, private, link-local, unspecified or multicast addresses are refused unless WEBHOOK_ALLOW_PRIVATE=true
+                     * @description http(s) URL of the receiver. Hosts resolving to loopback, private, link-local, unspecified, reserved or multicast addresses (also through NAT64, 6to4 or Teredo) are refused unless WEBHOOK_ALLOW_PRIVATE=true
                      * @example https://hooks.example.com/guest-messaging
                      */
                     url: string;
@@ -11761,7 +11761,7 @@ export interface operations {
                  */
                 "application/json": {
                     /**
-                     * @description http(s) URL of the receiver. Hosts resolving to loopback, private, link-local, unspecified or multicast addresses are refused unless WEBHOOK_ALLOW_PRIVATE=true
+                     * @description http(s) URL of the receiver. Hosts resolving to loopback, private, link-local, unspecified, reserved or multicast addresses (also through NAT64, 6to4 or Teredo) are refused unless WEBHOOK_ALLOW_PRIVATE=true
                      * @example https://hooks.example.com/guest-messaging
                      */
                     url?: string;

@@ -57,8 +57,8 @@ const Url = Type.String({
   'x-pattern-message': 'must be an absolute http or https URL, without a user name or password',
   examples: ['https://hooks.example.com/guest-messaging'],
   description:
-    'http(s) URL of the receiver. Hosts resolving to loopback, private, link-local, unspecified or multicast ' +
-    'addresses are refused unless WEBHOOK_ALLOW_PRIVATE=true',
+    'http(s) URL of the receiver. Hosts resolving to loopback, private, link-local, unspecified, reserved or ' +
+    'multicast addresses (also through NAT64, 6to4 or Teredo) are refused unless WEBHOOK_ALLOW_PRIVATE=true',
 });
 const Events = Type.Array(Type.Enum([...SUBSCRIBABLE]), {
   minItems: 1,
