@@ -11,7 +11,7 @@ import { TokenService } from './lib/jwt.js';
 import { CursorCodec } from './lib/pages.js';
 import type { Counter } from './lib/rate-limiter.js';
 import { requestId } from './lib/request-id.js';
-import { requestLogger } from './lib/request-logger.js';
+import { requestLogger, serializeRequest } from './lib/request-logger.js';
 import { ERROR_BODIES, ErrorBody } from './lib/schemas.js';
 import { apiKeysRoutes } from './modules/api-keys/routes.js';
 import { SecretHasher } from './modules/api-keys/secret.js';
@@ -30,6 +30,7 @@ import { settingsRoutes } from './modules/settings/routes.js';
 import { staffRoutes } from './modules/staff/routes.js';
 import { tasksRoutes } from './modules/tasks/routes.js';
 import { webhooksRoutes } from './modules/webhooks/routes.js';
+import { type ResolveHost, resolveHost } from './modules/webhooks/url-guard.js';
 import audit from './plugins/audit.js';
 import cors from './plugins/cors.js';
 import counters from './plugins/counters.js';
@@ -64,6 +65,8 @@ export interface AppContext {
   revoke: Revoke;
   /** Set when shutdown begins: /readyz answers 503 while requests are still served. */
   lifecycle: { draining: boolean };
+  /** Resolves a webhook URL's host for its address check (src/modules/webhooks/url-guard.ts). */
+  resolveHost: ResolveHost;
 }
 
 declare module 'fastify' {
@@ -78,6 +81,8 @@ export interface BuildOptions {
   logger?: FastifyServerOptions['logger'];
   /** How often open event streams' access is checked, and a key's stream's longest life (tests shorten them). */
   eventStreams?: StreamAccessOptions;
+  /** Resolve webhook hosts with this instead of the system resolver (tests make DNS slow). */
+  resolveHost?: ResolveHost;
 }
 
 export function loggerOptions(config: Config): FastifyServerOptions['logger'] {
@@ -87,6 +92,7 @@ export function loggerOptions(config: Config): FastifyServerOptions['logger'] {
     ...(config.logFormat === 'pretty' && {
       transport: { target: 'pino-pretty', options: { translateTime: 'HH:MM:ss.l', ignore: 'pid,hostname' } },
     }),
+    serializers: { req: serializeRequest },
     redact: {
       paths: [
         'req.headers.authorization',
@@ -172,6 +178,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     apiKeys: SecretHasher.fromSecrets(config.apiKeyPepper, [config.jwtSecret, ...config.jwtPreviousSecrets]),
     revoke: app.revoke,
     lifecycle: { draining: false },
+    resolveHost: options.resolveHost ?? resolveHost,
   } satisfies AppContext);
 
   app.setValidatorCompiler(compileValidator);

@@ -47,7 +47,8 @@ function url(env: Env, name: string, def: string | undefined, schemes: string[])
   try {
     u = new URL(raw);
   } catch {
-    throw new ConfigError(name, `is not a valid URL, got "${raw}"`);
+    // Never the value itself: a malformed URL may hold a password (smtp://user:pass@…).
+    throw new ConfigError(name, 'is not a valid URL (the value is not shown: it may hold a password)');
   }
   if (!schemes.includes(u.protocol))
     throw new ConfigError(name, `must start with ${schemes.map((s) => `${s}//`).join(' or ')}`);

@@ -90,6 +90,24 @@ export class ConfigError extends Error {
 
 type Env = Record<string, string | undefined>;
 
+/**
+ * A URL as an error may quote it: with its user name and password replaced by `***`, or null when it
+ * does not parse (a malformed URL's password cannot be told apart from the rest, so none of it is
+ * shown). Configuration errors and logs never show a URL's password (CONTRACT §16).
+ */
+export function shownUrl(raw: string): string | null {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return null;
+  }
+  if (url.username === '' && url.password === '') return raw;
+  url.username = '***';
+  url.password = '';
+  return url.toString();
+}
+
 function str(env: Env, name: string): string | undefined {
   const v = env[name];
   return v === undefined || v === '' ? undefined : v;
@@ -161,7 +179,11 @@ function operations(env: Env, nodeEnv: string) {
       url = undefined;
     }
     if (url === undefined || !/^https?:$/.test(url.protocol) || url.origin !== origin) {
-      throw new ConfigError('CORS_ORIGINS', `"${origin}" is not an origin like https://dashboard.example.com`);
+      const shown = shownUrl(origin);
+      throw new ConfigError(
+        'CORS_ORIGINS',
+        `${shown === null ? 'a value' : `"${shown}"`} is not an origin like https://dashboard.example.com`,
+      );
     }
   }
   const format = str(env, 'LOG_FORMAT') ?? (process.stdout.isTTY && nodeEnv !== 'production' ? 'pretty' : 'json');

@@ -111,6 +111,50 @@ test('loadConfig names the bad variable in a ConfigError', () => {
   }
 });
 
+/** A password in a URL variable; no error may show it. */
+const SECRET = 's3cr3t-pa55word';
+
+test('a config error never shows the password of a URL', () => {
+  const cases: [Record<string, string>, string][] = [
+    [{ SMTP_URL: `smtp://mail:${SECRET}@mail.example.com:port`, EMAIL_FROM: 'desk@hotel.test' }, 'SMTP_URL'],
+    [{ SMTP_URL: `smtp://mail:${SECRET}@mail example.com`, EMAIL_FROM: 'desk@hotel.test' }, 'SMTP_URL'],
+    [{ SMTP_URL: `http://mail:${SECRET}@mail.example.com`, EMAIL_FROM: 'desk@hotel.test' }, 'SMTP_URL'],
+    [{ PUBLIC_URL: `https://u:${SECRET}@api.example.com:99999` }, 'PUBLIC_URL'],
+    [
+      {
+        TWILIO_ACCOUNT_SID: 'AC123',
+        TWILIO_AUTH_TOKEN: 'token',
+        PUBLIC_URL: 'https://api.example.com',
+        TWILIO_API_URL: `https://AC123:${SECRET}@twilio test`,
+      },
+      'TWILIO_API_URL',
+    ],
+    [
+      {
+        WHATSAPP_ACCESS_TOKEN: 'token',
+        WHATSAPP_PHONE_NUMBER_ID: '123',
+        WHATSAPP_API_URL: `ftp://meta:${SECRET}@graph.example.com`,
+      },
+      'WHATSAPP_API_URL',
+    ],
+    [{ DATABASE_URL: `postgres://gma:${SECRET}@db:port/gma` }, 'DATABASE_URL'],
+    [{ DATABASE_URL: `mysql://gma:${SECRET}@db/gma` }, 'DATABASE_URL'],
+    [{ REDIS_URL: `redis://:${SECRET}@cache:port` }, 'REDIS_URL'],
+    [{ REDIS_URL: `http://:${SECRET}@cache:6379` }, 'REDIS_URL'],
+    [{ CORS_ORIGINS: `https://admin:${SECRET}@dash.example.com` }, 'CORS_ORIGINS'],
+  ];
+  for (const [env, variable] of cases) {
+    assert.throws(
+      () => loadConfig({ JWT_SECRET, ...env }),
+      (err: unknown) => {
+        assert.ok(err instanceof ConfigError && err.variable === variable, `${variable}: ${String(err)}`);
+        assert.doesNotMatch(err.message, new RegExp(SECRET), variable);
+        return true;
+      },
+    );
+  }
+});
+
 /** The cases started as real processes (the rest of BAD is covered through loadConfig above). */
 const SPAWNED: [Record<string, string>, string][] = [
   [{ DATABASE_URL: 'mysql://x' }, 'DATABASE_URL'],
@@ -119,6 +163,7 @@ const SPAWNED: [Record<string, string>, string][] = [
   [{ NODE_ENV: 'production', JWT_SECRET: '' }, 'JWT_SECRET'],
   [{ REDIS_URL: 'http://x' }, 'REDIS_URL'],
   [{ ADMIN_EMAIL: 'boss@hotel.test', ADMIN_PASSWORD: 'short' }, 'ADMIN_PASSWORD'],
+  [{ SMTP_URL: `smtp://mail:${SECRET}@mail.example.com:port`, EMAIL_FROM: 'desk@hotel.test' }, 'SMTP_URL'],
 ];
 
 test('the server refuses a bad variable: exit code 1, one stderr line naming it, no store created', async (t) => {
@@ -145,6 +190,7 @@ test('the server refuses a bad variable: exit code 1, one stderr line naming it,
     assert.equal(lines.length, 1, `${name}: stderr has ${lines.length} lines:\n${run.stderr}`);
     assert.match(lines[0]!, new RegExp(`\\b${variable}\\b`), name);
     assert.doesNotMatch(lines[0]!, /\bat .*:\d+:\d+/, 'no stack trace');
+    assert.doesNotMatch(run.stderr + run.stdout, new RegExp(SECRET), `${name}: a password was shown`);
     assert.equal(run.stdout.trim(), '', `${name}: nothing started`);
     assert.equal(existsSync(file), false, `${name}: the store was opened`);
   }

@@ -128,12 +128,13 @@ export interface TestApp {
 
 /**
  * An app on a fresh store; closed (and its database dropped) when the test ends. `options` are
- * buildApp's own (internal settings no environment variable reaches).
+ * buildApp's own: internal settings no environment variable reaches, or parts of the app a test
+ * replaces (a slow resolver).
  */
 export async function buildTestApp(
   t: TestContext,
   env: Record<string, string> = {},
-  options: BuildOptions = {},
+  options: Omit<BuildOptions, 'store'> = {},
 ): Promise<FastifyInstance> {
   // Registered before the database is created: node:test runs after-hooks in registration order,
   // and the app (with its background pollers) must close before its database is dropped.

@@ -1,6 +1,6 @@
 // Owns the table types of the store. Timestamps are ISO strings on SQLite and Date on PostgreSQL
 // (see `toIso`), booleans 0/1 on SQLite, JSON is text on SQLite and jsonb on PostgreSQL.
-import type { Generated, Insertable, Kysely, Selectable, Updateable } from 'kysely';
+import type { ColumnType, Generated, Insertable, Kysely, Selectable, Updateable } from 'kysely';
 
 export type Timestamp = string | Date;
 export type Bool = number | boolean;
@@ -191,6 +191,8 @@ export interface WebhookTable {
   active: Bool;
   secret: string;
   consecutive_failures: number;
+  /** The API key that created or last changed it (it dies with the key); null: staff's. */
+  api_key_id: ColumnType<string | null, string | null | undefined, string | null>;
   created_at: Timestamp;
   updated_at: Timestamp;
 }

@@ -101,6 +101,29 @@ test('PUT stores a valid value for every known key, with updatedBy the admin', a
   }
 });
 
+test('a key with settings:write sets and resets a setting; updatedBy is null and the event names the key', async (t) => {
+  const app = await buildTestApp(t);
+  const admin = await createStaff(app, 'admin');
+  const made = await call(app, 'POST', '/api-keys', {
+    token: admin.token,
+    body: { name: 'PMS', scopes: ['settings:write', 'events:read'] },
+  });
+  const key = made.data.key as string;
+  const put = await call(app, 'PUT', '/settings/custom.pms', { token: key, body: { value: { room: 12 } } });
+  assert.equal(put.status, 200, put.raw.body);
+  assert.equal(put.data.updatedBy, null, 'updatedBy names staff only');
+  assert.deepEqual((await call(app, 'GET', '/settings/custom.pms', { token: key })).data, put.data);
+  assert.equal((await call(app, 'DELETE', '/settings/custom.pms', { token: key })).status, 200);
+  const events = await call(app, 'GET', '/events?types=setting.updated', { token: key });
+  assert.deepEqual(
+    events.data.map((e: { actor: unknown }) => e.actor),
+    [
+      { type: 'api_key', id: made.data.id },
+      { type: 'api_key', id: made.data.id },
+    ],
+  );
+});
+
 test("each known key's schema is enforced, naming value.<field>", async (t) => {
   const app = await buildTestApp(t);
   const admin = await createStaff(app, 'admin');

@@ -36,3 +36,29 @@ test('at warn, a request that goes well writes nothing; one that fails writes it
   assert.ok(errors.length >= 1, JSON.stringify(lines.slice(before)));
   assert.doesNotMatch(JSON.stringify(errors), /not the password/);
 });
+
+test('a secret in the query string (the WhatsApp verify token) never reaches the log', async (t) => {
+  const token = 'verify-token-6f1c2e9a';
+  const { app, lines } = await appWithLog(t, 'info', { WHATSAPP_VERIFY_TOKEN: token });
+  const path = '/api/v1/channels/whatsapp/webhook';
+  const cases = [
+    [`${path}?hub.mode=subscribe&hub.verify_token=${token}&hub.challenge=42`, 200],
+    [`${path}?hub.mode=subscribe&hub%2Everify_token=${token}&hub.challenge=42`, 200],
+    [`${path}?hub.mode=subscribe&hub.verify_token=guess-${token}&hub.challenge=42`, 403],
+    [`${path}?hub.mode=subscribe&hub.verify_token=x&hub.challenge=42`, 403],
+    [`/api/v1/no-such-route?access_token=${token}`, 404],
+  ] as const;
+  for (const [url, status] of cases) {
+    const res = await app.inject({ method: 'GET', url, headers: { 'x-request-id': `verify-${status}` } });
+    assert.equal(res.statusCode, status, `${url}: ${res.body}`);
+  }
+  const logged = JSON.stringify(lines);
+  assert.doesNotMatch(logged, new RegExp(token));
+  const urls = lines.filter((l) => l.msg === 'incoming request').map((l) => (l.req as { url: string }).url);
+  assert.equal(urls.length, cases.length, logged);
+  assert.ok(
+    urls.every((u) => u.includes('verify_token=[redacted]') || u.includes('access_token=[redacted]')),
+    logged,
+  );
+  assert.ok(urls[0]!.includes('hub.mode=subscribe&hub.verify_token=[redacted]&hub.challenge=42'), urls[0]);
+});

@@ -153,7 +153,9 @@ export interface paths {
         put?: never;
         /**
          * Create a staff member (admin); without a password a one-time temporaryPassword is returned
-         * @description API key scope: `staff:write`.
+         * @description An API key creates members of role `staff` only and never sets a password (403 FORBIDDEN otherwise).
+         *
+         *     API key scope: `staff:write`.
          */
         post: operations["createStaff"];
         delete?: never;
@@ -181,7 +183,9 @@ export interface paths {
         head?: never;
         /**
          * Update a staff member: name, role, department, active (admin)
-         * @description API key scope: `staff:write`.
+         * @description An API key changes members of role `staff` only and makes no one an admin or a manager (403 FORBIDDEN otherwise).
+         *
+         *     API key scope: `staff:write`.
          */
         patch: operations["updateStaff"];
         trace?: never;
@@ -1631,6 +1635,7 @@ export interface components {
              * @description Failed attempts since the last success; at WEBHOOK_DISABLE_AFTER the endpoint is deactivated
              */
             consecutiveFailures: number;
+            apiKeyId: string | null;
             /** Format: date-time */
             createdAt: string;
             /** Format: date-time */
@@ -1651,6 +1656,7 @@ export interface components {
              * @description Failed attempts since the last success; at WEBHOOK_DISABLE_AFTER the endpoint is deactivated
              */
             consecutiveFailures: number;
+            apiKeyId: string | null;
             /** Format: date-time */
             createdAt: string;
             /** Format: date-time */
@@ -1713,7 +1719,7 @@ export interface components {
             /** @example aud_01jd8x3k5q7w9e2r4t6y8v0m1n */
             id: string;
             /** @enum {unknown} */
-            action: "auth.login" | "auth.login_failed" | "auth.logout" | "auth.password_changed" | "staff.created" | "staff.updated" | "settings.updated" | "api_key.created" | "api_key.updated" | "api_key.rotated" | "api_key.revoked" | "webhook.secret_rotated" | "access.denied";
+            action: "auth.login" | "auth.login_failed" | "auth.logout" | "auth.password_changed" | "staff.created" | "staff.updated" | "settings.updated" | "api_key.created" | "api_key.updated" | "api_key.rotated" | "api_key.revoked" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "access.denied";
             actor: {
                 type: string;
                 id: string | null;
@@ -10875,6 +10881,7 @@ export interface operations {
                      *           "description": "Two bath towels to room 412",
                      *           "active": true,
                      *           "consecutiveFailures": 1,
+                     *           "apiKeyId": "key_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *           "createdAt": "2026-11-22T06:33:12.000Z",
                      *           "updatedAt": "2026-11-22T06:33:12.000Z"
                      *         }
@@ -11057,7 +11064,7 @@ export interface operations {
                  */
                 "application/json": {
                     /**
-                     * @description http(s) URL of the receiver. Hosts resolving to loopback, private, link-local, unspecified or multicast addresses are refused unless WEBHOOK_ALLOW_PRIVATE=true
+                     * @description http(s) URL of the receiver. Hosts resolving to loopback, private, link-local, unspecified, reserved or multicast addresses (also through NAT64, 6to4 or Teredo) are refused unless WEBHOOK_ALLOW_PRIVATE=true
                      * @example https://hooks.example.com/guest-messaging
                      */
                     url: string;
@@ -11102,6 +11109,7 @@ export interface operations {
                      *         "description": "Two bath towels to room 412",
                      *         "active": true,
                      *         "consecutiveFailures": 1,
+                     *         "apiKeyId": "key_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "createdAt": "2026-11-22T06:33:12.000Z",
                      *         "updatedAt": "2026-11-22T06:33:12.000Z",
                      *         "secret": "whsec_3kq8…"
@@ -11353,6 +11361,7 @@ export interface operations {
                      *         "description": "Two bath towels to room 412",
                      *         "active": true,
                      *         "consecutiveFailures": 1,
+                     *         "apiKeyId": "key_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "createdAt": "2026-11-22T06:33:12.000Z",
                      *         "updatedAt": "2026-11-22T06:33:12.000Z"
                      *       }
@@ -11723,7 +11732,7 @@ export interface operations {
                  */
                 "application/json": {
                     /**
-                     * @description http(s) URL of the receiver. Hosts resolving to loopback, private, link-local, unspecified or multicast addresses are refused unless WEBHOOK_ALLOW_PRIVATE=true
+                     * @description http(s) URL of the receiver. Hosts resolving to loopback, private, link-local, unspecified, reserved or multicast addresses (also through NAT64, 6to4 or Teredo) are refused unless WEBHOOK_ALLOW_PRIVATE=true
                      * @example https://hooks.example.com/guest-messaging
                      */
                     url?: string;
@@ -11764,6 +11773,7 @@ export interface operations {
                      *         "description": "Two bath towels to room 412",
                      *         "active": true,
                      *         "consecutiveFailures": 1,
+                     *         "apiKeyId": "key_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "createdAt": "2026-11-22T06:33:12.000Z",
                      *         "updatedAt": "2026-11-22T06:33:12.000Z"
                      *       }
@@ -11997,6 +12007,7 @@ export interface operations {
                      *         "description": "Two bath towels to room 412",
                      *         "active": true,
                      *         "consecutiveFailures": 1,
+                     *         "apiKeyId": "key_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "createdAt": "2026-11-22T06:33:12.000Z",
                      *         "updatedAt": "2026-11-22T06:33:12.000Z",
                      *         "secret": "whsec_3kq8…"
@@ -15639,7 +15650,7 @@ export interface operations {
                 cursor?: string;
                 /** @description Actor id (staff or API key) */
                 actor?: string;
-                action?: "auth.login" | "auth.login_failed" | "auth.logout" | "auth.password_changed" | "staff.created" | "staff.updated" | "settings.updated" | "api_key.created" | "api_key.updated" | "api_key.rotated" | "api_key.revoked" | "webhook.secret_rotated" | "access.denied";
+                action?: "auth.login" | "auth.login_failed" | "auth.logout" | "auth.password_changed" | "staff.created" | "staff.updated" | "settings.updated" | "api_key.created" | "api_key.updated" | "api_key.rotated" | "api_key.revoked" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "access.denied";
                 /** @description Entries at or after this time */
                 from?: string;
                 /** @description Entries before this time */

@@ -5,6 +5,7 @@ import { ADMIN } from '../../lib/auth.js';
 import { currentById } from '../../lib/etag.js';
 import { listPage } from '../../lib/pages.js';
 import { BODY_ERRORS, errorResponse, IdParams, Ok, OkList, ok, STANDARD_ERRORS } from '../../lib/schemas.js';
+import { auditTrail } from '../audit/trail.js';
 import { findApiKey, listApiKeys, toApiKey } from './repository.js';
 import {
   ApiKey,
@@ -36,7 +37,7 @@ export const apiKeysRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
-      const created = await createApiKey(deps(), request.user!, request.body);
+      const created = await createApiKey(deps(), request.user!, request.body, auditTrail(request));
       reply.code(201);
       return ok(created);
     },
@@ -85,7 +86,7 @@ export const apiKeysRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: Ok(ApiKey), ...STANDARD_ERRORS, ...BODY_ERRORS, ...REVOKED },
       },
     },
-    async (request) => ok(await updateApiKeyFields(db(), request.params.id, request.body)),
+    async (request) => ok(await updateApiKeyFields(db(), request.params.id, request.body, auditTrail(request))),
   );
 
   app.delete(
@@ -102,7 +103,7 @@ export const apiKeysRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const { id } = request.params;
-      await revokeKey(db(), id);
+      await revokeKey(db(), request.user!, id, auditTrail(request));
       return ok({ id, deleted: true as const });
     },
   );
@@ -120,6 +121,7 @@ export const apiKeysRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: Ok(ApiKeyWithSecret), ...STANDARD_ERRORS, ...BODY_ERRORS, ...REVOKED },
       },
     },
-    async (request) => ok(await rotateKey(deps(), request.params.id, request.body?.graceSeconds ?? 0)),
+    async (request) =>
+      ok(await rotateKey(deps(), request.params.id, request.body?.graceSeconds ?? 0, auditTrail(request))),
   );
 };

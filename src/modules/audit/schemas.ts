@@ -14,6 +14,9 @@ export const AUDIT_ACTIONS = [
   'api_key.updated',
   'api_key.rotated',
   'api_key.revoked',
+  'webhook.created',
+  'webhook.updated',
+  'webhook.deleted',
   'webhook.secret_rotated',
   'access.denied',
 ] as const;

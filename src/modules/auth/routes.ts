@@ -4,6 +4,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { ANY_ROLE } from '../../lib/auth.js';
 import { BODY_ERRORS, errorResponse, Ok, ok, STANDARD_ERRORS } from '../../lib/schemas.js';
+import { auditTrail } from '../audit/trail.js';
 import { Password, RoleSchema, Staff } from '../staff/schemas.js';
 import { changePassword, login, logout, me, refresh } from './service.js';
 
@@ -92,7 +93,7 @@ export const authRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request) => {
-      await logout(ctx, request.user!);
+      await logout(ctx, request.user!, auditTrail(request));
       return ok({ loggedOut: true as const });
     },
   );
@@ -125,7 +126,7 @@ export const authRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const { currentPassword, newPassword } = request.body;
-      return ok(await changePassword(ctx, request.user!, currentPassword, newPassword));
+      return ok(await changePassword(ctx, request.user!, currentPassword, newPassword, auditTrail(request)));
     },
   );
 };

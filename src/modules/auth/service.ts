@@ -7,6 +7,8 @@ import { AppError, authError, fieldError } from '../../lib/errors.js';
 import type { TokenService } from '../../lib/jwt.js';
 import { burnPasswordCheck, hashPassword, verifyPassword } from '../../lib/password.js';
 import type { Counter } from '../../lib/rate-limiter.js';
+import type { Revoke } from '../../plugins/revocation.js';
+import type { AuditTrail } from '../audit/trail.js';
 import { findPasswordHash, findStaff, findStaffForLogin, type StaffView, setPassword } from '../staff/repository.js';
 
 /** What sessions need from the app (its `ctx`). */
@@ -16,7 +18,7 @@ export interface AuthDeps {
   counter: Counter;
   config: { loginLimit: number };
   /** Revokes a token id until its expiry; true when this call revoked it (src/plugins/revocation.ts). */
-  revoke(jti: string, expSec: number): Promise<boolean>;
+  revoke: Revoke;
 }
 
 export interface Session {
@@ -68,8 +70,9 @@ export async function refresh(deps: AuthDeps, user: AuthUser): Promise<Session> 
   return session(deps, user, user.iat ?? 0);
 }
 
-export async function logout(deps: AuthDeps, user: AuthUser): Promise<void> {
-  await deps.revoke(user.jti, user.exp);
+/** Revokes the caller's token; its audit entry is written with the revocation. */
+export async function logout(deps: AuthDeps, user: AuthUser, audit: AuditTrail): Promise<void> {
+  await deps.revoke(user.jti, user.exp, (tx) => audit.record(tx, 'auth.logout', null));
 }
 
 /** The caller's staff record (the gate has just read it, so it exists). */
@@ -83,6 +86,7 @@ export async function changePassword(
   user: AuthUser,
   currentPassword: string,
   newPassword: string,
+  audit: AuditTrail,
 ): Promise<Session> {
   const stored = await findPasswordHash(deps.store, user.id);
   if (!stored || !(await verifyPassword(stored.password_hash, currentPassword))) {
@@ -97,6 +101,7 @@ export async function changePassword(
   await deps.store.transact(async (tx) => {
     await setPassword(tx, user.id, hash, validAfter);
     tx.onCommit(() => void deps.counter.bumpGeneration());
+    await audit.record(tx, 'auth.password_changed', null);
   });
   return session(deps, user, validAfter);
 }

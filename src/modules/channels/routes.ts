@@ -29,7 +29,7 @@ import {
   WhatsAppVerifyQuery,
   WhatsAppWebhookBody,
 } from './schemas.js';
-import { type FormParams, metaSignatureValid, parseForm, twilioSignatureValid } from './signatures.js';
+import { type FormParams, metaSignatureValid, parseForm, same, twilioSignatureValid } from './signatures.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -205,7 +205,7 @@ export const channelsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         const expected = cfg().whatsappVerifyToken;
         const q = request.query as Static<typeof WhatsAppVerifyQuery>;
         if (expected === null) throw forbidden('WHATSAPP_VERIFY_TOKEN is not configured on this server');
-        if (q['hub.mode'] !== 'subscribe' || q['hub.verify_token'] !== expected || !q['hub.challenge']) {
+        if (q['hub.mode'] !== 'subscribe' || !same(q['hub.verify_token'] ?? '', expected) || !q['hub.challenge']) {
           throw forbidden('hub.mode must be subscribe and hub.verify_token must match WHATSAPP_VERIFY_TOKEN');
         }
         return reply.type('text/plain; charset=utf-8').send(q['hub.challenge']);

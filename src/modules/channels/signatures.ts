@@ -1,13 +1,17 @@
 // Owns proving that a provider's request is the provider's: Twilio's X-Twilio-Signature, Meta's
-// X-Hub-Signature-256 and the HTTP Basic password of inbound e-mail. Every comparison is constant
-// time, and a provider that is not configured proves nothing, so its routes refuse everything.
-import { createHmac, timingSafeEqual } from 'node:crypto';
+// X-Hub-Signature-256, the HTTP Basic password of inbound e-mail and Meta's verify token. Every
+// comparison is constant time, and a provider that is not configured proves nothing, so its routes
+// refuse everything.
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 
-/** Constant-time string equality (false for different lengths, without comparing). */
-function same(a: string, b: string): boolean {
-  const x = Buffer.from(a);
-  const y = Buffer.from(b);
-  return x.length === y.length && timingSafeEqual(x, y);
+const digest = (s: string) => createHash('sha256').update(s, 'utf8').digest();
+
+/**
+ * Constant-time string equality: the SHA-256 digests are compared, always of equal length, so the
+ * time taken tells neither how much of a guess was right nor how long the secret is.
+ */
+export function same(a: string, b: string): boolean {
+  return timingSafeEqual(digest(a), digest(b));
 }
 
 /** A form body as Twilio sends it: every name with its values, in the order received. */

@@ -34,7 +34,7 @@ export async function listSettings(db: Executor): Promise<SettingView[]> {
   });
 }
 
-export async function putSetting(db: Executor, key: string, value: unknown, by: string): Promise<SettingView> {
+export async function putSetting(db: Executor, key: string, value: unknown, by: string | null): Promise<SettingView> {
   const now = nowIso();
   await db
     .insertInto('settings')

@@ -5,6 +5,7 @@ import { Type } from 'typebox';
 import { ADMIN, ADMIN_MANAGER } from '../../lib/auth.js';
 import type { Current } from '../../lib/etag.js';
 import { BODY_ERRORS, errorResponse, Nullable, Ok, ok, RefId, STANDARD_ERRORS } from '../../lib/schemas.js';
+import { auditTrail } from '../audit/trail.js';
 import { isKnownKey, KEY_PATTERN, MAX_CUSTOM_KEYS, SETTINGS } from './registry.js';
 import { getSetting as findSetting, listSettings } from './repository.js';
 import { getSetting, resetSetting, setSetting } from './service.js';
@@ -15,7 +16,12 @@ const Setting = Type.Object(
     // The document gives each key its value's shape (src/plugins/openapi.ts).
     value: Type.Unknown({ description: 'The JSON value; its shape depends on the key' }),
     updatedAt: Nullable(Type.String({ format: 'date-time', maxLength: 30 })),
-    updatedBy: Nullable(RefId('stf', 'Staff id of the last writer; null for a default')),
+    updatedBy: Nullable(
+      RefId(
+        'stf',
+        'Staff id of the last writer; null for a default, or when an API key wrote it (its event names the key)',
+      ),
+    ),
   },
   { $id: 'Setting' },
 );
@@ -95,7 +101,7 @@ export const settingsRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const { value } = request.body as { value: unknown };
-      return ok(await setSetting(app.ctx.store, request.user!, request.params.key, value));
+      return ok(await setSetting(app.ctx.store, request.user!, request.params.key, value, auditTrail(request)));
     },
   );
 
@@ -116,7 +122,7 @@ export const settingsRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const { key } = request.params;
-      await resetSetting(app.ctx.store, request.user!, key);
+      await resetSetting(app.ctx.store, request.user!, key, auditTrail(request));
       return ok({ key, deleted: true });
     },
   );

@@ -6,6 +6,7 @@ import type { Executor } from '../../db/types.js';
 import type { AuthUser } from '../../lib/auth.js';
 import { AppError, conflict, type FieldError, fieldError, validation } from '../../lib/errors.js';
 import { bodyChecker } from '../../lib/validation.js';
+import type { AuditTrail } from '../audit/trail.js';
 import { settingUpdated, staffActor } from '../events/emit.js';
 import { withEvents } from '../events/outbox.js';
 import { CUSTOM_KEY, customValueProblems, isKnownKey, MAX_CUSTOM_KEYS, SETTINGS } from './registry.js';
@@ -66,7 +67,13 @@ export async function getSetting(store: Store, key: string): Promise<SettingView
   return s;
 }
 
-export async function setSetting(store: Store, user: AuthUser, key: string, value: unknown): Promise<SettingView> {
+export async function setSetting(
+  store: Store,
+  user: AuthUser,
+  key: string,
+  value: unknown,
+  audit: AuditTrail,
+): Promise<SettingView> {
   if (!isKnownKey(key)) throw unknownKey(key);
   checkValue(key, value);
   return withEvents(store, async (tx, outbox) => {
@@ -74,14 +81,16 @@ export async function setSetting(store: Store, user: AuthUser, key: string, valu
     if (before === undefined && (await countCustomSettings(tx)) >= MAX_CUSTOM_KEYS) {
       throw conflict(`At most ${MAX_CUSTOM_KEYS} custom settings are kept; delete one before adding another`);
     }
-    const after = await putSetting(tx, key, value, user.id);
+    // updatedBy names staff only (a foreign key); an API key writing is named by the event.
+    const after = await putSetting(tx, key, value, user.kind === 'api_key' ? null : user.id);
     settingUpdated(outbox, staffActor(user), before, after);
+    await audit.record(tx, 'settings.updated', { type: 'setting', id: key });
     return after;
   });
 }
 
 /** Resets a known key to its default, or removes a custom key (404 when it was not set). */
-export async function resetSetting(store: Store, user: AuthUser, key: string): Promise<void> {
+export async function resetSetting(store: Store, user: AuthUser, key: string, audit: AuditTrail): Promise<void> {
   if (!isKnownKey(key)) throw unknownKey(key);
   await withEvents(store, async (tx, outbox) => {
     const before = await findSetting(tx, key);
@@ -90,5 +99,6 @@ export async function resetSetting(store: Store, user: AuthUser, key: string): P
     // A reset is an update to the default; a removed custom key reads as null.
     const after = (await findSetting(tx, key)) ?? { key, value: null, updatedAt: null, updatedBy: null };
     if (deleted) settingUpdated(outbox, staffActor(user), before, after);
+    await audit.record(tx, 'settings.updated', { type: 'setting', id: key });
   });
 }

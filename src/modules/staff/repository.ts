@@ -116,8 +116,14 @@ export interface StaffChanges {
   active?: boolean;
 }
 
-export async function updateStaff(db: Executor, id: string, c: StaffChanges): Promise<StaffView | undefined> {
-  await db
+/** Applies the changes; with `onlyRole`, only while the member has that role (else undefined). */
+export async function updateStaff(
+  db: Executor,
+  id: string,
+  c: StaffChanges,
+  onlyRole?: Role,
+): Promise<StaffView | undefined> {
+  let q = db
     .updateTable('staff')
     .set({
       ...(c.name !== undefined && { name: c.name }),
@@ -126,9 +132,10 @@ export async function updateStaff(db: Executor, id: string, c: StaffChanges): Pr
       ...(c.active !== undefined && { active: toBool(c.active) }),
       updated_at: nowIso(),
     })
-    .where('id', '=', id)
-    .execute();
-  return findStaff(db, id);
+    .where('id', '=', id);
+  if (onlyRole !== undefined) q = q.where('role', '=', onlyRole);
+  const r = await q.executeTakeFirst();
+  return Number(r.numUpdatedRows) > 0 ? findStaff(db, id) : undefined;
 }
 
 export async function setPassword(db: Executor, id: string, passwordHash: string, tokensValidAfter: number) {

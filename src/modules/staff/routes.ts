@@ -1,11 +1,12 @@
 // Owns /staff: list and get (admin and manager see all, staff see themselves), create and
-// update (admin only); the rules are in service.ts.
+// update (admin only; an API key only for members of role staff); the rules are in service.ts.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ownerFilter } from '../../lib/access.js';
 import { ADMIN, ANY_ROLE } from '../../lib/auth.js';
 import { currentById } from '../../lib/etag.js';
 import { listPage } from '../../lib/pages.js';
 import { BODY_ERRORS, CONFLICT_ERROR, IdParams, Ok, OkList, ok, STANDARD_ERRORS } from '../../lib/schemas.js';
+import { auditTrail } from '../audit/trail.js';
 import { findStaff, listStaff, toStaff } from './repository.js';
 import { CreatedStaff, CreateStaffBody, ListStaffQuery, Staff, UpdateStaffBody } from './schemas.js';
 import { createStaff, updateStaff, visibleStaff } from './service.js';
@@ -57,12 +58,14 @@ export const staffRoutes: FastifyPluginAsyncTypebox = async (app) => {
         tags: ['staff'],
         operationId: 'createStaff',
         summary: 'Create a staff member (admin); without a password a one-time temporaryPassword is returned',
+        description:
+          'An API key creates members of role `staff` only and never sets a password (403 FORBIDDEN otherwise).',
         body: CreateStaffBody,
         response: { 201: Ok(CreatedStaff), ...STANDARD_ERRORS, ...CONFLICT_ERROR, ...BODY_ERRORS },
       },
     },
     async (request, reply) => {
-      const staff = await createStaff(db(), request.user!, request.body);
+      const staff = await createStaff(db(), request.user!, request.body, auditTrail(request));
       reply.code(201);
       return ok(staff);
     },
@@ -76,11 +79,14 @@ export const staffRoutes: FastifyPluginAsyncTypebox = async (app) => {
         tags: ['staff'],
         operationId: 'updateStaff',
         summary: 'Update a staff member: name, role, department, active (admin)',
+        description:
+          'An API key changes members of role `staff` only and makes no one an admin or a manager (403 FORBIDDEN otherwise).',
         params: IdParams,
         body: UpdateStaffBody,
         response: { 200: Ok(Staff), ...STANDARD_ERRORS, ...CONFLICT_ERROR, ...BODY_ERRORS },
       },
     },
-    async (request) => ok(await updateStaff(db(), app.ctx.counter, request.user!, request.params.id, request.body)),
+    async (request) =>
+      ok(await updateStaff(db(), app.ctx.counter, request.user!, request.params.id, request.body, auditTrail(request))),
   );
 };

@@ -16,6 +16,7 @@ import { redeliver, type WebhookDeps } from './service.js';
 export const webhookDeps = (app: FastifyInstance): WebhookDeps => ({
   store: app.ctx.store,
   allowPrivate: app.ctx.config.webhookAllowPrivate,
+  resolveHost: app.ctx.resolveHost,
   wake: () => app.eventsRuntime.dispatcher.wake(),
 });
 

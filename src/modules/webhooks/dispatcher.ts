@@ -1,6 +1,7 @@
 // Owns sending webhook deliveries in one instance: claim due deliveries (each claimed by exactly one
 // instance), attempt up to CONCURRENCY at a time, record the outcome, schedule retries with
-// exponential backoff and full jitter, and deactivate an endpoint that keeps failing.
+// exponential backoff and full jitter, and deactivate an endpoint that keeps failing, or whose
+// owning API key was revoked or has expired (it is sent nothing more).
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { FastifyBaseLogger } from 'fastify';
@@ -10,7 +11,7 @@ import { withEvents } from '../events/outbox.js';
 import { PollLoop } from '../events/poll-loop.js';
 import { attempt } from './deliver.js';
 import { type ClaimedDelivery, claimDue, nextDueAt, recordAttempt, releaseLocks } from './deliveries-repository.js';
-import { countFailure, findTargets, resetFailures } from './repository.js';
+import { countFailure, deactivateWebhook, findTargets, ownerLapsed, resetFailures, type Target } from './repository.js';
 import type { DeliveryStatus } from './schemas.js';
 
 /** Attempts per delivery: with a 10 s base and a 4 h cap the retry windows add up to ~22 h. */
@@ -81,7 +82,7 @@ export class Dispatcher {
     return next === null ? undefined : next - Date.now();
   }
 
-  private launch(d: ClaimedDelivery, target: { id: string; url: string; secret: string; active: unknown } | undefined) {
+  private launch(d: ClaimedDelivery, target: Target | undefined) {
     const run = this.process(d, target)
       .catch((err) => this.o.log.error({ err, delivery: d.id }, 'webhook delivery could not be recorded'))
       .finally(() => {
@@ -91,13 +92,20 @@ export class Dispatcher {
     this.inFlight.set(d.id, run);
   }
 
-  private async process(
-    d: ClaimedDelivery,
-    target: { id: string; url: string; secret: string; active: unknown } | undefined,
-  ): Promise<void> {
+  private async process(d: ClaimedDelivery, target: Target | undefined): Promise<void> {
     const { db, instance } = { db: this.o.db, instance: this.instance };
     // Deleted meanwhile (its deliveries went with it) or deactivated: nothing to send now.
     if (target === undefined || !target.active) return releaseLocks(db, instance, [d.id]);
+    // Its key was revoked or has expired: the endpoint dies with it, and its deliveries wait as
+    // those of any inactive endpoint do.
+    if (ownerLapsed(target, Date.now())) {
+      await withEvents(db, async (tx, outbox) => {
+        const disabled = await deactivateWebhook(tx, target.id);
+        if (disabled !== undefined) outbox.add({ type: 'webhook.disabled', actor: SYSTEM, data: disabled });
+      });
+      this.o.log.warn({ webhook: target.id }, 'webhook deactivated: its API key was revoked or has expired');
+      return releaseLocks(db, instance, [d.id]);
+    }
     const result = await attempt(target, d.id, d.payload, {
       allowPrivate: this.o.allowPrivate,
       shutdown: this.shutdown.signal,

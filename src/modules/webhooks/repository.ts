@@ -1,5 +1,6 @@
 // Owns webhook endpoint rows: reads, writes, the signing secret (read only by the dispatcher and
-// shown once by the routes), the failure count, and the mapping of a row to its API shape.
+// shown once by the routes), the owning API key, the failure count, turning endpoints off, and the
+// mapping of a row to its API shape.
 import { randomBytes } from 'node:crypto';
 import { paginate } from '../../db/paginate.js';
 import { nowIso, toBool, toIso, toJson } from '../../db/store.js';
@@ -14,6 +15,7 @@ const COLUMNS = [
   'description',
   'active',
   'consecutive_failures',
+  'api_key_id',
   'created_at',
   'updated_at',
 ] as const;
@@ -27,6 +29,7 @@ export function toWebhook(row: WebhookListRow): WebhookView {
     description: row.description,
     active: Boolean(row.active),
     consecutiveFailures: Number(row.consecutive_failures),
+    apiKeyId: row.api_key_id,
     createdAt: toIso(row.created_at),
     updatedAt: toIso(row.updated_at),
   };
@@ -40,10 +43,23 @@ export async function findWebhook(db: Executor, id: string): Promise<WebhookView
   return row && toWebhook(row);
 }
 
-/** What an attempt needs; the secret never leaves the dispatcher. */
+/**
+ * What an attempt needs, and whether the owning API key (if any) is revoked or when it expires; the
+ * secret never leaves the dispatcher.
+ */
 export function findTargets(db: Executor, ids: string[]) {
-  return db.selectFrom('webhooks').select(['id', 'url', 'secret', 'active']).where('id', 'in', ids).execute();
+  return db
+    .selectFrom('webhooks as w')
+    .leftJoin('api_keys as k', 'k.id', 'w.api_key_id')
+    .select(['w.id', 'w.url', 'w.secret', 'w.active', 'k.revoked_at as keyRevokedAt', 'k.expires_at as keyExpiresAt'])
+    .where('w.id', 'in', ids)
+    .execute();
 }
+export type Target = Awaited<ReturnType<typeof findTargets>>[number];
+
+/** Whether a target's owning key was revoked or has expired at `nowMs` (false without an owner). */
+export const ownerLapsed = (t: Pick<Target, 'keyRevokedAt' | 'keyExpiresAt'>, nowMs: number): boolean =>
+  t.keyRevokedAt !== null || (t.keyExpiresAt !== null && Date.parse(toIso(t.keyExpiresAt)) <= nowMs);
 
 /** Webhooks, newest first. */
 export const listWebhooks = paginate<Record<string, never>, WebhookListRow>({
@@ -64,6 +80,8 @@ export interface WebhookInput {
   events: string[];
   description: string | null;
   active: boolean;
+  /** The API key that owns it; null: none (staff made it, or an admin took it over). */
+  apiKeyId: string | null;
 }
 
 export async function insertWebhook(db: Executor, input: WebhookInput): Promise<{ view: WebhookView; secret: string }> {
@@ -76,6 +94,7 @@ export async function insertWebhook(db: Executor, input: WebhookInput): Promise<
     active: toBool(input.active),
     secret: newSecret(),
     consecutive_failures: 0,
+    api_key_id: input.apiKeyId,
     created_at: now,
     updated_at: now,
   };
@@ -95,6 +114,7 @@ export async function updateWebhook(
       ...(c.events !== undefined && { events: toJson(c.events) }),
       ...(c.description !== undefined && { description: c.description }),
       ...(c.active !== undefined && { active: toBool(c.active) }),
+      ...(c.apiKeyId !== undefined && { api_key_id: c.apiKeyId }),
       // Turning an endpoint back on starts its failure count afresh, or it would be disabled again
       // by its very next failure.
       ...(c.active === true && { consecutive_failures: 0 }),
@@ -119,6 +139,40 @@ export async function rotateSecret(db: Executor, id: string): Promise<string | u
 export async function deleteWebhook(db: Executor, id: string): Promise<boolean> {
   const r = await db.deleteFrom('webhooks').where('id', '=', id).executeTakeFirst();
   return Number(r.numDeletedRows) > 0;
+}
+
+/** Turns the endpoint off; answers it when this call did (it was active). */
+export async function deactivateWebhook(db: Executor, id: string): Promise<WebhookView | undefined> {
+  const r = await db
+    .updateTable('webhooks')
+    .set({ active: toBool(false), updated_at: nowIso() })
+    .where('id', '=', id)
+    .where('active', '=', toBool(true))
+    .executeTakeFirst();
+  return Number(r.numUpdatedRows) > 0 ? findWebhook(db, id) : undefined;
+}
+
+/** Turns off every active endpoint the API key owns (its revocation); answers them. */
+export async function deactivateOwnedBy(db: Executor, apiKeyId: string): Promise<WebhookView[]> {
+  const ids = await db
+    .updateTable('webhooks')
+    .set({ active: toBool(false), updated_at: nowIso() })
+    .where('api_key_id', '=', apiKeyId)
+    .where('active', '=', toBool(true))
+    .returning('id')
+    .execute();
+  if (ids.length === 0) return [];
+  const rows = await db
+    .selectFrom('webhooks')
+    .select(COLUMNS)
+    .where(
+      'id',
+      'in',
+      ids.map((r) => r.id),
+    )
+    .orderBy('id')
+    .execute();
+  return rows.map(toWebhook);
 }
 
 export async function resetFailures(db: Executor, id: string): Promise<void> {

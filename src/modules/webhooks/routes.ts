@@ -1,10 +1,14 @@
 // Owns /webhooks (admin only): register, list, get, change, delete an endpoint, rotate its secret
-// (shown once, like at creation), send it a test event, and mount its deliveries routes.
+// (shown once, like at creation), send it a test event, and mount its deliveries routes. A new URL
+// is resolved and checked in a preHandler, before the handler's transaction (an Idempotency-Key
+// or If-Match runs the whole handler in one) could hold SQLite's writer while DNS answers.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyRequest } from 'fastify';
 import { ADMIN } from '../../lib/auth.js';
 import { currentById } from '../../lib/etag.js';
 import { listPage } from '../../lib/pages.js';
 import { BODY_ERRORS, errorResponse, IdParams, Ok, OkList, ok, STANDARD_ERRORS } from '../../lib/schemas.js';
+import { auditTrail } from '../audit/trail.js';
 import { deliveriesRoutes, webhookDeps } from './deliveries-routes.js';
 import { findWebhook, listWebhooks, toWebhook } from './repository.js';
 import {
@@ -16,7 +20,23 @@ import {
   Webhook,
   WebhookWithSecret,
 } from './schemas.js';
-import { createWebhook, deleteWebhook, getWebhook, rotateSecret, sendTest, updateWebhook } from './service.js';
+import {
+  type CheckedUrl,
+  checkUrl,
+  createWebhook,
+  deleteWebhook,
+  getWebhook,
+  rotateSecret,
+  sendTest,
+  updateWebhook,
+} from './service.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The body's webhook URL as checked before the handler ran (null: the body names none). */
+    webhookUrl: CheckedUrl | null;
+  }
+}
 
 const CONFLICT = { 409: errorResponse('CONFLICT: the webhook is inactive', 409) };
 
@@ -24,10 +44,18 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const db = () => app.ctx.store;
   const deps = () => webhookDeps(app);
 
+  app.decorateRequest('webhookUrl', null);
+  // A replay of an Idempotency-Key runs no handler and ignores the check.
+  const checkUrlFirst = async (request: FastifyRequest) => {
+    const url = (request.body as { url?: unknown } | undefined)?.url;
+    if (typeof url === 'string') request.webhookUrl = await checkUrl(deps(), url);
+  };
+
   app.post(
     '/',
     {
       config: { access: ADMIN, scope: 'webhooks:write' },
+      preHandler: checkUrlFirst,
       schema: {
         tags: ['webhooks'],
         operationId: 'createWebhook',
@@ -37,7 +65,7 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
-      const created = await createWebhook(deps(), request.body);
+      const created = await createWebhook(deps(), request.user!, request.body, auditTrail(request), request.webhookUrl);
       reply.code(201);
       return ok(created);
     },
@@ -77,6 +105,7 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/:id',
     {
       config: { access: ADMIN, scope: 'webhooks:write', current: currentById('webhooks', findWebhook) },
+      preHandler: checkUrlFirst,
       schema: {
         tags: ['webhooks'],
         operationId: 'updateWebhook',
@@ -86,7 +115,17 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: Ok(Webhook), ...STANDARD_ERRORS, ...BODY_ERRORS },
       },
     },
-    async (request) => ok(await updateWebhook(deps(), request.params.id, request.body)),
+    async (request) =>
+      ok(
+        await updateWebhook(
+          deps(),
+          request.user!,
+          request.params.id,
+          request.body,
+          auditTrail(request),
+          request.webhookUrl,
+        ),
+      ),
   );
 
   app.delete(
@@ -103,7 +142,7 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const { id } = request.params;
-      await deleteWebhook(db(), id);
+      await deleteWebhook(db(), id, auditTrail(request));
       return ok({ id, deleted: true as const });
     },
   );
@@ -120,7 +159,7 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: Ok(WebhookWithSecret), ...STANDARD_ERRORS },
       },
     },
-    async (request) => ok(await rotateSecret(db(), request.params.id)),
+    async (request) => ok(await rotateSecret(db(), request.params.id, auditTrail(request))),
   );
 
   app.post(

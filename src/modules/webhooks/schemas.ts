@@ -22,6 +22,13 @@ export const Webhook = Type.Object(
       maximum: 2_147_483_647,
       description: 'Failed attempts since the last success; at WEBHOOK_DISABLE_AFTER the endpoint is deactivated',
     }),
+    apiKeyId: Nullable(
+      RefId(
+        'key',
+        'The API key that created or last changed it: revoking that key (or its expiry) turns the endpoint off. ' +
+          'Null: made by staff, or taken over by an admin turning it on',
+      ),
+    ),
     createdAt: DateTime,
     updatedAt: DateTime,
   },
@@ -50,8 +57,8 @@ const Url = Type.String({
   'x-pattern-message': 'must be an absolute http or https URL, without a user name or password',
   examples: ['https://hooks.example.com/guest-messaging'],
   description:
-    'http(s) URL of the receiver. Hosts resolving to loopback, private, link-local, unspecified or multicast ' +
-    'addresses are refused unless WEBHOOK_ALLOW_PRIVATE=true',
+    'http(s) URL of the receiver. Hosts resolving to loopback, private, link-local, unspecified, reserved or ' +
+    'multicast addresses (also through NAT64, 6to4 or Teredo) are refused unless WEBHOOK_ALLOW_PRIVATE=true',
 });
 const Events = Type.Array(Type.Enum([...SUBSCRIBABLE]), {
   minItems: 1,
