@@ -11,7 +11,7 @@ import { TokenService } from './lib/jwt.js';
 import { CursorCodec } from './lib/pages.js';
 import type { Counter } from './lib/rate-limiter.js';
 import { requestId } from './lib/request-id.js';
-import { requestLogger } from './lib/request-logger.js';
+import { requestLogger, requestSerializer } from './lib/request-logger.js';
 import { ERROR_BODIES, ErrorBody } from './lib/schemas.js';
 import { apiKeysRoutes } from './modules/api-keys/routes.js';
 import { SecretHasher } from './modules/api-keys/secret.js';
@@ -21,8 +21,8 @@ import { channelsRoutes } from './modules/channels/routes.js';
 import channelsRuntime from './modules/channels/runtime.js';
 import { conversationsRoutes } from './modules/conversations/routes.js';
 import { eventsRoutes } from './modules/events/routes.js';
+import type { EventStreamOptions } from './modules/events/runtime.js';
 import eventsRuntime from './modules/events/runtime.js';
-import type { StreamAccessOptions } from './modules/events/stream-access.js';
 import { guestsRoutes } from './modules/guests/routes.js';
 import { healthRoutes } from './modules/health/routes.js';
 import { knowledgeRoutes } from './modules/knowledge/routes.js';
@@ -75,8 +75,11 @@ export interface BuildOptions {
   /** Use this store instead of opening one from config (tests share or prepare stores). */
   store?: Store;
   logger?: FastifyServerOptions['logger'];
-  /** How often open event streams' access is checked, and a key's stream's longest life (tests shorten them). */
-  eventStreams?: StreamAccessOptions;
+  /**
+   * How often open event streams' access is checked, a key's stream's longest life and a stream
+   * ticket's (tests shorten them).
+   */
+  eventStreams?: EventStreamOptions;
 }
 
 export function loggerOptions(config: Config): FastifyServerOptions['logger'] {
@@ -98,6 +101,8 @@ export function loggerOptions(config: Config): FastifyServerOptions['logger'] {
       ],
       censor: '[redacted]',
     },
+    // Request lines print the URL: a stream ticket in its query is redacted.
+    serializers: { req: requestSerializer },
   };
 }
 
