@@ -21,8 +21,8 @@ import { channelsRoutes } from './modules/channels/routes.js';
 import channelsRuntime from './modules/channels/runtime.js';
 import { conversationsRoutes } from './modules/conversations/routes.js';
 import { eventsRoutes } from './modules/events/routes.js';
+import type { EventStreamOptions } from './modules/events/runtime.js';
 import eventsRuntime from './modules/events/runtime.js';
-import type { StreamAccessOptions } from './modules/events/stream-access.js';
 import { guestsRoutes } from './modules/guests/routes.js';
 import { healthRoutes } from './modules/health/routes.js';
 import { knowledgeRoutes } from './modules/knowledge/routes.js';
@@ -79,8 +79,11 @@ export interface BuildOptions {
   /** Use this store instead of opening one from config (tests share or prepare stores). */
   store?: Store;
   logger?: FastifyServerOptions['logger'];
-  /** How often open event streams' access is checked, and a key's stream's longest life (tests shorten them). */
-  eventStreams?: StreamAccessOptions;
+  /**
+   * How often open event streams' access is checked, a key's stream's longest life and a stream
+   * ticket's (tests shorten them).
+   */
+  eventStreams?: EventStreamOptions;
   /** Resolve webhook hosts with this instead of the system resolver (tests make DNS slow). */
   resolveHost?: ResolveHost;
 }

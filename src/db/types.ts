@@ -158,6 +158,19 @@ export interface ApiKeyTable {
   updated_at: Timestamp;
 }
 
+/** An event stream ticket not yet used (src/modules/events/tickets.ts). */
+export interface StreamTicketTable {
+  /** Hex SHA-256 of the ticket. */
+  hash: string;
+  caller_kind: 'staff' | 'api_key';
+  caller_id: string;
+  jti: string | null;
+  issued_at: number | null;
+  token_expires_at: number | null;
+  secret_hash: string | null;
+  expires_at: Timestamp;
+}
+
 export interface IdempotencyKeyTable {
   caller: string;
   route: string;
@@ -285,6 +298,7 @@ export interface Database {
   revoked_tokens: RevokedTokenTable;
   api_keys: ApiKeyTable;
   idempotency_keys: IdempotencyKeyTable;
+  stream_tickets: StreamTicketTable;
   audit_log: AuditTable;
 }
 

@@ -59,4 +59,9 @@ export interface AuthUser {
   iat?: number;
   /** An API key's scopes (kind api_key only). */
   scopes?: readonly Scope[];
+  /**
+   * An API key: the stored hash its secret matched (the current one, or the replaced one during a
+   * rotation's grace period). Open streams and stream tickets are checked against it.
+   */
+  secretHash?: string;
 }

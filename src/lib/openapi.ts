@@ -85,7 +85,9 @@ export function documentRoute({ schema, url, route }: { schema: FastifySchema; u
     if (counted) Object.assign(headers, RATE_LIMIT);
     if (status === '429' || status === '503' || extra.retryAfter.includes(status)) Object.assign(headers, RETRY_AFTER);
     if (status.startsWith('2')) Object.assign(headers, extra.successHeaders);
-    if (status === '201') Object.assign(headers, LOCATION);
+    // Headers the route declares on a response of its own (Cache-Control on a stream ticket).
+    if (typeof res.headers === 'object' && res.headers !== null) Object.assign(headers, res.headers);
+    if (status === '201' && route.config?.location !== false) Object.assign(headers, LOCATION);
     // A copy: the route's own schema also drives the response serializer.
     response[status] = { ...res, headers };
     if (status.startsWith('2')) {

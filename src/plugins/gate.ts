@@ -1,7 +1,11 @@
 // Owns the one hook every request passes: authenticate the bearer token or API key, count the
 // request in its rate-limit bucket (keyed by staff id or API key id, else IP), set the
 // X-RateLimit-* headers, then enforce what the route declared: the roles in `config.access` for a
-// staff token, the scope in `config.scope` for an API key. Routes declare; this file enforces.
+// staff token, the scope in `config.scope` for an API key. Routes declare; this file enforces. A
+// credential is read from the Authorization header only (a token in a URL would reach logs and
+// histories), except that a route declaring `config.ticket` also takes a one-use stream ticket in
+// `?ticket=` when no header is sent: its caller is admitted as the gate would admit the token or key
+// that made it, as it stands now.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { sql } from 'kysely';
@@ -24,6 +28,11 @@ declare module 'fastify' {
     scope?: Scope;
     /** Which rate-limit bucket the route counts in (default standard); false: not counted. */
     bucket?: Bucket | false;
+    /**
+     * The route also takes a stream ticket (src/modules/events/tickets.ts) in `?ticket=` instead of
+     * an Authorization header: GET /events/stream, for browsers' EventSource.
+     */
+    ticket?: boolean;
   }
   interface FastifyRequest {
     user: AuthUser | null;
@@ -114,10 +123,28 @@ function claimsOf(app: FastifyInstance, token: string) {
 
 type KeyAuthenticator = ReturnType<typeof keyAuthenticator>;
 
+/** The stream ticket of a request (to a route that takes one) sent without an Authorization header. */
+function ticketOf(request: FastifyRequest): string | undefined {
+  if (request.headers.authorization !== undefined) return undefined;
+  const ticket = (request.query as Record<string, unknown> | undefined)?.ticket;
+  if (ticket === undefined) return undefined;
+  if (typeof ticket !== 'string') throw authError('TOKEN_INVALID', 'Send one stream ticket, not several', true);
+  return ticket;
+}
+
+/** The caller a stream ticket admits: its maker, if their token or key still admits them. */
+async function byTicket(app: FastifyInstance, ticket: string, keys: KeyAuthenticator): Promise<AuthUser> {
+  const grant = await app.eventsRuntime.tickets.redeem(ticket);
+  if (grant.kind === 'api_key') return keys.byStoredHash(grant.id, grant.secretHash);
+  const row = await app.ctx.store.first(staffForToken, { sub: grant.id, jti: grant.jti });
+  return admit(row, grant.jti, grant.iat, grant.exp);
+}
+
 /**
  * The caller, at once when the token's staff row is kept, else a promise; throws when refused.
  * With `countFirst` (PostgreSQL + Redis) a staff token is counted before its row is looked up,
- * and the count's answer carries the generation the kept rows are checked against.
+ * and the count's answer carries the generation the kept rows are checked against. With
+ * `takesTicket` (the route declares `config.ticket`) a stream ticket stands in for a missing header.
  */
 function authenticate(
   app: FastifyInstance,
@@ -125,9 +152,12 @@ function authenticate(
   staff: StaffRows,
   keys: KeyAuthenticator,
   countFirst: ((caller: string) => Hit | Promise<Hit>) | null,
+  takesTicket: boolean,
 ): AuthUser | Promise<AuthUser> {
+  const ticket = takesTicket ? ticketOf(request) : undefined;
+  if (ticket !== undefined) return byTicket(app, ticket, keys);
   const credential = bearerOf(request.headers.authorization);
-  if (looksLikeKey(credential)) return keys(credential);
+  if (looksLikeKey(credential)) return keys.byCredential(credential);
   const { sub, jti, iat, exp } = claimsOf(app, credential);
   const { store } = app.ctx;
   // One round trip (or none while the version is unchanged): the staff member as stored now, and
@@ -313,7 +343,7 @@ export default fp(
       if (access === 'public') return counted(null);
       let user: AuthUser | Promise<AuthUser>;
       try {
-        user = authenticate(app, request, staff, keys, countFirst);
+        user = authenticate(app, request, staff, keys, countFirst, cfg.ticket === true);
       } catch (err) {
         return counted(err);
       }

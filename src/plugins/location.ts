@@ -8,8 +8,11 @@ import fp from 'fastify-plugin';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
-    /** Where the record a 201 of this route made can be read, from the answer's `data`; null: nowhere. */
-    location?: (data: Record<string, unknown>) => string | null;
+    /**
+     * Where the record a 201 of this route made can be read, from the answer's `data` (null:
+     * nowhere); false: the route's 201 makes nothing that can be read back (a stream ticket).
+     */
+    location?: false | ((data: Record<string, unknown>) => string | null);
   }
 }
 
@@ -20,6 +23,7 @@ export default fp(
       const data = (payload as { data?: unknown } | null)?.data;
       if (typeof data !== 'object' || data === null || Array.isArray(data)) return done(null, payload);
       const own = request.routeOptions.config.location;
+      if (own === false) return done(null, payload);
       const id = (data as { id?: unknown }).id;
       const url =
         own !== undefined

@@ -1,8 +1,8 @@
 // Owns generating the OpenAPI 3.1 document: @fastify/swagger set up with the API's description and
-// its two security schemes (a staff JWT, an API key), every route documented through
-// src/lib/openapi.ts, and on each route whose `config.access` is not public the bearer requirement,
-// plus the API key requirement with its scope where the route declares `config.scope`. docs.ts
-// serves the document.
+// its security schemes (a staff JWT, an API key, a stream ticket, the providers' signatures), every
+// route documented through src/lib/openapi.ts, and on each route whose `config.access` is not public
+// the bearer requirement, plus the API key requirement with its scope where the route declares
+// `config.scope`, and the stream ticket where it declares `config.ticket`. docs.ts serves the document.
 
 import swagger from '@fastify/swagger';
 import type { FastifyInstance } from 'fastify';
@@ -104,6 +104,15 @@ export default fp(
               description:
                 'HTTP Basic auth for the inbound e-mail relay: any user name, the password EMAIL_INBOUND_SECRET.',
             },
+            streamTicket: {
+              type: 'apiKey',
+              in: 'query',
+              name: 'ticket',
+              description:
+                'A one-use stream ticket from POST /events/stream-tickets, for GET /events/stream only: a ' +
+                "browser's EventSource cannot send an Authorization header. It opens one stream within 60 s, as " +
+                'the caller who made it; a used, unknown or expired ticket is 401 TOKEN_INVALID.',
+            },
             apiKeyAuth: {
               type: 'http',
               scheme: 'bearer',
@@ -128,7 +137,11 @@ export default fp(
         const scope = route.config?.scope;
         // The scope itself is in `x-scopes` and the description (src/lib/openapi.ts): OpenAPI lists
         // scopes in a requirement only for OAuth2 and OpenID Connect schemes.
-        route.schema.security = scope === undefined ? [{ bearerAuth: [] }] : [{ bearerAuth: [] }, { apiKeyAuth: [] }];
+        const security: Record<string, string[]>[] = [{ bearerAuth: [] }];
+        if (scope !== undefined) security.push({ apiKeyAuth: [] });
+        // A route that takes a stream ticket in its query (src/plugins/gate.ts) documents it as a scheme.
+        if (route.config?.ticket === true) security.push({ streamTicket: [] });
+        route.schema.security = security;
       }
     });
   },

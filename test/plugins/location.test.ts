@@ -52,7 +52,7 @@ test('every 201 that creates a record carries Location, the URL of its GET, also
   assert.equal(listed.headers.location, undefined);
 });
 
-test('the document gives every 201 a Location header', async (t) => {
+test('the document gives every 201 a Location header, but a stream ticket (nothing to read back)', async (t) => {
   const app = await buildTestApp(t);
   const doc = (await call(app, 'GET', '/api/v1/openapi.json')).body as {
     paths: Record<string, Record<string, { responses?: Record<string, { headers?: Record<string, unknown> }> }>>;
@@ -61,7 +61,7 @@ test('the document gives every 201 a Location header', async (t) => {
   for (const [path, item] of Object.entries(doc.paths)) {
     for (const [method, op] of Object.entries(item)) {
       const res = op.responses?.['201'];
-      if (res === undefined) continue;
+      if (res === undefined || `${method} ${path}` === 'post /api/v1/events/stream-tickets') continue;
       created++;
       assert.ok(res.headers?.Location, `${method.toUpperCase()} ${path}: 201 without Location`);
     }

@@ -601,13 +601,35 @@ export interface paths {
         };
         /**
          * Live events as Server-Sent Events, resumable with Last-Event-ID
-         * @description Each event is `id: <event id>` and `data: <event JSON>`; a `: heartbeat` comment comes every 15 s. Same filters as GET /events. Without `after` or Last-Event-ID the stream starts at the newest event (no history is replayed); `after=0` replays every event kept. The stream ends when the token expires, 24 h after an API key opened it, within 5 s of its caller losing access (a key revoked or without events:read, a token logged out, a staff member deactivated or given another role), or when the server shuts down; reconnect with Last-Event-ID to continue without gaps (a caller without access is then refused with 401 or 403). At most 10 streams per caller may be open at once (STREAMS_PER_CALLER); the next is refused with 429 RATE_LIMITED.
+         * @description Each event is `id: <event id>` and `data: <event JSON>`; a `: heartbeat` comment comes every 15 s. Same filters as GET /events. Without `after` or Last-Event-ID the stream starts at the newest event (no history is replayed); `after=0` replays every event kept. The stream ends when the token expires, 24 h after an API key opened it, within 5 s of its caller losing access (a key revoked or without events:read, a token logged out, a staff member deactivated or given another role), or when the server shuts down; reconnect with Last-Event-ID to continue without gaps (a caller without access is then refused with 401 or 403). At most 10 streams per caller may be open at once (STREAMS_PER_CALLER); the next is refused with 429 RATE_LIMITED. A browser, whose EventSource cannot send an Authorization header, makes a ticket with POST /events/stream-tickets and passes it as `ticket`; the stream is then its maker's, with their filters, cap and access checks. Each ticket opens one stream: to reconnect, make a new one and pass the last event id seen as `after`.
          *
          *     API key scope: `events:read`.
          */
         get: operations["streamEvents"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/events/stream-tickets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Make a one-use ticket that opens GET /events/stream without an Authorization header (browsers)
+         * @description A browser's EventSource cannot send an Authorization header: make a ticket with your token or key, then open `GET /events/stream?ticket=<ticket>`. A ticket opens one stream, within 60 s (or before the token or key that made it expires, if sooner); the stream is yours, with your filters and stream cap, and ends as yours would when you lose access. A used, unknown or expired ticket is 401 TOKEN_INVALID. To reconnect, make a new ticket and pass the last event id seen as `after`. Counts in your rate-limit bucket.
+         *
+         *     API key scope: `events:read`.
+         */
+        post: operations["createStreamTicket"];
         delete?: never;
         options?: never;
         head?: never;
@@ -10731,6 +10753,190 @@ export interface operations {
                     "application/json": components["schemas"]["Error400"];
                 };
             };
+            /** @description TOKEN_MISSING, TOKEN_INVALID, TOKEN_EXPIRED or UNAUTHORIZED; TOKEN_INVALID also for a ticket that is unknown, used or expired */
+            401: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error401"];
+                };
+            };
+            /** @description FORBIDDEN: the role may not do this */
+            403: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error403"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error404"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error429"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error500"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: the store cannot be reached; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error503"];
+                };
+            };
+        };
+    };
+    createStreamTicket: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key (yours, on this operation) within 24 h replays the first answer instead of making the change again (Idempotent-Replayed: true). 1–255 visible ASCII characters, e.g. a UUID. */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A stream ticket and when it lapses unused (shown this once, never stored as it is) */
+            201: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Present on the replay of an earlier answer to the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
+                    /** @description The ticket is a credential: no cache keeps it */
+                    "Cache-Control"?: "no-store";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "ticket": "gmt_DiSlDUgBDy4MCmIw1EKtHZJ6QiN8mncbDYEoJRC1ijE",
+                     *         "expiresAt": "2026-11-22T06:33:12.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            /**
+                             * @description Pass as `ticket` to GET /events/stream (no Authorization header needed); opens one stream
+                             * @example gmt_DiSlDUgBDy4MCmIw1EKtHZJ6QiN8mncbDYEoJRC1ijE
+                             */
+                            ticket: string;
+                            /**
+                             * Format: date-time
+                             * @description When the ticket lapses if unused: 60 s from now, or sooner if the token or key that made it expires
+                             */
+                            expiresAt: string;
+                        };
+                    };
+                };
+            };
+            /** @description VALIDATION_ERROR: the request is malformed or a field is invalid */
+            400: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error400"];
+                };
+            };
             /** @description TOKEN_MISSING, TOKEN_INVALID, TOKEN_EXPIRED or UNAUTHORIZED */
             401: {
                 headers: {
@@ -10780,6 +10986,42 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error404"];
+                };
+            };
+            /** @description CONFLICT: the Idempotency-Key is in flight (retry after Retry-After) */
+            409: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error409"];
+                };
+            };
+            /** @description IDEMPOTENCY_KEY_REUSED: the key was used with another request */
+            422: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error422"];
                 };
             };
             /** @description RATE_LIMITED */

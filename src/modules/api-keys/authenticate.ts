@@ -2,7 +2,8 @@
 // (kept between changes to the store on SQLite, read on every request on PostgreSQL, so a
 // revocation or a narrowing made on any instance holds on the next request everywhere), its secret
 // checked against the stored hash (or the replaced one during a rotation's grace period), and its
-// lastUsedAt written at most once a minute per key.
+// lastUsedAt written at most once a minute per key. A stream ticket a key made (src/modules/events/
+// tickets.ts) is admitted the same way, by the stored hash the key's secret matched when it was made.
 import type { FastifyInstance } from 'fastify';
 import type { AuthUser, Scope } from '../../lib/auth.js';
 import { authError } from '../../lib/errors.js';
@@ -21,17 +22,21 @@ export function keyAuthenticator(app: FastifyInstance) {
   let readAt: string | null = null;
   const touched = new Map<string, number>();
 
-  const admit = (row: KeyAuthRow | undefined, secret: string): AuthUser => {
+  /**
+   * The caller `row` admits with `proof`: a secret sent (checked against the stored hashes) or, with
+   * `byHash`, a stored hash a ticket recorded (compared with them).
+   */
+  const admit = (row: KeyAuthRow | undefined, proof: string, byHash = false): AuthUser => {
     const hasher = app.ctx.apiKeys;
     if (row === undefined) throw invalid('The API key does not exist');
     const now = Date.now();
-    const current = hasher.matches(secret, row.secret_hash);
+    const current = byHash ? proof === row.secret_hash : hasher.matches(proof, row.secret_hash);
     const previous =
       !current &&
       row.previous_hash !== null &&
       row.previous_expires_at !== null &&
       new Date(row.previous_expires_at).getTime() > now &&
-      hasher.matches(secret, row.previous_hash);
+      (byHash ? proof === row.previous_hash : hasher.matches(proof, row.previous_hash));
     if (!current && !previous) throw invalid('The API key is not valid');
     if (row.revoked_at !== null) throw invalid('The API key has been revoked');
     const expires = row.expires_at === null ? null : new Date(row.expires_at).getTime();
@@ -50,6 +55,7 @@ export function keyAuthenticator(app: FastifyInstance) {
       jti: row.id,
       exp: expires === null ? Number.MAX_SAFE_INTEGER : Math.floor(expires / 1000),
       scopes: JSON.parse(row.scopes) as Scope[],
+      secretHash: current ? row.secret_hash : (row.previous_hash as string),
     };
   };
 
@@ -69,23 +75,34 @@ export function keyAuthenticator(app: FastifyInstance) {
     });
   };
 
-  return (credential: string): AuthUser | Promise<AuthUser> => {
-    const parsed = parseKey(credential);
-    if (parsed === null) throw invalid('The API key is malformed');
-    const { id, secret } = parsed;
+  /** The key `id` as admitted by `proof` (see admit); at once while its row is kept. */
+  const authenticate = (id: string, proof: string, byHash: boolean): AuthUser | Promise<AuthUser> => {
     const version = app.ctx.store.readVersion();
     if (version !== null) {
       if (version !== readAt) {
         rows.clear();
         readAt = version;
       } else if (rows.has(id)) {
-        return admit(rows.get(id), secret);
+        return admit(rows.get(id), proof, byHash);
       }
     }
     return app.ctx.store.first(keyForAuth, { id }).then((row) => {
       // Kept under the version read before the query: a write in between moves it.
       if (version !== null && version === readAt && rows.size < MAX_KEPT) rows.set(id, row);
-      return admit(row, secret);
+      return admit(row, proof, byHash);
     });
+  };
+
+  return {
+    /** A key sent as a bearer credential (`gma_<id>_<secret>`). */
+    byCredential(credential: string): AuthUser | Promise<AuthUser> {
+      const parsed = parseKey(credential);
+      if (parsed === null) throw invalid('The API key is malformed');
+      return authenticate(parsed.id, parsed.secret, false);
+    },
+    /** A key by the stored hash its secret matched when it made a stream ticket. */
+    byStoredHash(id: string, secretHash: string): AuthUser | Promise<AuthUser> {
+      return authenticate(id, secretHash, true);
+    },
   };
 }

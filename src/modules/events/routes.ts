@@ -1,15 +1,16 @@
-// Owns /events: the feed (oldest first after a cursor) and the live stream (Server-Sent Events).
-// Admin and manager see every event; a staff-role caller only those of conversations and tasks
-// assigned to them.
+// Owns /events: the feed (oldest first after a cursor), the live stream (Server-Sent Events) and the
+// one-use tickets that open it without an Authorization header (browsers' EventSource). Admin and
+// manager see every event; a staff-role caller only those of conversations and tasks assigned to them.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { ownerFilter } from '../../lib/access.js';
 import { ANY_ROLE } from '../../lib/auth.js';
 import { AppError, fieldError } from '../../lib/errors.js';
-import { STANDARD_ERRORS } from '../../lib/schemas.js';
+import { Ok, ok, STANDARD_ERRORS } from '../../lib/schemas.js';
 import { listEvents, maxEventId, toEvent } from './repository.js';
 import { Cursor, EVENT_TYPES, FeedQuery, FeedResponse, isEventType, TypesQuery } from './schemas.js';
 import { serveStream } from './stream.js';
+import { TICKET_PATTERN } from './tickets.js';
 
 /** `a,b,c` into known event types; an unknown one is a VALIDATION_ERROR naming it. */
 export function parseTypes(raw: string | undefined): string[] | undefined {
@@ -22,6 +23,8 @@ export function parseTypes(raw: string | undefined): string[] | undefined {
   return types.length > 0 ? types : undefined;
 }
 
+const TICKET_EXAMPLE = 'gmt_DiSlDUgBDy4MCmIw1EKtHZJ6QiN8mncbDYEoJRC1ijE';
+
 const StreamQuery = Type.Object(
   {
     after: Type.Optional(
@@ -33,6 +36,18 @@ const StreamQuery = Type.Object(
       }),
     ),
     types: Type.Optional(TypesQuery),
+    ticket: Type.Optional(
+      Type.String({
+        pattern: TICKET_PATTERN,
+        maxLength: 47,
+        'x-pattern-message': 'must be the `ticket` of a POST /events/stream-tickets answer',
+        description:
+          'A stream ticket from POST /events/stream-tickets, in place of the Authorization header (which a ' +
+          "browser's EventSource cannot send): one use, within 60 s of being made. Read only without an " +
+          'Authorization header, and on this operation only.',
+        examples: [TICKET_EXAMPLE],
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -41,6 +56,28 @@ const StreamHeaders = Type.Object({
     Type.String({ ...Cursor, description: 'Resume after this event id (sent by EventSource when it reconnects)' }),
   ),
 });
+
+const StreamTicket = Type.Object({
+  ticket: Type.String({
+    pattern: TICKET_PATTERN,
+    minLength: 47,
+    maxLength: 47,
+    description: 'Pass as `ticket` to GET /events/stream (no Authorization header needed); opens one stream',
+    examples: [TICKET_EXAMPLE],
+  }),
+  expiresAt: Type.String({
+    format: 'date-time',
+    maxLength: 30,
+    description: 'When the ticket lapses if unused: 60 s from now, or sooner if the token or key that made it expires',
+  }),
+});
+const NO_STORE = {
+  'Cache-Control': {
+    type: 'string',
+    enum: ['no-store'],
+    description: 'The ticket is a credential: no cache keeps it',
+  },
+};
 
 /** When a caller at the stream cap may try again: a slot frees as soon as one of theirs ends. */
 const STREAM_RETRY_AFTER_S = 5;
@@ -88,7 +125,7 @@ export const eventsRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       // A HEAD would open a stream that sends nothing and never ends.
       exposeHeadRoute: false,
-      config: { access: ANY_ROLE, scope: 'events:read' },
+      config: { access: ANY_ROLE, scope: 'events:read', ticket: true },
       schema: {
         tags: ['events'],
         operationId: 'streamEvents',
@@ -102,7 +139,10 @@ export const eventsRoutes: FastifyPluginAsyncTypebox = async (app) => {
           'deactivated or given another role), or when the server shuts down; reconnect with Last-Event-ID to ' +
           'continue without gaps (a caller without access is then refused with 401 or 403). At most ' +
           `${app.ctx.config.streamsPerCaller} streams per caller may be open at once (STREAMS_PER_CALLER); the next ` +
-          'is refused with 429 RATE_LIMITED.',
+          'is refused with 429 RATE_LIMITED. A browser, whose EventSource cannot send an Authorization header, ' +
+          'makes a ticket with POST /events/stream-tickets and passes it as `ticket`; the stream is then its ' +
+          "maker's, with their filters, cap and access checks. Each ticket opens one stream: to reconnect, make a " +
+          'new one and pass the last event id seen as `after`.',
         querystring: StreamQuery,
         headers: StreamHeaders,
         response: {
@@ -111,6 +151,10 @@ export const eventsRoutes: FastifyPluginAsyncTypebox = async (app) => {
             content: { 'text/event-stream': { schema: Type.String({ maxLength: 1_048_576 }) } },
           },
           ...STANDARD_ERRORS,
+          401: {
+            ...STANDARD_ERRORS[401],
+            description: `${STANDARD_ERRORS[401].description}; TOKEN_INVALID also for a ticket that is unknown, used or expired`,
+          },
         },
       },
     },
@@ -143,6 +187,42 @@ export const eventsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         watch: (end) => access.watch(request, end),
         onEnd: slot.release,
       });
+    },
+  );
+
+  app.post(
+    '/stream-tickets',
+    {
+      config: { access: ANY_ROLE, scope: 'events:read', location: false },
+      // Every answer, a replay of an Idempotency-Key's too: a ticket is a credential.
+      onSend: (_request, reply, payload, done) => {
+        reply.header('cache-control', 'no-store');
+        done(null, payload);
+      },
+      schema: {
+        tags: ['events'],
+        operationId: 'createStreamTicket',
+        summary: 'Make a one-use ticket that opens GET /events/stream without an Authorization header (browsers)',
+        description:
+          "A browser's EventSource cannot send an Authorization header: make a ticket with your token or key, then " +
+          'open `GET /events/stream?ticket=<ticket>`. A ticket opens one stream, within 60 s (or before the token ' +
+          'or key that made it expires, if sooner); the stream is yours, with your filters and stream cap, and ' +
+          'ends as yours would when you lose access. A used, unknown or expired ticket is 401 TOKEN_INVALID. To ' +
+          'reconnect, make a new ticket and pass the last event id seen as `after`. Counts in your rate-limit bucket.',
+        response: {
+          201: {
+            ...Ok(StreamTicket),
+            description: 'A stream ticket and when it lapses unused (shown this once, never stored as it is)',
+            headers: NO_STORE,
+          },
+          ...STANDARD_ERRORS,
+        },
+      },
+    },
+    async (request, reply) => {
+      const issued = await app.eventsRuntime.tickets.issue(request.user!);
+      reply.code(201);
+      return ok(issued);
     },
   );
 };

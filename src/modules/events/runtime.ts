@@ -1,5 +1,5 @@
 // Owns the moving parts of events in one instance: the stream hub, the access checks of open
-// streams, the webhook dispatcher, the wake-ups after each commit (in process, and through Redis
+// streams, the stream tickets, the webhook dispatcher, the wake-ups after each commit (in process, and through Redis
 // pub/sub to every other instance), the retention purge, and stopping all of it when the app closes.
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
@@ -10,6 +10,7 @@ import { EventHub } from './hub.js';
 import { purgeBefore } from './repository.js';
 import { StreamAccess, type StreamAccessOptions } from './stream-access.js';
 import { StreamSlots } from './stream-slots.js';
+import { type StreamTicketOptions, StreamTickets } from './tickets.js';
 
 export interface EventsRuntime {
   hub: EventHub;
@@ -17,6 +18,8 @@ export interface EventsRuntime {
   slots: StreamSlots;
   /** Ends a stream once its caller has lost access; caps how long a stream lives. */
   access: StreamAccess;
+  /** One-use tickets that open a stream without an Authorization header (browsers' EventSource). */
+  tickets: StreamTickets;
   dispatcher: Dispatcher;
   /** Deletes events (and finished deliveries) older than the retention; returns events deleted. */
   purge(): Promise<number>;
@@ -28,13 +31,16 @@ declare module 'fastify' {
   }
 }
 
+/** Internal settings of streams and their tickets (tests shorten them). */
+export type EventStreamOptions = StreamAccessOptions & StreamTicketOptions;
+
 const PURGE_EVERY_MS = 3600_000;
 /** The wake-up message of a commit that queued no webhook delivery (any other: it did). */
 const NO_DELIVERIES = '0';
 const DAY_MS = 86_400_000;
 
 export default fp(
-  async function eventsRuntime(app: FastifyInstance, opts: { eventStreams?: StreamAccessOptions }) {
+  async function eventsRuntime(app: FastifyInstance, opts: { eventStreams?: EventStreamOptions }) {
     const { config, store } = app.ctx;
     const hub = new EventHub(store, config.eventPollIntervalMs, app.log);
     const dispatcher = new Dispatcher({
@@ -74,14 +80,16 @@ export default fp(
     });
 
     const purge = () => purgeBefore(store, new Date(Date.now() - config.eventRetentionDays * DAY_MS));
+    const tickets = new StreamTickets(store, opts.eventStreams);
     const purgeTimer = setInterval(() => {
       purge().catch((err) => app.log.warn({ err }, 'event purge failed'));
+      tickets.purge().catch((err) => app.log.warn({ err }, 'stream ticket purge failed'));
     }, PURGE_EVERY_MS);
     purgeTimer.unref();
 
     const slots = new StreamSlots(config.streamsPerCaller, app.ctx.redis);
-    const access = new StreamAccess(store, app.ctx.apiKeys, app.log, opts.eventStreams);
-    app.decorate('eventsRuntime', { hub, slots, access, dispatcher, purge } satisfies EventsRuntime);
+    const access = new StreamAccess(store, app.log, opts.eventStreams);
+    app.decorate('eventsRuntime', { hub, slots, access, tickets, dispatcher, purge } satisfies EventsRuntime);
     dispatcher.start();
 
     // Open streams would keep server.close() waiting for ever: end them before it is called.

@@ -1,6 +1,7 @@
 // Owns checking, for as long as an event stream is open, that its caller still has the access that
 // opened it (CONTRACT §16), and how long a stream may live at most. Each open stream is registered
-// with what admitted it: a staff token, or an API key and the secret it was sent with. One timer per
+// with what admitted it: a staff token, or an API key and the stored hash its secret matched (also
+// when a stream ticket admitted it: the stream is then watched as the ticket's maker). One timer per
 // instance reads the current state of every distinct caller of its open streams in a few batched
 // queries of the shared store, and ends the streams of those who lost access since: a key revoked,
 // expired, without `events:read` or whose secret was rotated away; a token logged out, refreshed or
@@ -9,8 +10,6 @@
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
 import type { Executor } from '../../db/types.js';
 import { type AuthUser, hasScope, type Role, type Scope } from '../../lib/auth.js';
-import { bearerOf } from '../../plugins/gate.js';
-import { parseKey, type SecretHasher } from '../api-keys/secret.js';
 import {
   type KeyAccessRow,
   keyAccessRows,
@@ -45,7 +44,7 @@ const UNCONFIRMED_MAX_CHECKS = 2.5;
 /** What admitted a stream: checked again, as the gate would check it, on every pass. */
 type Grant =
   | { kind: 'staff'; id: string; jti: string; iat: number; role: Role }
-  | { kind: 'api_key'; id: string; secret: string };
+  | { kind: 'api_key'; id: string; secretHash: string };
 
 interface Caller {
   grant: Grant;
@@ -64,7 +63,7 @@ interface State {
 const EVENTS_READ: Scope = 'events:read';
 
 export class StreamAccess {
-  /** Open streams by caller: a token (staff id and jti) or a key (id and the secret sent). */
+  /** Open streams by caller: a token (staff id and jti) or a key (id and the hash its secret matched). */
   private readonly callers = new Map<string, Caller>();
   private readonly timer: NodeJS.Timeout;
   private readonly unconfirmedMaxMs: number;
@@ -73,7 +72,6 @@ export class StreamAccess {
 
   constructor(
     private readonly db: Executor,
-    private readonly hasher: SecretHasher,
     private readonly log: FastifyBaseLogger,
     o: StreamAccessOptions = {},
   ) {
@@ -97,7 +95,7 @@ export class StreamAccess {
   watch(request: FastifyRequest, end: () => void): () => void {
     const grant = grantOf(request);
     const key =
-      grant.kind === 'staff' ? `s\u0000${grant.id}\u0000${grant.jti}` : `k\u0000${grant.id}\u0000${grant.secret}`;
+      grant.kind === 'staff' ? `s\u0000${grant.id}\u0000${grant.jti}` : `k\u0000${grant.id}\u0000${grant.secretHash}`;
     let caller = this.callers.get(key);
     if (caller === undefined) {
       caller = { grant, ends: new Set(), confirmedAt: Date.now() };
@@ -183,12 +181,11 @@ export class StreamAccess {
     if (row.expires_at !== null && new Date(row.expires_at).getTime() <= now) return false;
     if (!hasScope(JSON.parse(row.scopes) as Scope[], EVENTS_READ)) return false;
     // The secret it was opened with: the current one, or the replaced one during its grace period.
-    if (this.hasher.matches(grant.secret, row.secret_hash)) return true;
+    if (grant.secretHash === row.secret_hash) return true;
     return (
-      row.previous_hash !== null &&
+      row.previous_hash === grant.secretHash &&
       row.previous_expires_at !== null &&
-      new Date(row.previous_expires_at).getTime() > now &&
-      this.hasher.matches(grant.secret, row.previous_hash)
+      new Date(row.previous_expires_at).getTime() > now
     );
   }
 }
@@ -198,11 +195,10 @@ function endAll(c: Caller): void {
   for (const end of [...c.ends]) end();
 }
 
-/** What admitted the request: its token's claims, or its key's id and the secret it sent. */
+/** What admitted the request: its token's claims, or its key's id and the stored hash its secret matched. */
 function grantOf(request: FastifyRequest): Grant {
   const user = request.user!;
   if (user.kind === 'staff') return { kind: 'staff', id: user.id, jti: user.jti, iat: user.iat ?? 0, role: user.role };
-  // The gate admitted this very header as a key, so it parses.
-  const parsed = parseKey(bearerOf(request.headers.authorization))!;
-  return { kind: 'api_key', id: user.id, secret: parsed.secret };
+  // The gate admits a key only once its secret matched a stored hash, and says which.
+  return { kind: 'api_key', id: user.id, secretHash: user.secretHash ?? '' };
 }
