@@ -28,6 +28,8 @@ export interface ChannelsConfig {
   readonly retryBaseMs: number;
   readonly maxAttempts: number;
   readonly sendTimeoutMs: number;
+  /** How long an SMTP session waits for the server's answer once the message was transmitted. */
+  readonly smtpAnswerTimeoutMs: number;
 }
 
 const E164 = /^\+[1-9]\d{6,14}$/;
@@ -117,5 +119,7 @@ export function parseChannels(env: Env): ChannelsConfig {
     retryBaseMs: int(env, 'CHANNEL_RETRY_BASE_MS', 5000, 1, 3_600_000),
     maxAttempts: int(env, 'CHANNEL_MAX_ATTEMPTS', 8, 1, 100),
     sendTimeoutMs: int(env, 'CHANNEL_SEND_TIMEOUT_MS', 15_000, 100, 120_000),
+    // RFC 5321 §4.5.3.2.6: a client waits 10 minutes for the answer to the end of the message.
+    smtpAnswerTimeoutMs: int(env, 'CHANNEL_SMTP_ANSWER_TIMEOUT_MS', 600_000, 100, 3_600_000),
   });
 }

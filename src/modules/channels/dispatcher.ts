@@ -96,7 +96,6 @@ export class ChannelDispatcher implements LocalSender {
     this.shutdown.abort();
     await Promise.allSettled([...this.inFlight.values()].map((f) => f.run));
     await this.handBack(this.adopted.splice(0).map((a) => a.send));
-    this.providers.close();
   }
 
   /**
@@ -232,7 +231,10 @@ export class ChannelDispatcher implements LocalSender {
       return this.record({ messageId: s.messageId, next: 'failed', status: null });
     }
     const result = await this.send(ctx);
-    if (!result.ok && this.shutdown.signal.aborted) return releaseSends(db, this.instance, [s.messageId]);
+    // Cut off by the shutdown before it was transmitted: any instance sends it again at once.
+    if (!result.ok && result.retryable && this.shutdown.signal.aborted) {
+      return releaseSends(db, this.instance, [s.messageId]);
+    }
     const attempts = s.attempts + 1;
     const retry = !result.ok && result.retryable && attempts < this.o.config.maxAttempts;
     const retryAtMs = Date.now() + retryDelayMs(attempts, this.o.config.retryBaseMs);

@@ -1,9 +1,10 @@
-// Owns talking to the providers that carry an outbound text: SMTP (nodemailer), Twilio's Messages
-// API (SMS, or WhatsApp with whatsapp: addresses) and Meta's WhatsApp Cloud API. Each answers with
-// the provider's id, or a failure that says whether trying again can help and the provider's reason.
-import { createTransport, type Transporter } from 'nodemailer';
+// Owns talking to the providers that carry an outbound text: SMTP (src/modules/channels/smtp.ts),
+// Twilio's Messages API (SMS, or WhatsApp with whatsapp: addresses) and Meta's WhatsApp Cloud API.
+// Each answers with the provider's id, or a failure that says whether trying again can help and
+// the provider's reason.
 import type { ChannelsConfig } from '../../config-channels.js';
 import type { SendTemplate } from './sends-repository.js';
+import { sendSmtp } from './smtp.js';
 
 export type Channel = 'email' | 'sms' | 'whatsapp' | 'web';
 
@@ -58,72 +59,34 @@ function metaTemplate(t: SendTemplate) {
 }
 
 export class Providers {
-  private smtp: Transporter | null = null;
-
   constructor(private readonly c: ChannelsConfig) {}
 
-  close(): void {
-    this.smtp?.close();
-  }
-
+  /** `signal`: end the attempt early (the instance is stopping). */
   async send(o: Outgoing, signal: AbortSignal): Promise<SendResult> {
     const provider = providerFor(this.c, o.channel);
-    if (provider === 'smtp') return this.email(o);
+    if (provider === 'smtp') return this.email(o, signal);
     if (o.phone === null) return fail(false, 'NO_ADDRESS', 'the guest has no phone number');
     if (provider === 'twilio') return this.twilio(o, o.phone, signal);
     if (provider === 'meta') return this.meta(o, o.phone, signal);
     return fail(false, 'CHANNEL_NOT_CONFIGURED', `no provider is configured for the ${o.channel} channel`);
   }
 
-  /**
-   * nodemailer's timeouts bound each step of the SMTP dialogue, not the whole of it: a server
-   * answering just slowly enough could hold a send past the dispatcher's lease. The attempt ends at
-   * the send timeout whatever the dialogue's state (retryable: the server may yet have taken it).
-   */
-  private async email(o: Outgoing): Promise<SendResult> {
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<SendResult>((resolve) => {
-      timer = setTimeout(
-        () => resolve(fail(true, 'SMTP_TIMEOUT', `no answer from the SMTP server within ${this.c.sendTimeoutMs} ms`)),
-        this.c.sendTimeoutMs,
-      );
-    });
-    try {
-      return await Promise.race([this.smtpSend(o), deadline]);
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-
-  private async smtpSend(o: Outgoing): Promise<SendResult> {
+  private async email(o: Outgoing, signal: AbortSignal): Promise<SendResult> {
     if (o.email === null) return fail(false, 'NO_ADDRESS', 'the guest has no e-mail address');
     const cfg = this.c.email!;
-    this.smtp ??= createTransport({
-      url: cfg.smtpUrl,
-      connectionTimeout: this.c.sendTimeoutMs,
-      greetingTimeout: this.c.sendTimeoutMs,
-      socketTimeout: this.c.sendTimeoutMs,
-    });
     const id = emailMessageId(this.c, o.messageId);
     const last = o.references.at(-1);
-    try {
-      await this.smtp.sendMail({
-        from: cfg.from,
-        to: o.email,
-        subject: o.subject,
-        text: o.content,
-        messageId: id,
-        ...(last ? { inReplyTo: last, references: o.references } : {}),
-      });
-      return { ok: true, externalId: id };
-    } catch (err) {
-      const e = err as { responseCode?: number; response?: string; message?: string; code?: string };
-      if (typeof e.responseCode === 'number') {
-        // SMTP 4xx is a temporary refusal (greylisting, full mailbox); 5xx is final.
-        return fail(e.responseCode < 500, `SMTP_${e.responseCode}`, e.response ?? e.message ?? 'refused');
-      }
-      return fail(true, 'SMTP_UNREACHABLE', e.message ?? String(err));
-    }
+    const mail = {
+      from: cfg.from,
+      to: o.email,
+      subject: o.subject,
+      text: o.content,
+      messageId: id,
+      ...(last ? { inReplyTo: last, references: o.references } : {}),
+    };
+    const timeouts = { sendTimeoutMs: this.c.sendTimeoutMs, answerTimeoutMs: this.c.smtpAnswerTimeoutMs };
+    const r = await sendSmtp(cfg.smtpUrl, mail, timeouts, signal);
+    return r.ok ? { ok: true, externalId: id } : fail(r.retryable, r.code, r.message);
   }
 
   private async twilio(o: Outgoing, phone: string, signal: AbortSignal): Promise<SendResult> {
