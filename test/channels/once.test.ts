@@ -1,10 +1,51 @@
 // A text reaches a guest at most once per send the API decides on (CONTRACT §16), against real
-// servers on loopback: an SMTP server that answers late is waited for, and a message it never
-// answers is not sent again.
+// servers on loopback: a provider's 2xx without an id is accepted; an SMTP server that answers
+// late is waited for, and a message it never answers is not sent again.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { fakeSmtp, smtpEnv, until as waitFor } from './fakes.js';
+import { fakeMeta, fakeSmtp, fakeTwilio, metaEnv, smtpEnv, twilioEnv, until as waitFor } from './fakes.js';
 import { setup } from './outbound-actions.js';
+import { META_SECRET } from './signing.js';
+
+test('a provider 2xx without an id is accepted: the text is sent with a null externalId, never again', async (t) => {
+  const twilio = await fakeTwilio(t);
+  const meta = await fakeMeta(t);
+  const { open, send, until, updates, writesViaMeta } = await setup(t, {
+    ...twilioEnv(twilio),
+    ...metaEnv(meta),
+    WHATSAPP_APP_SECRET: META_SECRET,
+  });
+
+  const { conversation: sms } = await open('sms');
+  twilio.failNext('no-id');
+  const text = await send(sms.id, 'Your room is ready');
+  const sent = await until(sms.id, text.id, 'sent');
+  assert.equal(sent.externalId, null);
+  assert.ok(sent.sentAt);
+  assert.equal(sent.error, null);
+  // A later text of the conversation goes out, so the first one is settled, not waiting for a retry.
+  const later = await send(sms.id, 'Breakfast is until 10');
+  await until(sms.id, later.id, 'sent');
+  assert.deepEqual(
+    twilio.requests.map((r) => [new URLSearchParams(r.body).get('Body'), r.answered]),
+    [
+      ['Your room is ready', 'no-id'],
+      ['Breakfast is until 10', 201],
+    ],
+  );
+  assert.deepEqual(await updates(text.id), ['sent']);
+
+  const { conversation: wa, guest } = await open('whatsapp');
+  await writesViaMeta(guest.phone!);
+  meta.failNext('no-id');
+  const answer = await send(wa.id, 'Olá!');
+  const waSent = await until(wa.id, answer.id, 'sent');
+  assert.equal(waSent.externalId, null);
+  assert.deepEqual(
+    meta.requests.map((r) => r.answered),
+    ['no-id'],
+  );
+});
 
 test('e-mail: an SMTP server that answers the message late is waited for: one copy, and the text is sent', async (t) => {
   const smtp = await fakeSmtp(t);

@@ -162,7 +162,8 @@ export interface MessageRef {
 
 export interface StatusChange {
   status: Status;
-  externalId?: string;
+  /** The provider's id, set when given; null: accepted without one (the text keeps none). */
+  externalId?: string | null;
   error?: { code: string; message: string } | null;
   /** When the provider says it happened; now when unknown. */
   at?: string;
@@ -179,7 +180,7 @@ function statusUpdate(change: StatusChange): StatusUpdate {
   return {
     status: s,
     updatedAt: nowIso(),
-    externalId: change.externalId,
+    externalId: change.externalId ?? undefined,
     error: change.error,
     sentAt: reached('sent') ? at : null,
     deliveredAt: reached('delivered') ? at : null,

@@ -1,7 +1,7 @@
 // Owns talking to the providers that carry an outbound text: SMTP (src/modules/channels/smtp.ts),
 // Twilio's Messages API (SMS, or WhatsApp with whatsapp: addresses) and Meta's WhatsApp Cloud API.
-// Each answers with the provider's id, or a failure that says whether trying again can help and
-// the provider's reason.
+// Each answers that the provider accepted it (with its id when it gave one), or a failure that says
+// whether trying again can help and the provider's reason.
 import type { ChannelsConfig } from '../../config-channels.js';
 import type { SendTemplate } from './sends-repository.js';
 import { sendSmtp } from './smtp.js';
@@ -24,8 +24,12 @@ export interface Outgoing {
   template: SendTemplate | null;
 }
 
+/**
+ * Accepted (any 2xx, SMTP 250), with the provider's id or null when its answer carried none; or a
+ * failure.
+ */
 export type SendResult =
-  | { ok: true; externalId: string }
+  | { ok: true; externalId: string | null }
   | { ok: false; retryable: boolean; code: string; message: string };
 
 const fail = (retryable: boolean, code: string, message: string): SendResult => ({
@@ -141,7 +145,7 @@ export class Providers {
     },
   ): Promise<SendResult> {
     let res: Response;
-    let text: string;
+    let text = '';
     // One controller, held by the timer and the shutdown listener until the attempt ends. Not
     // AbortSignal.any([shutdown, AbortSignal.timeout(…)]): on Node 20 that combined signal is only
     // weakly held (by its sources and by fetch's request), so a garbage collection during the
@@ -163,7 +167,9 @@ export class Providers {
         signal: attempt.signal,
         redirect: 'error',
       });
-      text = await res.text();
+      // A 2xx is an acceptance however its body ends (cut off, late): the text is not sent again.
+      if (res.ok) text = await res.text().catch(() => '');
+      else text = await res.text();
     } catch (err) {
       const timeout = (err as Error).name === 'TimeoutError';
       return fail(true, timeout ? 'PROVIDER_TIMEOUT' : 'PROVIDER_UNREACHABLE', (err as Error).message);
@@ -177,12 +183,8 @@ export class Providers {
     } catch {
       // A non-JSON answer (a proxy's error page): its status decides.
     }
-    if (res.ok) {
-      const id = r.idOf(json);
-      return id === null
-        ? fail(true, 'PROVIDER_BAD_ANSWER', 'the provider accepted but sent no id')
-        : { ok: true, externalId: id };
-    }
+    // Accepted, with or without an id: retrying a 2xx would send the guest the text again.
+    if (res.ok) return { ok: true, externalId: r.idOf(json) };
     const reason = r.reasonOf(json) ?? `HTTP ${res.status}`;
     const retryable = res.status === 429 || res.status >= 500 || res.status === 408;
     return fail(retryable, retryable ? `PROVIDER_${res.status}` : 'PROVIDER_REJECTED', reason);
