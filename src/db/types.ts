@@ -85,6 +85,8 @@ export interface ChannelSendTable {
   locked_by: string | null;
   template: string | null;
   created_at: Timestamp;
+  /** The conversation's channel (migration 020): claims are made per channel. */
+  channel: string | null;
 }
 
 export interface TaskTable {

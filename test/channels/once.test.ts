@@ -1,11 +1,50 @@
 // A text reaches a guest at most once per send the API decides on (CONTRACT §16), against real
-// servers on loopback: a provider's 2xx without an id is accepted; an SMTP server that answers
-// late is waited for, and a message it never answers is not sent again.
+// servers on loopback: a provider's 2xx without an id is accepted; an outcome the store refuses is
+// recorded again under a renewed lease, never sent again, and a crash loop ends `failed`; an SMTP
+// server that answers late is waited for; a hanging provider delays only its own channel.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { fakeMeta, fakeSmtp, fakeTwilio, metaEnv, smtpEnv, twilioEnv, until as waitFor } from './fakes.js';
-import { setup } from './outbound-actions.js';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { FastifyInstance } from 'fastify';
+import { sql } from 'kysely';
+import { buildApp } from '../../src/app.js';
+import { loadConfig } from '../../src/config.js';
+import { call, createStaff, freshDatabaseUrl, JWT_SECRET, redisEnv } from '../helpers.js';
+import {
+  FAST_CHANNELS,
+  fakeMeta,
+  fakeSmtp,
+  fakeTwilio,
+  metaEnv,
+  smtpEnv,
+  twilioEnv,
+  until as waitFor,
+} from './fakes.js';
+import { actions, setup } from './outbound-actions.js';
 import { META_SECRET } from './signing.js';
+
+/**
+ * Makes the store refuse every change of a message to `sent` (a trigger raising an error, as a
+ * transient failure of the store would) until the returned function is called.
+ */
+async function refuseSent(app: FastifyInstance): Promise<() => Promise<void>> {
+  const db = app.ctx.store.db;
+  if (app.ctx.store.dialect === 'postgres') {
+    await sql`create function refuse_sent() returns trigger language plpgsql as $$
+      begin raise exception 'the store refuses this write (test)'; end $$`.execute(db);
+    await sql`create trigger refuse_sent before update on messages for each row
+      when (new.delivery_status = 'sent') execute function refuse_sent()`.execute(db);
+    return async () => {
+      await sql`drop trigger refuse_sent on messages`.execute(db);
+      await sql`drop function refuse_sent()`.execute(db);
+    };
+  }
+  await sql`create trigger refuse_sent before update of delivery_status on messages
+    when new.delivery_status = 'sent' begin select raise(abort, 'the store refuses this write (test)'); end`.execute(
+    db,
+  );
+  return async () => void (await sql`drop trigger refuse_sent`.execute(db));
+}
 
 test('a provider 2xx without an id is accepted: the text is sent with a null externalId, never again', async (t) => {
   const twilio = await fakeTwilio(t);
@@ -45,6 +84,65 @@ test('a provider 2xx without an id is accepted: the text is sent with a null ext
     meta.requests.map((r) => r.answered),
     ['no-id'],
   );
+});
+
+test('an outcome the store refuses is recorded again under a renewed lease, and the text is not sent again', async (t) => {
+  const twilio = await fakeTwilio(t);
+  // A lease of 0.8 s: without renewal it would run out while the outcome cannot be recorded, and the
+  // text would be claimed and sent again.
+  const { app, open, send, until, updates } = await setup(t, {
+    ...twilioEnv(twilio),
+    CHANNEL_SEND_TIMEOUT_MS: '400',
+    CHANNEL_LEASE_MS: '800',
+  });
+  const { conversation } = await open('sms');
+  const allow = await refuseSent(app);
+  const m = await send(conversation.id, 'Your taxi is booked');
+  await waitFor('the text reaches Twilio', () => twilio.requests.length === 1);
+  // Refused for three leases' time.
+  await sleep(2400);
+  await allow();
+  const sent = await until(conversation.id, m.id, 'sent');
+  assert.equal(twilio.requests.length, 1, 'sent once');
+  assert.equal(sent.externalId, twilio.accepted[0]!.sid);
+  assert.deepEqual(await updates(m.id), ['sent']);
+});
+
+test('a send whose outcome is never recorded is claimed at most CHANNEL_MAX_ATTEMPTS times, then fails', async (t) => {
+  const twilio = await fakeTwilio(t);
+  const apps: FastifyInstance[] = [];
+  t.after(() => Promise.all(apps.map((a) => a.close())));
+  const env = {
+    NODE_ENV: 'test',
+    LOG_LEVEL: 'silent',
+    JWT_SECRET,
+    ...redisEnv(),
+    ...FAST_CHANNELS,
+    ...twilioEnv(twilio),
+    CHANNEL_SEND_TIMEOUT_MS: '300',
+    CHANNEL_LEASE_MS: '600',
+    CHANNEL_MAX_ATTEMPTS: '2',
+    DATABASE_URL: await freshDatabaseUrl(t),
+  };
+  const start = async () => {
+    const app = await buildApp(loadConfig(env));
+    apps.push(app);
+    return app;
+  };
+  let app = await start();
+  const admin = await createStaff(app, 'admin');
+  const { conversation } = await actions(app, admin).open('sms');
+  // Every instance that sends it stops before it could record `sent` (as a crash would).
+  await refuseSent(app);
+  const m = await actions(app, admin).send(conversation.id, 'Checkout is at noon');
+  for (let attempt = 1; attempt <= 2; attempt++) {
+    await waitFor(`attempt ${attempt} reaches Twilio`, () => twilio.requests.length === attempt);
+    await app.close();
+    app = await start();
+  }
+  const failed = await actions(app, admin).until(conversation.id, m.id, 'failed');
+  assert.equal(failed.error.code, 'ATTEMPTS_EXHAUSTED');
+  assert.equal(twilio.requests.length, 2, 'never a third time');
 });
 
 test('e-mail: an SMTP server that answers the message late is waited for: one copy, and the text is sent', async (t) => {
@@ -102,4 +200,41 @@ test('e-mail: a session stalled before the message is transmitted is closed at t
   assert.equal(smtp.attempts(), 1, 'one DATA: the stalled session never got that far');
   assert.equal(smtp.sessions().opened, 2);
   await waitFor('both sessions are closed', () => smtp.sessions().open === 0);
+});
+
+test('a hanging SMS provider delays only SMS: e-mail and WhatsApp texts leave meanwhile', async (t) => {
+  const twilio = await fakeTwilio(t);
+  const smtp = await fakeSmtp(t);
+  const meta = await fakeMeta(t);
+  const { app, admin, open, send, until, writesViaMeta } = await setup(t, {
+    ...twilioEnv(twilio),
+    ...smtpEnv(smtp),
+    ...metaEnv(meta),
+    WHATSAPP_APP_SECRET: META_SECRET,
+    // Longer than the test: the hung sends hold their slots until the app closes.
+    CHANNEL_SEND_TIMEOUT_MS: '60000',
+  });
+  // More hung SMS than an instance sends at once (16 per channel).
+  twilio.failNext('hang', 20);
+  const sms: { conversation: string; id: string }[] = [];
+  for (let i = 0; i < 20; i++) {
+    const { conversation } = await open('sms');
+    sms.push({ conversation: conversation.id, id: (await send(conversation.id, `sms ${i}`)).id });
+  }
+  await waitFor('16 SMS hang at Twilio', () => twilio.requests.length === 16);
+  const { conversation: email } = await open('email');
+  const mail = await send(email.id, 'An e-mail while SMS hangs');
+  const { conversation: wa, guest } = await open('whatsapp');
+  await writesViaMeta(guest.phone!);
+  const whatsapp = await send(wa.id, 'A WhatsApp text while SMS hangs');
+  const { conversation: web } = await open('web');
+  const chat = await send(web.id, 'A web text while SMS hangs');
+  await until(email.id, mail.id, 'sent');
+  await until(wa.id, whatsapp.id, 'sent');
+  await until(web.id, chat.id, 'sent');
+  assert.equal(twilio.requests.length, 16, 'SMS still waits for its own slots');
+  for (const s of sms) {
+    const m = await call(app, 'GET', `/conversations/${s.conversation}/messages/${s.id}`, { token: admin.token });
+    assert.equal(m.data.deliveryStatus, 'queued');
+  }
 });

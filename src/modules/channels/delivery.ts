@@ -235,16 +235,16 @@ export interface SendOutcome {
 
 /**
  * Records a send's outcome under this instance's lease: the job's next state and, when the send
- * settled the text, its status change and event. Nothing changes if the lease was lost meanwhile.
- * On PostgreSQL a settled text's job and status are one statement.
+ * settled the text, its status change and event. Nothing changes if the lease was lost meanwhile
+ * (false). On PostgreSQL a settled text's job and status are one statement.
  */
-export async function recordOutcome(tx: Executor, outbox: Outbox, instance: string, o: SendOutcome): Promise<void> {
+export async function recordOutcome(tx: Executor, outbox: Outbox, instance: string, o: SendOutcome): Promise<boolean> {
   if (tx.dialect === 'postgres' && o.status !== null && typeof o.next === 'string') {
-    await moveStatus(tx, outbox, SYSTEM, o.status.ref, o.status.change, { instance, next: o.next });
-    return;
+    return (await moveStatus(tx, outbox, SYSTEM, o.status.ref, o.status.change, { instance, next: o.next })).held;
   }
-  if (!(await recordSend(tx, o.messageId, instance, o.next))) return;
+  if (!(await recordSend(tx, o.messageId, instance, o.next))) return false;
   if (o.status !== null) await applyStatus(tx, outbox, SYSTEM, o.status.ref, o.status.change);
+  return true;
 }
 
 export function messageUpdated(

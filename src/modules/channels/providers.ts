@@ -2,6 +2,7 @@
 // Twilio's Messages API (SMS, or WhatsApp with whatsapp: addresses) and Meta's WhatsApp Cloud API.
 // Each answers that the provider accepted it (with its id when it gave one), or a failure that says
 // whether trying again can help and the provider's reason.
+import type { FastifyBaseLogger } from 'fastify';
 import type { ChannelsConfig } from '../../config-channels.js';
 import type { SendTemplate } from './sends-repository.js';
 import { sendSmtp } from './smtp.js';
@@ -63,10 +64,25 @@ function metaTemplate(t: SendTemplate) {
 }
 
 export class Providers {
-  constructor(private readonly c: ChannelsConfig) {}
+  constructor(
+    private readonly c: ChannelsConfig,
+    private readonly log: FastifyBaseLogger,
+  ) {}
 
-  /** `signal`: end the attempt early (the instance is stopping). */
+  /**
+   * Sends a text over its channel: a web text is the widget's to show (sent as it is); the dry run
+   * sends nothing and says sent (e-mail with its real Message-ID). `signal`: end the attempt early
+   * (the instance is stopping, or its lease on the text could not be renewed).
+   */
   async send(o: Outgoing, signal: AbortSignal): Promise<SendResult> {
+    if (o.channel === 'web') return { ok: true, externalId: o.messageId };
+    if (this.c.dryRun) {
+      this.log.info({ message: o.messageId, channel: o.channel }, 'channels dry run: not sent');
+      return {
+        ok: true,
+        externalId: o.channel === 'email' ? emailMessageId(this.c, o.messageId) : `dry_${o.messageId}`,
+      };
+    }
     const provider = providerFor(this.c, o.channel);
     if (provider === 'smtp') return this.email(o, signal);
     if (o.phone === null) return fail(false, 'NO_ADDRESS', 'the guest has no phone number');

@@ -40,7 +40,7 @@ export async function retryMessage(
         .select('status')
         .executeTakeFirst();
       if (exists !== undefined) throw conflict('A send of this message is still in progress');
-      await insertSend(tx, messageId, conversationId, new Date().toISOString());
+      await insertSend(tx, messageId, conversationId, ref.channel, new Date().toISOString());
     }
     if (sender !== null) tx.onCommit(() => sender.queued(conversationId));
     const after = (await findMessage(tx, conversationId, messageId))!;
