@@ -1,7 +1,8 @@
 // A text reaches a guest at most once per send the API decides on (CONTRACT §16), against real
 // servers on loopback: a provider's 2xx without an id is accepted; an outcome the store refuses is
 // recorded again under a renewed lease, never sent again, and a crash loop ends `failed`; an SMTP
-// server that answers late is waited for; a hanging provider delays only its own channel.
+// server that answers late is waited for; a hanging provider delays only its own channel; a retry
+// releases the old provider id.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -16,12 +17,13 @@ import {
   fakeSmtp,
   fakeTwilio,
   metaEnv,
+  PUBLIC_URL,
   smtpEnv,
   twilioEnv,
   until as waitFor,
 } from './fakes.js';
 import { actions, setup } from './outbound-actions.js';
-import { META_SECRET } from './signing.js';
+import { META_SECRET, twilioSign } from './signing.js';
 
 /**
  * Makes the store refuse every change of a message to `sent` (a trigger raising an error, as a
@@ -44,6 +46,18 @@ async function refuseSent(app: FastifyInstance): Promise<() => Promise<void>> {
     db,
   );
   return async () => void (await sql`drop trigger refuse_sent`.execute(db));
+}
+
+/** A signed Twilio status callback. */
+function twilioStatus(app: FastifyInstance, authToken: string, params: Record<string, string>) {
+  const path = '/api/v1/channels/twilio/status';
+  return call(app, 'POST', path, {
+    body: new URLSearchParams(params).toString(),
+    headers: {
+      'content-type': 'application/x-www-form-urlencoded',
+      'x-twilio-signature': twilioSign(PUBLIC_URL + path, params, authToken),
+    },
+  });
 }
 
 test('a provider 2xx without an id is accepted: the text is sent with a null externalId, never again', async (t) => {
@@ -237,4 +251,50 @@ test('a hanging SMS provider delays only SMS: e-mail and WhatsApp texts leave me
     const m = await call(app, 'GET', `/conversations/${s.conversation}/messages/${s.id}`, { token: admin.token });
     assert.equal(m.data.deliveryStatus, 'queued');
   }
+});
+
+test('a retry releases the old provider id: a late status for it changes nothing, the new id is stored', async (t) => {
+  const twilio = await fakeTwilio(t);
+  const { app, open, send, until, retry, updates } = await setup(t, {
+    ...twilioEnv(twilio),
+    CHANNEL_SEND_TIMEOUT_MS: '500',
+  });
+  const { conversation } = await open('sms');
+  const m = await send(conversation.id, 'Your spa booking is at 4');
+  const first = await until(conversation.id, m.id, 'sent');
+  const oldSid = first.externalId as string;
+  assert.equal(
+    (
+      await twilioStatus(app, twilio.authToken, {
+        MessageSid: oldSid,
+        MessageStatus: 'undelivered',
+        ErrorCode: '30003',
+      })
+    ).status,
+    204,
+  );
+  await until(conversation.id, m.id, 'failed');
+
+  // The retry's send hangs a while: it is queued when the old id's late reports arrive.
+  twilio.failNext('hang');
+  const again = await retry(conversation.id, m.id);
+  assert.equal(again.status, 200, JSON.stringify(again.body));
+  assert.equal(again.data.externalId, null, 'the old id is released');
+  assert.equal(again.data.sentAt, null);
+  await waitFor('the retry reaches Twilio', () => twilio.requests.length === 2);
+  for (const MessageStatus of ['sent', 'delivered', 'read', 'failed']) {
+    const late = await twilioStatus(app, twilio.authToken, { MessageSid: oldSid, MessageStatus, ErrorCode: '30003' });
+    assert.equal(late.status, 204);
+  }
+  const queued = await until(conversation.id, m.id, 'queued');
+  assert.equal(queued.externalId, null);
+
+  const sent = await until(conversation.id, m.id, 'sent');
+  assert.equal(twilio.accepted.length, 2);
+  assert.equal(sent.externalId, twilio.accepted[1]!.sid);
+  assert.notEqual(sent.externalId, oldSid);
+  assert.deepEqual(await updates(m.id), ['sent', 'failed', 'queued', 'sent']);
+  // Reports for the new id apply.
+  await twilioStatus(app, twilio.authToken, { MessageSid: sent.externalId, MessageStatus: 'delivered' });
+  await until(conversation.id, m.id, 'delivered');
 });

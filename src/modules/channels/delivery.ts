@@ -190,7 +190,9 @@ function statusUpdate(change: StatusChange): StatusUpdate {
 
 /**
  * Applies a status change if it moves forward (a late `delivered` after `read` changes nothing),
- * writing `message.updated`. Returns the message after, or undefined when nothing changed.
+ * writing `message.updated`. A provider's report (`reported`) never moves a `queued` text: it is
+ * about a send that is over (a retry released its id) or not yet recorded. Returns the message
+ * after, or undefined when nothing changed.
  */
 export async function applyStatus(
   tx: Executor,
@@ -198,10 +200,12 @@ export async function applyStatus(
   actor: Actor,
   ref: MessageRef,
   change: StatusChange,
+  reported = false,
 ): Promise<MessageView | undefined> {
-  if (tx.dialect === 'postgres') return (await moveStatus(tx, outbox, actor, ref, change, null)).after;
+  if (tx.dialect === 'postgres') return (await moveStatus(tx, outbox, actor, ref, change, null, reported)).after;
   const before = await findMessage(tx, ref.conversationId, ref.messageId);
   if (before === undefined || !movesForward(before.deliveryStatus, change.status)) return undefined;
+  if (reported && before.deliveryStatus === 'queued') return undefined;
   const after = await updateMessageStatus(tx, ref.messageId, before.deliveryStatus, statusUpdate(change));
   if (after === undefined) return undefined;
   messageUpdated(outbox, actor, before, after, ref.assignee);
@@ -216,8 +220,9 @@ async function moveStatus(
   ref: MessageRef,
   change: StatusChange,
   job: JobFinish | null,
+  reported = false,
 ) {
-  const allowed = STATUSES.filter((from) => movesForward(from, change.status));
+  const allowed = STATUSES.filter((from) => movesForward(from, change.status) && !(reported && from === 'queued'));
   const moved = await moveStatusPg(tx, ref, allowed, statusUpdate(change), job);
   if (moved.before !== undefined && moved.after !== undefined) {
     messageUpdated(outbox, actor, moved.before, moved.after, ref.assignee);

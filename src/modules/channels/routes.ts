@@ -11,7 +11,7 @@ import { ADMIN_MANAGER } from '../../lib/auth.js';
 import { AppError, forbidden, validation } from '../../lib/errors.js';
 import { BODY_ERRORS, errorResponse, Ok, ok, STANDARD_ERRORS } from '../../lib/schemas.js';
 import { inputProblem } from '../../lib/validation.js';
-import { contentOf, type Inbound, receiveInbound, receiveStatus } from './inbound.js';
+import { contentOf, type Inbound, receiveInbound } from './inbound.js';
 import { readEmail, readMetaWebhook, twilioStatus } from './payloads.js';
 import {
   InboundReceipt,
@@ -29,6 +29,7 @@ import {
   parseForm,
   twilioSignatureValid,
 } from './signatures.js';
+import { receiveStatus } from './statuses.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
