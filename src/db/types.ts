@@ -89,6 +89,17 @@ export interface ChannelSendTable {
   channel: string | null;
 }
 
+/** A provider status for an id no text has yet: kept until a text is recorded sent with it. */
+export interface ChannelStatusTable {
+  id: Generated<number>;
+  external_id: string;
+  status: string;
+  at: Timestamp | null;
+  error_code: string | null;
+  error_message: string | null;
+  received_at: Timestamp;
+}
+
 export interface TaskTable {
   id: string;
   title: string;
@@ -279,6 +290,7 @@ export interface Database {
   conversations: ConversationTable;
   messages: MessageTable;
   channel_sends: ChannelSendTable;
+  channel_statuses: ChannelStatusTable;
   tasks: TaskTable;
   knowledge_entries: KnowledgeTable;
   settings: SettingTable;

@@ -2,7 +2,7 @@
 // servers on loopback: a provider's 2xx without an id is accepted; an outcome the store refuses is
 // recorded again under a renewed lease, never sent again, and a crash loop ends `failed`; an SMTP
 // server that answers late is waited for; a hanging provider delays only its own channel; a retry
-// releases the old provider id.
+// releases the old provider id; a status that outruns the recording of `sent` is kept and applied.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -23,7 +23,7 @@ import {
   until as waitFor,
 } from './fakes.js';
 import { actions, setup } from './outbound-actions.js';
-import { META_SECRET, twilioSign } from './signing.js';
+import { META_SECRET, metaPayload, postMeta, twilioSign } from './signing.js';
 
 /**
  * Makes the store refuse every change of a message to `sent` (a trigger raising an error, as a
@@ -297,4 +297,51 @@ test('a retry releases the old provider id: a late status for it changes nothing
   // Reports for the new id apply.
   await twilioStatus(app, twilio.authToken, { MessageSid: sent.externalId, MessageStatus: 'delivered' });
   await until(conversation.id, m.id, 'delivered');
+});
+
+test('a status that arrives before its send is recorded is kept, then applied in order once sent', async (t) => {
+  const twilio = await fakeTwilio(t);
+  const meta = await fakeMeta(t);
+  const { app, open, send, until, updates, writesViaMeta } = await setup(t, {
+    ...twilioEnv(twilio),
+    ...metaEnv(meta),
+    WHATSAPP_APP_SECRET: META_SECRET,
+  });
+  const { conversation: sms } = await open('sms');
+  const { conversation: wa, guest } = await open('whatsapp');
+  await writesViaMeta(guest.phone!);
+  // The provider answered, then reported on the text before its `sent` could be recorded.
+  const allow = await refuseSent(app);
+  const text = await send(sms.id, 'Your room is ready');
+  const answer = await send(wa.id, 'Welcome!');
+  await waitFor('both texts reach their providers', () => twilio.accepted.length === 1 && meta.accepted.length === 1);
+  const sid = twilio.accepted[0]!.sid!;
+  const wamid = meta.accepted[0]!.wamid!;
+  assert.equal(
+    (await twilioStatus(app, twilio.authToken, { MessageSid: sid, MessageStatus: 'delivered' })).status,
+    204,
+  );
+  const receipt = await postMeta(
+    app,
+    metaPayload({
+      statuses: [
+        { id: wamid, status: 'delivered', timestamp: '1764061250', recipient_id: '1' },
+        { id: wamid, status: 'read', timestamp: '1764061300', recipient_id: '1' },
+      ],
+    }),
+  );
+  assert.equal(receipt.status, 200, JSON.stringify(receipt.body));
+  await allow();
+
+  const delivered = await until(sms.id, text.id, 'delivered');
+  assert.equal(delivered.externalId, sid);
+  assert.ok(delivered.sentAt && delivered.deliveredAt);
+  assert.deepEqual(await updates(text.id), ['sent', 'delivered']);
+  const read = await until(wa.id, answer.id, 'read');
+  assert.equal(read.externalId, wamid);
+  assert.equal(read.deliveredAt, '2025-11-25T09:00:50.000Z');
+  assert.equal(read.readAt, '2025-11-25T09:01:40.000Z');
+  assert.deepEqual(await updates(answer.id), ['sent', 'delivered', 'read']);
+  assert.equal(twilio.requests.length, 1);
+  assert.equal(meta.requests.length, 1);
 });

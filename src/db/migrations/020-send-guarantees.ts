@@ -1,9 +1,15 @@
 // Owns the schema behind "a text reaches a guest once" (CONTRACT §16): a send job names its
 // channel, so each channel is claimed for its own slots (a provider that hangs delays only its
-// channel). On PostgreSQL, `claim_sends` (migration 015) now counts an attempt when it claims and
-// claims for the channels asked only.
+// channel); provider statuses that arrive before their text's `sent` is recorded are kept in
+// `channel_statuses` until it is. On PostgreSQL, `claim_sends` (migration 015) now counts an
+// attempt when it claims and claims for the channels asked only; `take_channel_statuses` hands
+// over the kept statuses of texts just recorded sent, after waiting for any callback still
+// writing one of them.
 import { sql } from 'kysely';
 import type { MigrationDef } from './helpers.js';
+
+/** The advisory lock namespace of kept statuses, by provider id (src/modules/channels/statuses.ts). */
+export const STATUS_LOCK = 20_261_133;
 
 export const sendGuarantees: MigrationDef = {
   name: '020-send-guarantees',
@@ -19,6 +25,19 @@ export const sendGuarantees: MigrationDef = {
       .on('channel_sends')
       .columns(['status', 'next_attempt_at', 'channel'])
       .execute();
+
+    await db.schema
+      .createTable('channel_statuses')
+      .addColumn('id', t.autoId, (c) => (t.dialect === 'sqlite' ? c.primaryKey().autoIncrement() : c.primaryKey()))
+      .addColumn('external_id', 'text', (c) => c.notNull())
+      .addColumn('status', 'text', (c) => c.notNull())
+      .addColumn('at', t.ts)
+      .addColumn('error_code', 'text')
+      .addColumn('error_message', 'text')
+      .addColumn('received_at', t.ts, (c) => c.notNull())
+      .execute();
+    await db.schema.createIndex('channel_statuses_external_idx').on('channel_statuses').column('external_id').execute();
+    await db.schema.createIndex('channel_statuses_received_idx').on('channel_statuses').column('received_at').execute();
 
     if (t.dialect !== 'postgres') return;
     const run = (text: string) => sql.raw(text).execute(db);
@@ -50,5 +69,16 @@ as $$
   )
   returning channel_sends.message_id, channel_sends.conversation_id, channel_sends.attempts, channel_sends.channel
 $$`);
+    // Each statement of a plpgsql function reads what committed before it began: the delete sees a
+    // status a callback committed while this waited for its lock (read committed).
+    await run(`create function take_channel_statuses(p_ids text[])
+  returns table (id bigint, external_id text, status text, at timestamptz, error_code text, error_message text)
+  language plpgsql volatile as $$
+begin
+  perform pg_advisory_xact_lock(${STATUS_LOCK}, k)
+    from (select distinct hashtext(x) as k from unnest(p_ids) as x order by 1) as keys;
+  return query delete from channel_statuses s where s.external_id = any(p_ids)
+    returning s.id, s.external_id, s.status, s.at, s.error_code, s.error_message;
+end $$`);
   },
 };

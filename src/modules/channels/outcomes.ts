@@ -1,11 +1,13 @@
 // Owns recording the outcomes of one dispatcher's sends, batched: while one batch's transaction
 // runs, the next collects, so under a stream of texts the record, its status change and its event
 // share one transaction (one commit, one webhooks read, one take of the events lock) with their
-// neighbours' instead of one each.
+// neighbours' instead of one each. A text recorded `sent` with a provider id gets, in the same
+// transaction, the provider's reports that arrived before it (src/modules/channels/statuses.ts).
 import type { Store } from '../../db/store.js';
 import type { Tx } from '../../db/types.js';
 import { type Outbox, withEvents } from '../events/outbox.js';
-import { recordOutcome, type SendOutcome } from './delivery.js';
+import { type MessageRef, recordOutcome, type SendOutcome } from './delivery.js';
+import { applyKeptStatuses } from './statuses.js';
 
 interface Pending {
   outcome: SendOutcome;
@@ -56,6 +58,12 @@ export class OutcomeRecorder {
   }
 
   private async apply(tx: Tx, outbox: Outbox, batch: Pending[]): Promise<void> {
-    for (const { outcome } of batch) await recordOutcome(tx, outbox, this.instance, outcome);
+    const sent: { ref: MessageRef; externalId: string }[] = [];
+    for (const { outcome: o } of batch) {
+      const held = await recordOutcome(tx, outbox, this.instance, o);
+      const id = o.status?.change.status === 'sent' ? o.status.change.externalId : null;
+      if (held && typeof id === 'string') sent.push({ ref: o.status!.ref, externalId: id });
+    }
+    if (sent.length > 0) await applyKeptStatuses(tx, outbox, sent);
   }
 }
