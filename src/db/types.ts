@@ -87,6 +87,8 @@ export interface ChannelSendTable {
   created_at: Timestamp;
   /** The conversation's channel (migration 020): claims are made per channel. */
   channel: string | null;
+  /** When a `done` job finished: purged after the retention (src/modules/channels/statuses.ts). */
+  finished_at: Timestamp | null;
 }
 
 /** A provider status for an id no text has yet: kept until a text is recorded sent with it. */

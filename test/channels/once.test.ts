@@ -345,3 +345,33 @@ test('a status that arrives before its send is recorded is kept, then applied in
   assert.equal(twilio.requests.length, 1);
   assert.equal(meta.requests.length, 1);
 });
+
+test('finished send jobs are purged once kept for 7 days; a retry after that still sends the text', async (t) => {
+  const twilio = await fakeTwilio(t);
+  const { app, open, send, until, retry } = await setup(t, twilioEnv(twilio));
+  const { conversation } = await open('sms');
+  twilio.failNext({ status: 400, message: 'Invalid number' }, 2);
+  const old = await send(conversation.id, 'Failed long ago');
+  await until(conversation.id, old.id, 'failed');
+  const recent = await send(conversation.id, 'Failed just now');
+  await until(conversation.id, recent.id, 'failed');
+  const db = app.ctx.store.db;
+  const eightDaysAgo = new Date(Date.now() - 8 * 86_400_000).toISOString();
+  await db.updateTable('channel_sends').set({ finished_at: eightDaysAgo }).where('message_id', '=', old.id).execute();
+  // A status kept for a text nobody here sent (another system on the number), two days ago.
+  await twilioStatus(app, twilio.authToken, { MessageSid: 'SMsomeone-else', MessageStatus: 'delivered' });
+  await db.updateTable('channel_statuses').set({ received_at: eightDaysAgo }).execute();
+
+  await app.channelDispatcher.purge();
+  const jobs = await db.selectFrom('channel_sends').select('message_id').execute();
+  assert.deepEqual(
+    jobs.map((j) => j.message_id),
+    [recent.id],
+  );
+  assert.equal((await db.selectFrom('channel_statuses').select('id').execute()).length, 0);
+
+  assert.equal((await retry(conversation.id, old.id)).status, 200);
+  const sent = await until(conversation.id, old.id, 'sent');
+  assert.equal(sent.externalId, twilio.accepted[0]!.sid);
+  assert.equal(twilio.accepted[0]!.form.Body, 'Failed long ago');
+});

@@ -1,10 +1,10 @@
 // Owns the schema behind "a text reaches a guest once" (CONTRACT §16): a send job names its
 // channel, so each channel is claimed for its own slots (a provider that hangs delays only its
-// channel); provider statuses that arrive before their text's `sent` is recorded are kept in
-// `channel_statuses` until it is. On PostgreSQL, `claim_sends` (migration 015) now counts an
-// attempt when it claims and claims for the channels asked only; `take_channel_statuses` hands
-// over the kept statuses of texts just recorded sent, after waiting for any callback still
-// writing one of them.
+// channel), and a finished job records when it finished (purged after a retention); provider
+// statuses that arrive before their text's `sent` is recorded are kept in `channel_statuses`
+// until it is. On PostgreSQL, `claim_sends` (migration 015) now counts an attempt when it claims
+// and claims for the channels asked only; `take_channel_statuses` hands over the kept statuses
+// of texts just recorded sent, after waiting for any callback still writing one of them.
 import { sql } from 'kysely';
 import type { MigrationDef } from './helpers.js';
 
@@ -17,6 +17,13 @@ export const sendGuarantees: MigrationDef = {
     await db.schema.alterTable('channel_sends').addColumn('channel', 'text').execute();
     await sql`update channel_sends set channel = (
       select c.channel from conversations c where c.id = channel_sends.conversation_id)`.execute(db);
+    await db.schema.alterTable('channel_sends').addColumn('finished_at', t.ts).execute();
+    // The jobs finished before this migration are kept for the retention from now.
+    await db
+      .updateTable('channel_sends')
+      .set({ finished_at: new Date().toISOString() })
+      .where('status', '=', 'done')
+      .execute();
     // The claim walks due jobs in order and skips those of channels without a free slot inside the
     // index, without reading their rows.
     await db.schema.dropIndex('channel_sends_due_idx').execute();

@@ -26,6 +26,7 @@ import {
   SEND_CHANNELS,
   type SendLease,
 } from './sends-repository.js';
+import { purgeChannelRecords } from './statuses.js';
 
 /** Conversations remembered as having a text waiting (past this the memory restarts: one claim). */
 const MAX_WAITING = 10_000;
@@ -103,6 +104,11 @@ export class ChannelDispatcher implements LocalSender {
     this.flights.abortAll();
     await Promise.allSettled([...this.flights.all()].map((f) => f.run));
     await this.handBack(this.takeAdopted(() => true));
+  }
+
+  /** Deletes finished send jobs and unclaimed provider reports past their retention. */
+  purge(): Promise<void> {
+    return purgeChannelRecords(this.o.db);
   }
 
   /**

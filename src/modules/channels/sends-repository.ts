@@ -1,7 +1,7 @@
 // Owns send jobs: one row per outbound text, written in the message's own transaction, claimed by
 // exactly one dispatcher at a time (a lease that a crashed instance loses, renewed while a send
 // lasts), for the channels that have a free slot, in order per conversation, each claim counted as
-// an attempt; finished or rescheduled under that lease.
+// an attempt; finished or rescheduled under that lease, and purged some days after finishing.
 import { CompiledQuery, sql } from 'kysely';
 import { type Param, prepared } from '../../db/prepared.js';
 import { nowIso, toIso, toJson } from '../../db/store.js';
@@ -97,6 +97,7 @@ export async function rescheduleSend(db: Executor, messageId: string): Promise<b
       next_attempt_at: now,
       locked_until: null,
       locked_by: null,
+      finished_at: null,
     })
     .where('message_id', '=', messageId)
     .where('status', '=', 'done')
@@ -216,6 +217,7 @@ const finishAttempt = prepared(
       instance: string;
       status: 'done' | 'pending';
       retryAt: string | null;
+      finishedAt: string | null;
     }>,
   ) =>
     db
@@ -225,6 +227,7 @@ const finishAttempt = prepared(
         next_attempt_at: p('retryAt'),
         locked_until: null,
         locked_by: null,
+        finished_at: p('finishedAt'),
       })
       .where('message_id', '=', p('messageId'))
       .where('locked_by', '=', p('instance'))
@@ -247,7 +250,8 @@ export async function recordSend(
   if (next === 'sent') return (await db.run(finishSent, { messageId, instance })).length > 0;
   const retryAt = next === 'failed' ? null : next.retryAt;
   const status = retryAt === null ? 'done' : 'pending';
-  return (await db.run(finishAttempt, { messageId, instance, status, retryAt })).length > 0;
+  const finishedAt = retryAt === null ? nowIso() : null;
+  return (await db.run(finishAttempt, { messageId, instance, status, retryAt, finishedAt })).length > 0;
 }
 
 /**
@@ -282,4 +286,17 @@ export async function renewLeases(db: Executor, instance: string, ids: string[],
     .returning('message_id')
     .execute();
   return rows.map((r) => r.message_id);
+}
+
+/**
+ * Deletes the jobs that finished before `before`: a failed text's job is kept that long so that a
+ * retry sends it as it was (a template by its name); a retry after that gets a fresh job.
+ */
+export async function purgeFinishedSends(db: Executor, before: string): Promise<number> {
+  const r = await db
+    .deleteFrom('channel_sends')
+    .where('status', '=', 'done')
+    .where('finished_at', '<', before)
+    .executeTakeFirst();
+  return Number(r.numDeletedRows);
 }

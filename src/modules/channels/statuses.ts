@@ -4,7 +4,7 @@
 // A report for an id no text carries yet is kept: the provider answered the send and reported on
 // it before the dispatcher committed `sent`, and the dispatcher applies it, in the order it came,
 // in the transaction that records `sent` with that id (applyKeptStatuses). Reports never claimed
-// (another system sharing the number) stay kept.
+// (another system sharing the number) and finished send jobs are purged after their retention.
 import { sql } from 'kysely';
 import { STATUS_LOCK } from '../../db/migrations/020-send-guarantees.js';
 import { nowIso, type Store, toIso } from '../../db/store.js';
@@ -12,6 +12,13 @@ import type { Executor, Tx } from '../../db/types.js';
 import { SYSTEM } from '../events/emit.js';
 import { type Outbox, withEvents } from '../events/outbox.js';
 import { applyStatus, type MessageRef, type StatusChange } from './delivery.js';
+import { purgeFinishedSends } from './sends-repository.js';
+
+const DAY_MS = 86_400_000;
+/** A failed text's job is kept this long, so a retry sends it as it was (a template by name). */
+export const FINISHED_SEND_RETENTION_DAYS = 7;
+/** A report no text claimed within this long is about a text this API did not send. */
+export const KEPT_STATUS_RETENTION_DAYS = 1;
 
 /**
  * PostgreSQL: waits for any transaction keeping or taking a report for this id (a callback and
@@ -99,4 +106,13 @@ export async function applyKeptStatuses(
     };
     await applyStatus(tx, outbox, SYSTEM, refs.get(r.external_id)!, change, true);
   }
+}
+
+/** Deletes finished send jobs and unclaimed reports past their retention (a periodic job). */
+export async function purgeChannelRecords(db: Executor, now = Date.now()): Promise<void> {
+  await purgeFinishedSends(db, new Date(now - FINISHED_SEND_RETENTION_DAYS * DAY_MS).toISOString());
+  await db
+    .deleteFrom('channel_statuses')
+    .where('received_at', '<', new Date(now - KEPT_STATUS_RETENTION_DAYS * DAY_MS).toISOString())
+    .execute();
 }
