@@ -375,3 +375,19 @@ test('finished send jobs are purged once kept for 7 days; a retry after that sti
   assert.equal(sent.externalId, twilio.accepted[0]!.sid);
   assert.equal(twilio.accepted[0]!.form.Body, 'Failed long ago');
 });
+
+test('with one slot per channel, texts written at once all leave, each once', async (t) => {
+  const twilio = await fakeTwilio(t);
+  const { open, send, until } = await setup(t, { ...twilioEnv(twilio), CHANNEL_CONCURRENCY: '1' });
+  const conversations = await Promise.all(Array.from({ length: 6 }, () => open('sms')));
+  // Written together: several are claimed at birth before any commits, and wait for the one slot.
+  const texts = await Promise.all(
+    conversations.map(({ conversation }, i) => send(conversation.id, `text ${i}`).then((m) => ({ conversation, m }))),
+  );
+  for (const { conversation, m } of texts) await until(conversation.id, m.id, 'sent');
+  const bodies = twilio.requests.map((r) => new URLSearchParams(r.body).get('Body')).sort();
+  assert.deepEqual(
+    bodies,
+    texts.map((_, i) => `text ${i}`),
+  );
+});

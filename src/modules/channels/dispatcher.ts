@@ -103,7 +103,7 @@ export class ChannelDispatcher implements LocalSender {
     this.flights.close();
     this.flights.abortAll();
     await Promise.allSettled([...this.flights.all()].map((f) => f.run));
-    await this.handBack(this.takeAdopted(() => true));
+    await this.handBack([...this.takeAdopted(() => true)]);
   }
 
   /** Deletes finished send jobs and unclaimed provider reports past their retention. */
@@ -159,9 +159,8 @@ export class ChannelDispatcher implements LocalSender {
     }
   }
 
-  /** Removes and returns the adopted texts `pick` chooses. */
-  private takeAdopted(pick: (a: { send: ClaimedSend; at: number }) => boolean): ClaimedSend[] {
-    const taken: ClaimedSend[] = [];
+  /** Removes the adopted texts `pick` chooses, oldest first, each as it is chosen. */
+  private *takeAdopted(pick: (a: { send: ClaimedSend; at: number }) => boolean): Generator<ClaimedSend> {
     for (let i = 0; i < this.adopted.length; ) {
       const a = this.adopted[i]!;
       if (!pick(a)) {
@@ -170,9 +169,8 @@ export class ChannelDispatcher implements LocalSender {
       }
       this.adopted.splice(i, 1);
       this.adoptedIn.set(a.send.channel, (this.adoptedIn.get(a.send.channel) ?? 1) - 1);
-      taken.push(a.send);
+      yield a.send;
     }
-    return taken;
   }
 
   private async step(): Promise<number | undefined> {
@@ -180,7 +178,8 @@ export class ChannelDispatcher implements LocalSender {
     // a send may take would risk its lease running out mid-send (and a second instance sending it
     // too): it is handed back to be claimed afresh instead.
     const now = Date.now();
-    const stale = this.takeAdopted((a) => now - a.at > this.o.config.sendTimeoutMs);
+    const stale = [...this.takeAdopted((a) => now - a.at > this.o.config.sendTimeoutMs)];
+    // Launched as they are taken, so a channel's slots are counted with the ones just filled.
     for (const send of this.takeAdopted((a) => this.flights.in(a.send.channel) < this.slots)) {
       if (!this.flights.has(send.messageId)) this.launch(send);
     }

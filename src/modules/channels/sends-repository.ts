@@ -56,31 +56,37 @@ export async function insertSend(
   template: SendTemplate | null = null,
   lease: SendLease | null = null,
 ): Promise<boolean> {
-  const earlier = sql<boolean>`exists (select 1 from channel_sends where conversation_id = ${conversationId} and status = 'pending')`;
-  const row = await db
-    .insertInto('channel_sends')
-    .values({
-      message_id: messageId,
-      conversation_id: conversationId,
-      channel,
-      status: 'pending',
-      // Claimed at birth: that claim is its first attempt, as a claim's is (claimSends).
-      attempts: lease === null ? 0 : sql<number>`case when ${earlier} then 0 else 1 end`,
-      next_attempt_at: at,
-      created_at: at,
-      template:
-        template === null
-          ? null
-          : toJson({ name: template.name, language: template.language, parameters: template.parameters }),
-      locked_until:
-        lease === null
-          ? null
-          : sql<string>`case when ${earlier} then null else cast(${lease.until} as ${sql.raw(db.dialect === 'postgres' ? 'timestamptz' : 'text')}) end`,
-      locked_by: lease === null ? null : sql<string>`case when ${earlier} then null else ${lease.instance} end`,
-    })
-    .returning('locked_by')
-    .executeTakeFirstOrThrow();
-  return lease !== null && row.locked_by === lease.instance;
+  const json =
+    template === null
+      ? null
+      : toJson({ name: template.name, language: template.language, parameters: template.parameters });
+  if (lease === null) {
+    await db
+      .insertInto('channel_sends')
+      .values({
+        message_id: messageId,
+        conversation_id: conversationId,
+        channel,
+        status: 'pending',
+        attempts: 0,
+        next_attempt_at: at,
+        created_at: at,
+        template: json,
+      })
+      .execute();
+    return false;
+  }
+  // Whether an earlier send of the conversation is pending, read once for the three columns it
+  // decides. Claimed at birth, the job counts its first attempt, as a claim does (claimSends).
+  const ts = sql.raw(db.dialect === 'postgres' ? 'timestamptz' : 'text');
+  const { rows } = await sql<{ locked_by: string | null }>`insert into channel_sends
+  (message_id, conversation_id, channel, status, attempts, next_attempt_at, created_at, template, locked_until, locked_by)
+  select ${messageId}, ${conversationId}, ${channel}, 'pending', case when x.e then 0 else 1 end,
+    cast(${at} as ${ts}), cast(${at} as ${ts}), ${json},
+    case when x.e then null else cast(${lease.until} as ${ts}) end, case when x.e then null else ${lease.instance} end
+  from (select exists (select 1 from channel_sends where conversation_id = ${conversationId} and status = 'pending') as e) as x
+  returning locked_by`.execute(db);
+  return rows[0]?.locked_by === lease.instance;
 }
 
 /**
