@@ -152,7 +152,7 @@ export class Providers {
 
   private async post(
     url: string,
-    shutdown: AbortSignal,
+    end: AbortSignal,
     r: {
       headers: Record<string, string>;
       body: string;
@@ -162,8 +162,8 @@ export class Providers {
   ): Promise<SendResult> {
     let res: Response;
     let text = '';
-    // One controller, held by the timer and the shutdown listener until the attempt ends. Not
-    // AbortSignal.any([shutdown, AbortSignal.timeout(…)]): on Node 20 that combined signal is only
+    // One controller, held by the timer and the `end` listener until the attempt ends. Not
+    // AbortSignal.any([end, AbortSignal.timeout(…)]): on Node 20 that combined signal is only
     // weakly held (by its sources and by fetch's request), so a garbage collection during the
     // request dropped it, the timeout never reached fetch, and a provider that never answered held
     // the send (and a dispatcher slot) for good.
@@ -172,9 +172,9 @@ export class Providers {
       () => attempt.abort(new DOMException(`no answer within ${this.c.sendTimeoutMs} ms`, 'TimeoutError')),
       this.c.sendTimeoutMs,
     );
-    const onShutdown = () => attempt.abort(shutdown.reason);
-    if (shutdown.aborted) onShutdown();
-    else shutdown.addEventListener('abort', onShutdown, { once: true });
+    const onEnd = () => attempt.abort(end.reason);
+    if (end.aborted) onEnd();
+    else end.addEventListener('abort', onEnd, { once: true });
     try {
       res = await fetch(url, {
         method: 'POST',
@@ -191,7 +191,7 @@ export class Providers {
       return fail(true, timeout ? 'PROVIDER_TIMEOUT' : 'PROVIDER_UNREACHABLE', (err as Error).message);
     } finally {
       clearTimeout(timer);
-      shutdown.removeEventListener('abort', onShutdown);
+      end.removeEventListener('abort', onEnd);
     }
     let json: Record<string, unknown> = {};
     try {

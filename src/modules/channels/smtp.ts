@@ -76,7 +76,13 @@ export async function sendSmtp(
     });
     let transmitted = false;
     let settled = false;
-    let deadline: NodeJS.Timeout;
+    let deadline: NodeJS.Timeout | undefined;
+    let deadlineAt = 0;
+    const endIn = (ms: number) => {
+      clearTimeout(deadline);
+      deadlineAt = Date.now() + ms;
+      deadline = setTimeout(expire, ms);
+    };
     const finish = (outcome: SmtpOutcome) => {
       if (settled) return;
       settled = true;
@@ -93,10 +99,7 @@ export async function sendSmtp(
       );
     const onAbort = () => {
       if (!transmitted) finish(retry('SMTP_INTERRUPTED', 'the session was ended before the message was transmitted'));
-      else {
-        clearTimeout(deadline);
-        deadline = setTimeout(expire, t.sendTimeoutMs);
-      }
+      else if (deadlineAt - Date.now() > t.sendTimeoutMs) endIn(t.sendTimeoutMs);
     };
     const failed = (err: unknown) => {
       const e = err as { responseCode?: number; response?: string; message?: string };
@@ -109,11 +112,12 @@ export async function sendSmtp(
       const why = e.message ?? String(err);
       finish(transmitted ? noAnswer(`the session ended first (${why})`) : retry('SMTP_UNREACHABLE', why));
     };
-    deadline = setTimeout(expire, t.sendTimeoutMs);
+    endIn(t.sendTimeoutMs);
     if (signal.aborted) return onAbort();
     signal.addEventListener('abort', onAbort, { once: true });
-    conn.once('error', failed);
-    conn.once('end', () => failed(new Error('the connection was closed')));
+    // Kept for the connection's life (`failed` acts once): an 'error' nobody listens to would throw.
+    conn.on('error', failed);
+    conn.on('end', () => failed(new Error('the connection was closed')));
     const send = () => {
       // Read only once the server accepted DATA: the end of this stream is the end of the message
       // handed to the connection (the terminating dot follows it at once).
@@ -125,8 +129,7 @@ export async function sendSmtp(
       });
       message.once('end', () => {
         transmitted = true;
-        clearTimeout(deadline);
-        deadline = setTimeout(expire, t.answerTimeoutMs);
+        endIn(t.answerTimeoutMs);
       });
       conn.send(envelope, message, (err) => (err ? failed(err) : finish({ ok: true })));
     };
