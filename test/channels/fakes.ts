@@ -56,8 +56,8 @@ export interface FakeSmtp {
   received: ReceivedMail[];
   /** Every DATA the server saw, accepted or refused: the number of send attempts. */
   attempts(): number;
-  /** Sessions opened so far, and how many are open now (closed by either side). */
-  sessions(): { opened: number; open: number };
+  /** Sessions opened so far, how many are open now (closed by either side), and the most at once. */
+  sessions(): { opened: number; open: number; most: number };
   /**
    * Refuse the next `n` messages with `code` (4xx temporary, 5xx permanent) after DATA, or with
    * 'hang' never answer their DATA at all.
@@ -82,6 +82,7 @@ export async function fakeSmtp(t: TestContext, auth?: { user: string; pass: stri
   let attempts = 0;
   let opened = 0;
   let open = 0;
+  let most = 0;
   const server = new SMTPServer({
     secure: false,
     disabledCommands: auth ? ['STARTTLS'] : ['STARTTLS', 'AUTH'],
@@ -93,6 +94,7 @@ export async function fakeSmtp(t: TestContext, auth?: { user: string; pass: stri
     onConnect(_session, cb) {
       opened++;
       open++;
+      most = Math.max(most, open);
       cb();
     },
     onClose() {
@@ -163,7 +165,7 @@ export async function fakeSmtp(t: TestContext, auth?: { user: string; pass: stri
     port,
     received,
     attempts: () => attempts,
-    sessions: () => ({ opened, open }),
+    sessions: () => ({ opened, open, most }),
     answerLate(ms) {
       late.push(ms);
     },

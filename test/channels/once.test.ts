@@ -203,17 +203,27 @@ test('e-mail: a message the server never answers fails with SMTP_NO_ANSWER and i
   assert.equal(smtp.received.length, 1);
 });
 
-test('e-mail: a session stalled before the message is transmitted is closed at the send timeout and retried', async (t) => {
+test('e-mail: a session stalled before its message is closed at the send timeout, holding its slot till then, and retried', async (t) => {
   const smtp = await fakeSmtp(t);
-  const { open, send, until } = await setup(t, { ...smtpEnv(smtp), CHANNEL_SEND_TIMEOUT_MS: '300' });
+  // One slot: the other text's session may open only once the stalled one is closed.
+  const { open, send, until } = await setup(t, {
+    ...smtpEnv(smtp),
+    CHANNEL_SEND_TIMEOUT_MS: '300',
+    CHANNEL_CONCURRENCY: '1',
+  });
   const { conversation } = await open('email');
+  const { conversation: other } = await open('email');
   smtp.stallNext();
   const m = await send(conversation.id, 'Your room is ready.');
+  await waitFor('the first session stalls', () => smtp.sessions().opened === 1);
+  const n = await send(other.id, 'Your taxi is booked.');
   await until(conversation.id, m.id, 'sent');
-  assert.equal(smtp.received.length, 1);
-  assert.equal(smtp.attempts(), 1, 'one DATA: the stalled session never got that far');
-  assert.equal(smtp.sessions().opened, 2);
-  await waitFor('both sessions are closed', () => smtp.sessions().open === 0);
+  await until(other.id, n.id, 'sent');
+  assert.equal(smtp.received.length, 2);
+  assert.equal(smtp.attempts(), 2, 'one DATA each: the stalled session never got that far');
+  assert.equal(smtp.sessions().opened, 3);
+  assert.equal(smtp.sessions().most, 1, 'never two sessions at once');
+  await waitFor('every session is closed', () => smtp.sessions().open === 0);
 });
 
 test('a hanging SMS provider delays only SMS: e-mail and WhatsApp texts leave meanwhile', async (t) => {
