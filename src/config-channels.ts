@@ -31,6 +31,12 @@ export interface ChannelsConfig {
   readonly retryBaseMs: number;
   readonly maxAttempts: number;
   readonly sendTimeoutMs: number;
+  /** How long a claim on a send lasts unless renewed: how long a crashed instance holds its texts. */
+  readonly leaseMs: number;
+  /** How long an SMTP session waits for the server's answer once the message was transmitted. */
+  readonly smtpAnswerTimeoutMs: number;
+  /** Texts in flight at most per channel and instance. */
+  readonly concurrency: number;
 }
 
 const E164 = /^\+[1-9]\d{6,14}$/;
@@ -104,6 +110,13 @@ export function parseChannels(env: Env, secret: string): ChannelsConfig {
     throw new ConfigError('PUBLIC_URL', 'is required when Twilio is configured (status callbacks and signatures)');
   }
   const wa = group(env, ['WHATSAPP_ACCESS_TOKEN', 'WHATSAPP_PHONE_NUMBER_ID']);
+  const sendTimeoutMs = int(env, 'CHANNEL_SEND_TIMEOUT_MS', 15_000, 100, 120_000);
+  // A lease outlasts two send timeouts: a send cut off at its timeout, or an SMTP session told to
+  // end because its lease could not be renewed, still closes and records inside it.
+  const leaseMs = int(env, 'CHANNEL_LEASE_MS', 2 * sendTimeoutMs + 5000, 200, 600_000);
+  if (leaseMs < 2 * sendTimeoutMs) {
+    throw new ConfigError('CHANNEL_LEASE_MS', `must be at least twice CHANNEL_SEND_TIMEOUT_MS (${2 * sendTimeoutMs})`);
+  }
   return Object.freeze({
     dryRun: dryRaw === 'true' || dryRaw === '1',
     publicUrl,
@@ -127,6 +140,10 @@ export function parseChannels(env: Env, secret: string): ChannelsConfig {
     pollMs: int(env, 'CHANNEL_POLL_INTERVAL_MS', 1000, 10, 60_000),
     retryBaseMs: int(env, 'CHANNEL_RETRY_BASE_MS', 5000, 1, 3_600_000),
     maxAttempts: int(env, 'CHANNEL_MAX_ATTEMPTS', 8, 1, 100),
-    sendTimeoutMs: int(env, 'CHANNEL_SEND_TIMEOUT_MS', 15_000, 100, 120_000),
+    sendTimeoutMs,
+    leaseMs,
+    // RFC 5321 §4.5.3.2.6: a client waits 10 minutes for the answer to the end of the message.
+    smtpAnswerTimeoutMs: int(env, 'CHANNEL_SMTP_ANSWER_TIMEOUT_MS', 600_000, 100, 3_600_000),
+    concurrency: int(env, 'CHANNEL_CONCURRENCY', 16, 1, 256),
   });
 }

@@ -18,6 +18,7 @@ import { claimSends } from './migrations/015-claim-sends.js';
 import { writeEventsFunction } from './migrations/016-write-events.js';
 import { webhookFanOut } from './migrations/017-webhook-fan-out.js';
 import { webhookOwner } from './migrations/018-webhook-owner.js';
+import { sendGuarantees } from './migrations/020-send-guarantees.js';
 import { streamTickets } from './migrations/022-stream-tickets.js';
 import { columnTypes, type MigrationDef } from './migrations/helpers.js';
 import type { Store } from './store.js';
@@ -41,6 +42,7 @@ const MIGRATIONS: MigrationDef[] = [
   writeEventsFunction,
   webhookFanOut,
   webhookOwner,
+  sendGuarantees,
   streamTickets,
 ];
 

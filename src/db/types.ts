@@ -85,6 +85,21 @@ export interface ChannelSendTable {
   locked_by: string | null;
   template: string | null;
   created_at: Timestamp;
+  /** The conversation's channel (migration 020): claims are made per channel. */
+  channel: string | null;
+  /** When a `done` job finished: purged after the retention (src/modules/channels/statuses.ts). */
+  finished_at: Timestamp | null;
+}
+
+/** A provider status for an id no text has yet: kept until a text is recorded sent with it. */
+export interface ChannelStatusTable {
+  id: Generated<number>;
+  external_id: string;
+  status: string;
+  at: Timestamp | null;
+  error_code: string | null;
+  error_message: string | null;
+  received_at: Timestamp;
 }
 
 export interface TaskTable {
@@ -292,6 +307,7 @@ export interface Database {
   conversations: ConversationTable;
   messages: MessageTable;
   channel_sends: ChannelSendTable;
+  channel_statuses: ChannelStatusTable;
   tasks: TaskTable;
   knowledge_entries: KnowledgeTable;
   settings: SettingTable;

@@ -1,8 +1,9 @@
 // Real stand-ins for the channel providers, on 127.0.0.1 and random ports, closed when the test
 // ends: an SMTP server (npm smtp-server, messages parsed with mailparser), a Twilio-shaped
 // Messages API and a Meta WhatsApp Cloud-shaped API (node:http). Each records what reached it and
-// can be told to refuse the next N attempts (temporary or permanent) or, for the HTTP fakes, to
-// hang without answering. Plus the app environment that points the app at them.
+// can be told to refuse the next N attempts (temporary or permanent), to answer late, or to hang;
+// the HTTP fakes also to accept without an id or to drop the connection once the body is in.
+// Plus the app environment that points the app at them.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -55,11 +56,17 @@ export interface FakeSmtp {
   received: ReceivedMail[];
   /** Every DATA the server saw, accepted or refused: the number of send attempts. */
   attempts(): number;
+  /** Sessions opened so far, how many are open now (closed by either side), and the most at once. */
+  sessions(): { opened: number; open: number; most: number };
   /**
    * Refuse the next `n` messages with `code` (4xx temporary, 5xx permanent) after DATA, or with
    * 'hang' never answer their DATA at all.
    */
   refuseNext(code: number | 'hang', n?: number, text?: string): void;
+  /** Accept the next message only `ms` after its DATA ended (a slow server's final answer). */
+  answerLate(ms: number): void;
+  /** Never answer the next session's RCPT TO: it stalls before the message is transmitted. */
+  stallNext(): void;
 }
 
 /**
@@ -70,7 +77,12 @@ export interface FakeSmtp {
 export async function fakeSmtp(t: TestContext, auth?: { user: string; pass: string }): Promise<FakeSmtp> {
   const received: ReceivedMail[] = [];
   const refusals: { code: number | 'hang'; text: string }[] = [];
+  const late: number[] = [];
+  let stalls = 0;
   let attempts = 0;
+  let opened = 0;
+  let open = 0;
+  let most = 0;
   const server = new SMTPServer({
     secure: false,
     disabledCommands: auth ? ['STARTTLS'] : ['STARTTLS', 'AUTH'],
@@ -79,6 +91,22 @@ export async function fakeSmtp(t: TestContext, auth?: { user: string; pass: stri
     logger: false,
     // Sessions left hanging are cut when the test closes the server, not 30 s later.
     closeTimeout: 50,
+    onConnect(_session, cb) {
+      opened++;
+      open++;
+      most = Math.max(most, open);
+      cb();
+    },
+    onClose() {
+      open--;
+    },
+    onRcptTo(_address, _session, cb) {
+      if (stalls > 0) {
+        stalls--;
+        return;
+      }
+      cb();
+    },
     onAuth(a, _session, cb) {
       if (auth && a.username === auth.user && a.password === auth.pass) cb(null, { user: a.username });
       else cb(Object.assign(new Error('Invalid username or password'), { responseCode: 535 }));
@@ -95,27 +123,31 @@ export async function fakeSmtp(t: TestContext, auth?: { user: string; pass: stri
           return;
         }
         const raw = Buffer.concat(chunks);
-        simpleParser(raw).then(
-          (mail) => {
-            const refs = mail.references;
-            received.push({
-              mailFrom: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
-              rcptTo: session.envelope.rcptTo.map((r) => r.address),
-              user: typeof session.user === 'string' ? session.user : null,
-              from: mail.from?.value[0]?.address ?? '',
-              fromName: mail.from?.value[0]?.name ?? '',
-              to: Array.isArray(mail.to) ? mail.to.map((a) => a.text).join(', ') : (mail.to?.text ?? ''),
-              subject: mail.subject ?? '',
-              text: (mail.text ?? '').replace(/\n$/, ''),
-              messageId: mail.messageId ?? '',
-              inReplyTo: mail.inReplyTo ?? null,
-              references: refs === undefined ? [] : Array.isArray(refs) ? refs : [refs],
-              raw: raw.toString('utf8'),
-            });
-            cb();
-          },
-          (err: Error) => cb(err),
-        );
+        const delay = late.shift() ?? 0;
+        const accept = () =>
+          simpleParser(raw).then(
+            (mail) => {
+              const refs = mail.references;
+              received.push({
+                mailFrom: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
+                rcptTo: session.envelope.rcptTo.map((r) => r.address),
+                user: typeof session.user === 'string' ? session.user : null,
+                from: mail.from?.value[0]?.address ?? '',
+                fromName: mail.from?.value[0]?.name ?? '',
+                to: Array.isArray(mail.to) ? mail.to.map((a) => a.text).join(', ') : (mail.to?.text ?? ''),
+                subject: mail.subject ?? '',
+                text: (mail.text ?? '').replace(/\n$/, ''),
+                messageId: mail.messageId ?? '',
+                inReplyTo: mail.inReplyTo ?? null,
+                references: refs === undefined ? [] : Array.isArray(refs) ? refs : [refs],
+                raw: raw.toString('utf8'),
+              });
+              cb();
+            },
+            (err: Error) => cb(err),
+          );
+        if (delay > 0) setTimeout(accept, delay);
+        else accept();
       });
     },
   });
@@ -133,6 +165,13 @@ export async function fakeSmtp(t: TestContext, auth?: { user: string; pass: stri
     port,
     received,
     attempts: () => attempts,
+    sessions: () => ({ opened, open, most }),
+    answerLate(ms) {
+      late.push(ms);
+    },
+    stallNext() {
+      stalls++;
+    },
     refuseNext(code, n = 1, text) {
       const reason =
         text ??
@@ -149,16 +188,20 @@ export async function fakeSmtp(t: TestContext, auth?: { user: string; pass: stri
 // ---------------------------------------------------------------------------------------------
 // HTTP fakes (Twilio, Meta)
 
-/** How the next attempts are answered: an HTTP status with the provider's error body, or no answer. */
-export type Failure = { status: number; code?: number; message?: string } | 'hang';
+/**
+ * How the next attempts are answered: an HTTP status with the provider's error body; no answer
+ * ('hang'); the connection dropped once the whole body was read ('reset': the provider may have
+ * taken it); or accepted with the provider's 2xx but no id in the answer ('no-id').
+ */
+export type Failure = { status: number; code?: number; message?: string } | 'hang' | 'reset' | 'no-id';
 
 export interface HttpRequestRecord {
   method: string;
   path: string;
   headers: IncomingMessage['headers'];
   body: string;
-  /** What it was answered: a status, or 'hang'. */
-  answered: number | 'hang' | 'unauthorized';
+  /** What it was answered: a status, 'hang', 'reset', or a 2xx without an id ('no-id'). */
+  answered: number | 'hang' | 'reset' | 'no-id' | 'unauthorized';
 }
 
 interface HttpFake {
@@ -213,7 +256,8 @@ function json(res: ServerResponse, record: HttpRequestRecord, status: number, bo
 }
 
 export interface TwilioMessage {
-  sid: string;
+  /** Null when the answer carried none ('no-id'). */
+  sid: string | null;
   accountSid: string;
   form: Record<string, string>;
 }
@@ -247,11 +291,12 @@ export async function fakeTwilio(t: TestContext): Promise<FakeTwilio> {
       return;
     }
     const failure = fake.failures.shift();
-    if (failure === 'hang') {
-      record.answered = 'hang';
+    if (failure === 'hang' || failure === 'reset') {
+      record.answered = failure;
+      if (failure === 'reset') req.socket.destroy();
       return;
     }
-    if (failure !== undefined) {
+    if (failure !== undefined && failure !== 'no-id') {
       json(res, record, failure.status, {
         code: failure.code ?? (failure.status === 429 ? 20429 : failure.status >= 500 ? 20500 : 21211),
         message: failure.message ?? `Fake failure ${failure.status}`,
@@ -267,6 +312,12 @@ export async function fakeTwilio(t: TestContext): Promise<FakeTwilio> {
     const form = Object.fromEntries(new URLSearchParams(body));
     if (!form.To || !form.From || !form.Body) {
       json(res, record, 400, { code: 21604, message: "A 'To', 'From' and 'Body' are required", status: 400 });
+      return;
+    }
+    if (failure === 'no-id') {
+      accepted.push({ sid: null, accountSid, form });
+      json(res, record, 201, { status: 'queued', to: form.To, body: form.Body });
+      record.answered = 'no-id';
       return;
     }
     const sid = `SM${randomBytes(16).toString('hex')}`;
@@ -298,7 +349,8 @@ export async function fakeTwilio(t: TestContext): Promise<FakeTwilio> {
 }
 
 export interface MetaMessage {
-  wamid: string;
+  /** Null when the answer carried none ('no-id'). */
+  wamid: string | null;
   phoneNumberId: string;
   // biome-ignore lint/suspicious/noExplicitAny: the JSON body as sent, asserted on by tests.
   body: any;
@@ -335,11 +387,12 @@ export async function fakeMeta(t: TestContext): Promise<FakeMeta> {
       return;
     }
     const failure = fake.failures.shift();
-    if (failure === 'hang') {
-      record.answered = 'hang';
+    if (failure === 'hang' || failure === 'reset') {
+      record.answered = failure;
+      if (failure === 'reset') req.socket.destroy();
       return;
     }
-    if (failure !== undefined) {
+    if (failure !== undefined && failure !== 'no-id') {
       const code = failure.code ?? (failure.status === 429 ? 130429 : failure.status >= 500 ? 131000 : 131026);
       error(res, record, failure.status, code, failure.message ?? `Fake failure ${failure.status}`);
       return;
@@ -354,6 +407,12 @@ export async function fakeMeta(t: TestContext): Promise<FakeMeta> {
     }
     if (parsed?.messaging_product !== 'whatsapp' || typeof parsed.to !== 'string') {
       error(res, record, 400, 100, 'Invalid parameter');
+      return;
+    }
+    if (failure === 'no-id') {
+      accepted.push({ wamid: null, phoneNumberId, body: parsed });
+      json(res, record, 200, { messaging_product: 'whatsapp' });
+      record.answered = 'no-id';
       return;
     }
     const wamid = `wamid.${randomBytes(24).toString('base64url')}`;

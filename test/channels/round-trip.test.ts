@@ -41,7 +41,7 @@ test('SMS round trip through a Twilio-shaped API: sent, delivered on a signed ca
     body: { content: 'Your room is ready' },
   });
   await until('the text reaches Twilio', () => twilio.accepted.length === 1);
-  const sid = twilio.accepted[0]!.sid;
+  const sid = twilio.accepted[0]!.sid!;
   await until(
     'the text is sent',
     async () => (await message(app, admin, conversationId, sent.data.id)).deliveryStatus === 'sent',

@@ -5,7 +5,8 @@
 // killed with SIGKILL and started again on the same store. Every text must then reach the
 // provider (at least once: the one cut off mid-send again), end `sent` with the provider's id,
 // and exist as exactly one message row. The dead instance's claims run out after the lease
-// (dispatcher.ts leaseMs: twice the send timeout plus 5 s), not minutes later.
+// (CHANNEL_LEASE_MS, by default twice the send timeout plus 5 s), not minutes later; the one cut
+// off mid-send is sent again as a new attempt (counted when it is claimed).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { fakeTwilio, twilioEnv, until } from '../channels/fakes.js';

@@ -801,7 +801,7 @@ export interface paths {
         put?: never;
         /**
          * Receive a delivery status from Twilio
-         * @description Twilio's status callback for a text the API sent (the StatusCallback it was given), signed with `X-Twilio-Signature`. sent, delivered and read move the message forward (never back); failed and undelivered mark it failed with the error Twilio names. Statuses of messages this API did not send, from a number that is not ours, and the steps before sent, are accepted and ignored.
+         * @description Twilio's status callback for a text the API sent (the StatusCallback it was given), signed with `X-Twilio-Signature`. sent, delivered and read move the message forward (never back); failed and undelivered mark it failed with the error Twilio names; none moves a queued message. A status for a sid no message carries yet (it outran the recording of the send) is kept for a day and applied once a message is sent with that sid. Statuses from a number that is not ours, and the steps before sent, are accepted and ignored.
          */
         post: operations["receiveTwilioStatus"];
         delete?: never;
@@ -825,7 +825,7 @@ export interface paths {
         put?: never;
         /**
          * Receive guest messages and delivery statuses from WhatsApp Cloud
-         * @description Meta's webhook, signed with `X-Hub-Signature-256` (HMAC-SHA256 of the raw body with `WHATSAPP_APP_SECRET`). Each `messages[]` item is stored once in the sender’s WhatsApp conversation; each `statuses[]` item moves the text it names forward. Entries it does not understand, and every item of a change for another `phone_number_id` than `WHATSAPP_PHONE_NUMBER_ID`, are counted as skipped, and the answer is still 200, so Meta does not retry them.
+         * @description Meta's webhook, signed with `X-Hub-Signature-256` (HMAC-SHA256 of the raw body with `WHATSAPP_APP_SECRET`). Each `messages[]` item is stored once in the sender’s WhatsApp conversation; each `statuses[]` item moves the text it names forward (one naming an id no text carries yet is kept for a day, applied once a text is sent with it, and counted as skipped). Entries it does not understand, and every item of a change for another `phone_number_id` than `WHATSAPP_PHONE_NUMBER_ID`, are counted as skipped, and the answer is still 200, so Meta does not retry them.
          */
         post: operations["receiveWhatsAppWebhook"];
         delete?: never;

@@ -162,7 +162,8 @@ export interface MessageRef {
 
 export interface StatusChange {
   status: Status;
-  externalId?: string;
+  /** The provider's id, set when given; null: accepted without one (the text keeps none). */
+  externalId?: string | null;
   error?: { code: string; message: string } | null;
   /** When the provider says it happened; now when unknown. */
   at?: string;
@@ -179,7 +180,7 @@ function statusUpdate(change: StatusChange): StatusUpdate {
   return {
     status: s,
     updatedAt: nowIso(),
-    externalId: change.externalId,
+    externalId: change.externalId ?? undefined,
     error: change.error,
     sentAt: reached('sent') ? at : null,
     deliveredAt: reached('delivered') ? at : null,
@@ -189,7 +190,9 @@ function statusUpdate(change: StatusChange): StatusUpdate {
 
 /**
  * Applies a status change if it moves forward (a late `delivered` after `read` changes nothing),
- * writing `message.updated`. Returns the message after, or undefined when nothing changed.
+ * writing `message.updated`. A provider's report (`reported`) never moves a `queued` text: it is
+ * about a send that is over (a retry released its id) or not yet recorded. Returns the message
+ * after, or undefined when nothing changed.
  */
 export async function applyStatus(
   tx: Executor,
@@ -197,10 +200,12 @@ export async function applyStatus(
   actor: Actor,
   ref: MessageRef,
   change: StatusChange,
+  reported = false,
 ): Promise<MessageView | undefined> {
-  if (tx.dialect === 'postgres') return (await moveStatus(tx, outbox, actor, ref, change, null)).after;
+  if (tx.dialect === 'postgres') return (await moveStatus(tx, outbox, actor, ref, change, null, reported)).after;
   const before = await findMessage(tx, ref.conversationId, ref.messageId);
   if (before === undefined || !movesForward(before.deliveryStatus, change.status)) return undefined;
+  if (reported && before.deliveryStatus === 'queued') return undefined;
   const after = await updateMessageStatus(tx, ref.messageId, before.deliveryStatus, statusUpdate(change));
   if (after === undefined) return undefined;
   messageUpdated(outbox, actor, before, after, ref.assignee);
@@ -215,8 +220,9 @@ async function moveStatus(
   ref: MessageRef,
   change: StatusChange,
   job: JobFinish | null,
+  reported = false,
 ) {
-  const allowed = STATUSES.filter((from) => movesForward(from, change.status));
+  const allowed = STATUSES.filter((from) => movesForward(from, change.status) && !(reported && from === 'queued'));
   const moved = await moveStatusPg(tx, ref, allowed, statusUpdate(change), job);
   if (moved.before !== undefined && moved.after !== undefined) {
     messageUpdated(outbox, actor, moved.before, moved.after, ref.assignee);
@@ -234,16 +240,16 @@ export interface SendOutcome {
 
 /**
  * Records a send's outcome under this instance's lease: the job's next state and, when the send
- * settled the text, its status change and event. Nothing changes if the lease was lost meanwhile.
- * On PostgreSQL a settled text's job and status are one statement.
+ * settled the text, its status change and event. Nothing changes if the lease was lost meanwhile
+ * (false). On PostgreSQL a settled text's job and status are one statement.
  */
-export async function recordOutcome(tx: Executor, outbox: Outbox, instance: string, o: SendOutcome): Promise<void> {
+export async function recordOutcome(tx: Executor, outbox: Outbox, instance: string, o: SendOutcome): Promise<boolean> {
   if (tx.dialect === 'postgres' && o.status !== null && typeof o.next === 'string') {
-    await moveStatus(tx, outbox, SYSTEM, o.status.ref, o.status.change, { instance, next: o.next });
-    return;
+    return (await moveStatus(tx, outbox, SYSTEM, o.status.ref, o.status.change, { instance, next: o.next })).held;
   }
-  if (!(await recordSend(tx, o.messageId, instance, o.next))) return;
+  if (!(await recordSend(tx, o.messageId, instance, o.next))) return false;
   if (o.status !== null) await applyStatus(tx, outbox, SYSTEM, o.status.ref, o.status.change);
+  return true;
 }
 
 export function messageUpdated(

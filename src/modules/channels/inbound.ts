@@ -22,7 +22,6 @@ import { type Outbox, withEvents } from '../events/outbox.js';
 import type { Actor } from '../events/schemas.js';
 import { findGuest, insertGuest } from '../guests/repository.js';
 import { getSetting } from '../settings/repository.js';
-import { applyStatus, type StatusChange } from './delivery.js';
 import { type BusinessHours, closedSince, isOpen } from './hours.js';
 import type { Channel } from './providers.js';
 import type { LocalSender } from './sends-repository.js';
@@ -270,30 +269,4 @@ async function maybeAutoReply(
   if (sender !== null) tx.onCommit(() => sender.queued(c.id));
   messageCreated(outbox, SYSTEM, reply, c.assignee);
   return reply;
-}
-
-/**
- * A provider's report on an outbound text it carries, found by the provider's id: applied when it
- * moves the status forward, ignored otherwise (a repeat, a late `delivered` after `read`). False
- * when no outbound message has that id.
- */
-export async function receiveStatus(store: Store, externalId: string, change: StatusChange): Promise<boolean> {
-  return withEvents(store, async (tx, outbox) => {
-    const row = await tx
-      .selectFrom('messages as m')
-      .innerJoin('conversations as c', 'c.id', 'm.conversation_id')
-      .where('m.external_id', '=', externalId)
-      .where('m.direction', '=', 'outbound')
-      .select(['m.id', 'm.conversation_id', 'c.assignee'])
-      .executeTakeFirst();
-    if (row === undefined) return false;
-    await applyStatus(
-      tx,
-      outbox,
-      SYSTEM,
-      { conversationId: row.conversation_id, messageId: row.id, assignee: row.assignee },
-      change,
-    );
-    return true;
-  });
 }

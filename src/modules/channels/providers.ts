@@ -1,10 +1,12 @@
-// Owns talking to the providers that carry an outbound text: SMTP (nodemailer), Twilio's Messages
-// API (SMS, or WhatsApp with whatsapp: addresses) and Meta's WhatsApp Cloud API. Each answers with
-// the provider's id, or a failure that says whether trying again can help and the provider's reason.
+// Owns talking to the providers that carry an outbound text: SMTP (src/modules/channels/smtp.ts),
+// Twilio's Messages API (SMS, or WhatsApp with whatsapp: addresses) and Meta's WhatsApp Cloud API.
+// Each answers that the provider accepted it (with its id when it gave one), or a failure that says
+// whether trying again can help and the provider's reason.
 import { createHmac } from 'node:crypto';
-import { createTransport, type Transporter } from 'nodemailer';
+import type { FastifyBaseLogger } from 'fastify';
 import type { ChannelsConfig } from '../../config-channels.js';
 import type { SendTemplate } from './sends-repository.js';
+import { sendSmtp } from './smtp.js';
 
 export type Channel = 'email' | 'sms' | 'whatsapp' | 'web';
 
@@ -24,8 +26,12 @@ export interface Outgoing {
   template: SendTemplate | null;
 }
 
+/**
+ * Accepted (any 2xx, SMTP 250), with the provider's id or null when its answer carried none; or a
+ * failure.
+ */
 export type SendResult =
-  | { ok: true; externalId: string }
+  | { ok: true; externalId: string | null }
   | { ok: false; retryable: boolean; code: string; message: string };
 
 const fail = (retryable: boolean, code: string, message: string): SendResult => ({
@@ -63,72 +69,49 @@ function metaTemplate(t: SendTemplate) {
 }
 
 export class Providers {
-  private smtp: Transporter | null = null;
+  constructor(
+    private readonly c: ChannelsConfig,
+    private readonly log: FastifyBaseLogger,
+  ) {}
 
-  constructor(private readonly c: ChannelsConfig) {}
-
-  close(): void {
-    this.smtp?.close();
-  }
-
+  /**
+   * Sends a text over its channel: a web text is the widget's to show (sent as it is); the dry run
+   * sends nothing and says sent (e-mail with its real Message-ID). `signal`: end the attempt early
+   * (the instance is stopping, or its lease on the text could not be renewed).
+   */
   async send(o: Outgoing, signal: AbortSignal): Promise<SendResult> {
+    if (o.channel === 'web') return { ok: true, externalId: o.messageId };
+    if (this.c.dryRun) {
+      this.log.info({ message: o.messageId, channel: o.channel }, 'channels dry run: not sent');
+      return {
+        ok: true,
+        externalId: o.channel === 'email' ? emailMessageId(this.c, o.messageId) : `dry_${o.messageId}`,
+      };
+    }
     const provider = providerFor(this.c, o.channel);
-    if (provider === 'smtp') return this.email(o);
+    if (provider === 'smtp') return this.email(o, signal);
     if (o.phone === null) return fail(false, 'NO_ADDRESS', 'the guest has no phone number');
     if (provider === 'twilio') return this.twilio(o, o.phone, signal);
     if (provider === 'meta') return this.meta(o, o.phone, signal);
     return fail(false, 'CHANNEL_NOT_CONFIGURED', `no provider is configured for the ${o.channel} channel`);
   }
 
-  /**
-   * nodemailer's timeouts bound each step of the SMTP dialogue, not the whole of it: a server
-   * answering just slowly enough could hold a send past the dispatcher's lease. The attempt ends at
-   * the send timeout whatever the dialogue's state (retryable: the server may yet have taken it).
-   */
-  private async email(o: Outgoing): Promise<SendResult> {
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<SendResult>((resolve) => {
-      timer = setTimeout(
-        () => resolve(fail(true, 'SMTP_TIMEOUT', `no answer from the SMTP server within ${this.c.sendTimeoutMs} ms`)),
-        this.c.sendTimeoutMs,
-      );
-    });
-    try {
-      return await Promise.race([this.smtpSend(o), deadline]);
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-
-  private async smtpSend(o: Outgoing): Promise<SendResult> {
+  private async email(o: Outgoing, signal: AbortSignal): Promise<SendResult> {
     if (o.email === null) return fail(false, 'NO_ADDRESS', 'the guest has no e-mail address');
     const cfg = this.c.email!;
-    this.smtp ??= createTransport({
-      url: cfg.smtpUrl,
-      connectionTimeout: this.c.sendTimeoutMs,
-      greetingTimeout: this.c.sendTimeoutMs,
-      socketTimeout: this.c.sendTimeoutMs,
-    });
     const id = emailMessageId(this.c, o.messageId);
     const last = o.references.at(-1);
-    try {
-      await this.smtp.sendMail({
-        from: cfg.from,
-        to: o.email,
-        subject: o.subject,
-        text: o.content,
-        messageId: id,
-        ...(last ? { inReplyTo: last, references: o.references } : {}),
-      });
-      return { ok: true, externalId: id };
-    } catch (err) {
-      const e = err as { responseCode?: number; response?: string; message?: string; code?: string };
-      if (typeof e.responseCode === 'number') {
-        // SMTP 4xx is a temporary refusal (greylisting, full mailbox); 5xx is final.
-        return fail(e.responseCode < 500, `SMTP_${e.responseCode}`, e.response ?? e.message ?? 'refused');
-      }
-      return fail(true, 'SMTP_UNREACHABLE', e.message ?? String(err));
-    }
+    const mail = {
+      from: cfg.from,
+      to: o.email,
+      subject: o.subject,
+      text: o.content,
+      messageId: id,
+      ...(last ? { inReplyTo: last, references: o.references } : {}),
+    };
+    const timeouts = { sendTimeoutMs: this.c.sendTimeoutMs, answerTimeoutMs: this.c.smtpAnswerTimeoutMs };
+    const r = await sendSmtp(cfg.smtpUrl, mail, timeouts, signal);
+    return r.ok ? { ok: true, externalId: id } : fail(r.retryable, r.code, r.message);
   }
 
   private async twilio(o: Outgoing, phone: string, signal: AbortSignal): Promise<SendResult> {
@@ -174,7 +157,7 @@ export class Providers {
 
   private async post(
     url: string,
-    shutdown: AbortSignal,
+    end: AbortSignal,
     r: {
       headers: Record<string, string>;
       body: string;
@@ -183,9 +166,9 @@ export class Providers {
     },
   ): Promise<SendResult> {
     let res: Response;
-    let text: string;
-    // One controller, held by the timer and the shutdown listener until the attempt ends. Not
-    // AbortSignal.any([shutdown, AbortSignal.timeout(…)]): on Node 20 that combined signal is only
+    let text = '';
+    // One controller, held by the timer and the `end` listener until the attempt ends. Not
+    // AbortSignal.any([end, AbortSignal.timeout(…)]): on Node 20 that combined signal is only
     // weakly held (by its sources and by fetch's request), so a garbage collection during the
     // request dropped it, the timeout never reached fetch, and a provider that never answered held
     // the send (and a dispatcher slot) for good.
@@ -194,9 +177,9 @@ export class Providers {
       () => attempt.abort(new DOMException(`no answer within ${this.c.sendTimeoutMs} ms`, 'TimeoutError')),
       this.c.sendTimeoutMs,
     );
-    const onShutdown = () => attempt.abort(shutdown.reason);
-    if (shutdown.aborted) onShutdown();
-    else shutdown.addEventListener('abort', onShutdown, { once: true });
+    const onEnd = () => attempt.abort(end.reason);
+    if (end.aborted) onEnd();
+    else end.addEventListener('abort', onEnd, { once: true });
     try {
       res = await fetch(url, {
         method: 'POST',
@@ -205,13 +188,15 @@ export class Providers {
         signal: attempt.signal,
         redirect: 'error',
       });
-      text = await res.text();
+      // A 2xx is an acceptance however its body ends (cut off, late): the text is not sent again.
+      if (res.ok) text = await res.text().catch(() => '');
+      else text = await res.text();
     } catch (err) {
       const timeout = (err as Error).name === 'TimeoutError';
       return fail(true, timeout ? 'PROVIDER_TIMEOUT' : 'PROVIDER_UNREACHABLE', (err as Error).message);
     } finally {
       clearTimeout(timer);
-      shutdown.removeEventListener('abort', onShutdown);
+      end.removeEventListener('abort', onEnd);
     }
     let json: Record<string, unknown> = {};
     try {
@@ -219,12 +204,8 @@ export class Providers {
     } catch {
       // A non-JSON answer (a proxy's error page): its status decides.
     }
-    if (res.ok) {
-      const id = r.idOf(json);
-      return id === null
-        ? fail(true, 'PROVIDER_BAD_ANSWER', 'the provider accepted but sent no id')
-        : { ok: true, externalId: id };
-    }
+    // Accepted, with or without an id: retrying a 2xx would send the guest the text again.
+    if (res.ok) return { ok: true, externalId: r.idOf(json) };
     const reason = r.reasonOf(json) ?? `HTTP ${res.status}`;
     const retryable = res.status === 429 || res.status >= 500 || res.status === 408;
     return fail(retryable, retryable ? `PROVIDER_${res.status}` : 'PROVIDER_REJECTED', reason);

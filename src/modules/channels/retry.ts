@@ -1,5 +1,7 @@
 // Owns re-sending a failed text: the same message goes back to `queued` with its error cleared and
 // its send job due now, in one transaction with its `message.updated` event. Never a second message.
+// A retry is a new send: the old provider id and the times it was sent, delivered and read are
+// released, so a late report for the old id finds nothing to move (src/modules/channels/statuses.ts).
 import type { Store } from '../../db/store.js';
 import type { AuthUser } from '../../lib/auth.js';
 import { conflict, notFound } from '../../lib/errors.js';
@@ -27,7 +29,16 @@ export async function retryMessage(
     }
     const r = await tx
       .updateTable('messages')
-      .set({ delivery_status: 'queued', error_code: null, error_message: null, updated_at: new Date().toISOString() })
+      .set({
+        delivery_status: 'queued',
+        error_code: null,
+        error_message: null,
+        external_id: null,
+        sent_at: null,
+        delivered_at: null,
+        read_at: null,
+        updated_at: new Date().toISOString(),
+      })
       .where('id', '=', messageId)
       .where('delivery_status', '=', 'failed')
       .executeTakeFirst();
@@ -40,7 +51,7 @@ export async function retryMessage(
         .select('status')
         .executeTakeFirst();
       if (exists !== undefined) throw conflict('A send of this message is still in progress');
-      await insertSend(tx, messageId, conversationId, new Date().toISOString());
+      await insertSend(tx, messageId, conversationId, ref.channel, new Date().toISOString());
     }
     if (sender !== null) tx.onCommit(() => sender.queued(conversationId));
     const after = (await findMessage(tx, conversationId, messageId))!;

@@ -13,7 +13,7 @@ import { AppError, forbidden, validation } from '../../lib/errors.js';
 import { BODY_ERRORS, Ok, ok, STANDARD_ERRORS } from '../../lib/schemas.js';
 import { inputProblem } from '../../lib/validation.js';
 import { emailInboundRoute } from './email-route.js';
-import { contentOf, type Inbound, receiveInbound, receiveStatus } from './inbound.js';
+import { contentOf, type Inbound, receiveInbound } from './inbound.js';
 import { readMetaWebhook, twilioStatus } from './payloads.js';
 import {
   DuplicateReceipt,
@@ -30,6 +30,7 @@ import {
   WhatsAppWebhookBody,
 } from './schemas.js';
 import { type FormParams, metaSignatureValid, parseForm, same, twilioSignatureValid } from './signatures.js';
+import { receiveStatus } from './statuses.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -151,8 +152,10 @@ export const channelsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         description:
           "Twilio's status callback for a text the API sent (the StatusCallback it was given), signed with " +
           '`X-Twilio-Signature`. sent, delivered and read move the message forward (never back); failed and ' +
-          'undelivered mark it failed with the error Twilio names. Statuses of messages this API did not send, ' +
-          'from a number that is not ours, and the steps before sent, are accepted and ignored.',
+          'undelivered mark it failed with the error Twilio names; none moves a queued message. A status for a ' +
+          'sid no message carries yet (it outran the recording of the send) is kept for a day and applied once ' +
+          'a message is sent with that sid. Statuses from a number that is not ours, and the steps before sent, ' +
+          'are accepted and ignored.',
         security: [{ twilioSignature: [] }],
         body: { content: { 'application/x-www-form-urlencoded': { schema: TwilioStatusForm } } },
         response: {
@@ -243,9 +246,10 @@ export const channelsRoutes: FastifyPluginAsyncTypebox = async (app) => {
           description:
             "Meta's webhook, signed with `X-Hub-Signature-256` (HMAC-SHA256 of the raw body with " +
             '`WHATSAPP_APP_SECRET`). Each `messages[]` item is stored once in the sender’s WhatsApp conversation; ' +
-            'each `statuses[]` item moves the text it names forward. Entries it does not understand, and every ' +
-            'item of a change for another `phone_number_id` than `WHATSAPP_PHONE_NUMBER_ID`, are counted as ' +
-            'skipped, and the answer is still 200, so Meta does not retry them.',
+            'each `statuses[]` item moves the text it names forward (one naming an id no text carries yet is ' +
+            'kept for a day, applied once a text is sent with it, and counted as skipped). Entries it does not ' +
+            'understand, and every item of a change for another `phone_number_id` than `WHATSAPP_PHONE_NUMBER_ID`, ' +
+            'are counted as skipped, and the answer is still 200, so Meta does not retry them.',
           security: [{ whatsappSignature: [] }],
           body: WhatsAppWebhookBody,
           response: { 200: Ok(WhatsAppReceipt), ...PROVIDER_ERRORS, ...BODY_ERRORS },

@@ -1,10 +1,16 @@
 // Owns send jobs: one row per outbound text, written in the message's own transaction, claimed by
-// exactly one dispatcher at a time (a lease that a crashed instance loses), in order per
-// conversation, and finished or rescheduled under that lease.
+// exactly one dispatcher at a time (a lease that a crashed instance loses, renewed while a send
+// lasts), for the channels that have a free slot, in order per conversation, each claim counted as
+// an attempt; finished or rescheduled under that lease, and purged some days after finishing.
 import { CompiledQuery, sql } from 'kysely';
 import { type Param, prepared } from '../../db/prepared.js';
 import { nowIso, toIso, toJson } from '../../db/store.js';
 import type { Executor } from '../../db/types.js';
+import type { Channel } from './providers.js';
+
+/** The channels that send through a provider, each with its own slots (`web` texts have no job). */
+export type SendChannel = Exclude<Channel, 'web'>;
+export const SEND_CHANNELS: readonly SendChannel[] = ['email', 'sms', 'whatsapp'];
 
 /** What a template send carries besides its text (Meta sends the template by name). */
 export interface SendTemplate {
@@ -17,12 +23,14 @@ export interface SendTemplate {
 export interface SendLease {
   instance: string;
   until: string;
+  /** `until` in milliseconds. */
+  untilMs: number;
 }
 
 /** This instance's dispatcher, as the code that writes a text sees it (claim at birth). */
 export interface LocalSender {
-  /** A lease for one more text, or null when the dispatcher cannot take one now. */
-  lease(): SendLease | null;
+  /** A lease for one more text of the channel, or null when the dispatcher cannot take one now. */
+  lease(channel: string): SendLease | null;
   /** Sends a text whose job was claimed with that lease; called once its transaction committed. */
   adopt(send: ClaimedSend): void;
   /**
@@ -43,33 +51,42 @@ export async function insertSend(
   db: Executor,
   messageId: string,
   conversationId: string,
+  channel: string,
   at: string,
   template: SendTemplate | null = null,
   lease: SendLease | null = null,
 ): Promise<boolean> {
-  const earlier = sql<boolean>`exists (select 1 from channel_sends where conversation_id = ${conversationId} and status = 'pending')`;
-  const row = await db
-    .insertInto('channel_sends')
-    .values({
-      message_id: messageId,
-      conversation_id: conversationId,
-      status: 'pending',
-      attempts: 0,
-      next_attempt_at: at,
-      created_at: at,
-      template:
-        template === null
-          ? null
-          : toJson({ name: template.name, language: template.language, parameters: template.parameters }),
-      locked_until:
-        lease === null
-          ? null
-          : sql<string>`case when ${earlier} then null else cast(${lease.until} as ${sql.raw(db.dialect === 'postgres' ? 'timestamptz' : 'text')}) end`,
-      locked_by: lease === null ? null : sql<string>`case when ${earlier} then null else ${lease.instance} end`,
-    })
-    .returning('locked_by')
-    .executeTakeFirstOrThrow();
-  return lease !== null && row.locked_by === lease.instance;
+  const json =
+    template === null
+      ? null
+      : toJson({ name: template.name, language: template.language, parameters: template.parameters });
+  if (lease === null) {
+    await db
+      .insertInto('channel_sends')
+      .values({
+        message_id: messageId,
+        conversation_id: conversationId,
+        channel,
+        status: 'pending',
+        attempts: 0,
+        next_attempt_at: at,
+        created_at: at,
+        template: json,
+      })
+      .execute();
+    return false;
+  }
+  // Whether an earlier send of the conversation is pending, read once for the three columns it
+  // decides. Claimed at birth, the job counts its first attempt, as a claim does (claimSends).
+  const ts = sql.raw(db.dialect === 'postgres' ? 'timestamptz' : 'text');
+  const { rows } = await sql<{ locked_by: string | null }>`insert into channel_sends
+  (message_id, conversation_id, channel, status, attempts, next_attempt_at, created_at, template, locked_until, locked_by)
+  select ${messageId}, ${conversationId}, ${channel}, 'pending', case when x.e then 0 else 1 end,
+    cast(${at} as ${ts}), cast(${at} as ${ts}), ${json},
+    case when x.e then null else cast(${lease.until} as ${ts}) end, case when x.e then null else ${lease.instance} end
+  from (select exists (select 1 from channel_sends where conversation_id = ${conversationId} and status = 'pending') as e) as x
+  returning locked_by`.execute(db);
+  return rows[0]?.locked_by === lease.instance;
 }
 
 /**
@@ -80,88 +97,111 @@ export async function rescheduleSend(db: Executor, messageId: string): Promise<b
   const now = nowIso();
   const r = await db
     .updateTable('channel_sends')
-    .set({ status: 'pending', attempts: 0, next_attempt_at: now, locked_until: null, locked_by: null })
+    .set({
+      status: 'pending',
+      attempts: 0,
+      next_attempt_at: now,
+      locked_until: null,
+      locked_by: null,
+      finished_at: null,
+    })
     .where('message_id', '=', messageId)
     .where('status', '=', 'done')
     .executeTakeFirst();
   return Number(r.numUpdatedRows) > 0;
 }
 
-/** Pending, unclaimed (or lease expired), and the oldest pending send of its conversation. */
-function claimable(db: Executor, at: string) {
-  return db
+/**
+ * Pending, unclaimed (or lease expired), of one of `channels` (null: any), and the oldest pending
+ * send of its conversation.
+ */
+function claimable(db: Executor, at: string, channels: readonly string[] | null) {
+  let q = db
     .selectFrom('channel_sends as s')
     .where('s.status', '=', 'pending')
-    .where((eb) => eb.or([eb('s.locked_until', 'is', null), eb('s.locked_until', '<', at)]))
-    .where((eb) =>
-      eb.not(
-        eb.exists(
-          eb
-            .selectFrom('channel_sends as o')
-            .select('o.message_id')
-            .whereRef('o.conversation_id', '=', 's.conversation_id')
-            .where('o.status', '=', 'pending')
-            // A row-value comparison is a range of the conversation's index (conversation, status,
-            // created, id): one step finds an earlier send or none. The same test written with OR
-            // read every pending send of the conversation for its oldest one.
-            .where(sql<boolean>`(o.created_at, o.message_id) < (s.created_at, s.message_id)`),
-        ),
+    .where((eb) => eb.or([eb('s.locked_until', 'is', null), eb('s.locked_until', '<', at)]));
+  if (channels !== null) q = q.where('s.channel', 'in', channels);
+  return q.where((eb) =>
+    eb.not(
+      eb.exists(
+        eb
+          .selectFrom('channel_sends as o')
+          .select('o.message_id')
+          .whereRef('o.conversation_id', '=', 's.conversation_id')
+          .where('o.status', '=', 'pending')
+          // A row-value comparison is a range of the conversation's index (conversation, status,
+          // created, id): one step finds an earlier send or none. The same test written with OR
+          // read every pending send of the conversation for its oldest one.
+          .where(sql<boolean>`(o.created_at, o.message_id) < (s.created_at, s.message_id)`),
       ),
-    );
+    ),
+  );
 }
 
 export interface ClaimedSend {
   messageId: string;
   conversationId: string;
+  /** The conversation's channel, whose slots the send takes. */
+  channel: string;
+  /** Attempts counted so far, this claim's included. */
   attempts: number;
+  /** When this claim's lease runs out (ms). */
+  leaseUntil: number;
 }
 
+type ClaimedRow = { message_id: string; conversation_id: string; attempts: number; channel: string | null };
+const claimedOf = (r: ClaimedRow, leaseUntil: number): ClaimedSend => ({
+  messageId: r.message_id,
+  conversationId: r.conversation_id,
+  // A job written before jobs named their channel is sent in a bucket of its own.
+  channel: r.channel ?? 'unknown',
+  attempts: Number(r.attempts),
+  leaseUntil,
+});
+
 /**
- * Leases up to `limit` due sends to this instance until `lockMs` from now. PostgreSQL selects the
- * candidates FOR UPDATE SKIP LOCKED (in `claim_sends`, migration 015) so concurrent instances
- * claim disjoint rows; on SQLite the single statement runs alone.
+ * Leases up to `limit` due sends of `channels` (null: any) to this instance until `lockMs` from
+ * now, counting an attempt for each: an instance that dies mid-send (a crash loop) uses up the
+ * text's attempts like any failure, and it ends `failed` rather than being sent for ever.
+ * PostgreSQL selects the candidates FOR UPDATE SKIP LOCKED (in `claim_sends`, migration 020) so
+ * concurrent instances claim disjoint rows; on SQLite the single statement runs alone.
  */
 export async function claimSends(
   db: Executor,
   instance: string,
   limit: number,
   lockMs: number,
+  channels: readonly string[] | null = null,
 ): Promise<ClaimedSend[]> {
   const now = new Date();
   const at = now.toISOString();
-  const until = new Date(now.getTime() + lockMs).toISOString();
+  const untilMs = now.getTime() + lockMs;
+  const until = new Date(untilMs).toISOString();
   if (db.dialect === 'postgres') {
     // The same statement as below, in a function whose plan does not follow stale statistics
-    // (migration 015).
-    const { rows } = await db.executeQuery<{ message_id: string; conversation_id: string; attempts: number }>(
-      CompiledQuery.raw('select * from claim_sends($1, $2, $3, $4)', [limit, at, until, instance]),
+    // (migrations 015 and 020).
+    const { rows } = await db.executeQuery<ClaimedRow>(
+      CompiledQuery.raw('select * from claim_sends($1, $2, $3, $4, $5)', [limit, at, until, instance, channels]),
     );
-    return rows.map((r) => ({
-      messageId: r.message_id,
-      conversationId: r.conversation_id,
-      attempts: Number(r.attempts),
-    }));
+    return rows.map((r) => claimedOf(r, untilMs));
   }
-  const candidates = claimable(db, at)
+  const candidates = claimable(db, at, channels)
     .select('s.message_id')
     .where('s.next_attempt_at', '<=', at)
     .orderBy('s.next_attempt_at')
     .limit(limit);
   const rows = await db
     .updateTable('channel_sends')
-    .set({ locked_until: until, locked_by: instance })
+    .set((eb) => ({ locked_until: until, locked_by: instance, attempts: eb('attempts', '+', 1) }))
     .where('message_id', 'in', candidates)
-    .returning(['message_id', 'conversation_id', 'attempts'])
+    .returning(['message_id', 'conversation_id', 'attempts', 'channel'])
     .execute();
-  return rows.map((r) => ({
-    messageId: r.message_id,
-    conversationId: r.conversation_id,
-    attempts: Number(r.attempts),
-  }));
+  return rows.map((r) => claimedOf(r, untilMs));
 }
 
-export async function nextSendDueAt(db: Executor): Promise<number | null> {
-  const row = await claimable(db, new Date().toISOString())
+/** When the earliest claimable send of `channels` (null: any) comes due, or null when none waits. */
+export async function nextSendDueAt(db: Executor, channels: readonly string[] | null = null): Promise<number | null> {
+  const row = await claimable(db, new Date().toISOString(), channels)
     .select((eb) => eb.fn.min('s.next_attempt_at').as('at'))
     .executeTakeFirst();
   return row?.at == null ? null : new Date(toIso(row.at)).getTime();
@@ -176,16 +216,25 @@ const finishSent = prepared((db, p: Param<{ messageId: string; instance: string 
 );
 
 const finishAttempt = prepared(
-  (db, p: Param<{ messageId: string; instance: string; status: 'done' | 'pending'; retryAt: string | null }>) =>
+  (
+    db,
+    p: Param<{
+      messageId: string;
+      instance: string;
+      status: 'done' | 'pending';
+      retryAt: string | null;
+      finishedAt: string | null;
+    }>,
+  ) =>
     db
       .updateTable('channel_sends')
-      .set((eb) => ({
+      .set({
         status: p('status'),
-        attempts: eb('attempts', '+', 1),
         next_attempt_at: p('retryAt'),
         locked_until: null,
         locked_by: null,
-      }))
+        finished_at: p('finishedAt'),
+      })
       .where('message_id', '=', p('messageId'))
       .where('locked_by', '=', p('instance'))
       .returning('message_id'),
@@ -207,15 +256,53 @@ export async function recordSend(
   if (next === 'sent') return (await db.run(finishSent, { messageId, instance })).length > 0;
   const retryAt = next === 'failed' ? null : next.retryAt;
   const status = retryAt === null ? 'done' : 'pending';
-  return (await db.run(finishAttempt, { messageId, instance, status, retryAt })).length > 0;
+  const finishedAt = retryAt === null ? nowIso() : null;
+  return (await db.run(finishAttempt, { messageId, instance, status, retryAt, finishedAt })).length > 0;
 }
 
-export async function releaseSends(db: Executor, instance: string, ids: string[]): Promise<void> {
+/**
+ * Gives this instance's leases back so any instance claims the sends again at once. `unsent`: no
+ * provider was called for them under this claim, so its attempt is not counted.
+ */
+export async function releaseSends(db: Executor, instance: string, ids: string[], unsent: boolean): Promise<void> {
   if (ids.length === 0) return;
   await db
     .updateTable('channel_sends')
-    .set({ locked_until: null, locked_by: null })
+    .set(() => ({
+      locked_until: null,
+      locked_by: null,
+      ...(unsent ? { attempts: sql<number>`case when attempts > 0 then attempts - 1 else 0 end` } : {}),
+    }))
     .where('locked_by', '=', instance)
     .where('message_id', 'in', ids)
     .execute();
+}
+
+/**
+ * Extends this instance's leases on `ids` to `until`; returns the ids it still held (a lease
+ * another instance took after it ran out is not taken back).
+ */
+export async function renewLeases(db: Executor, instance: string, ids: string[], until: string): Promise<string[]> {
+  if (ids.length === 0) return [];
+  const rows = await db
+    .updateTable('channel_sends')
+    .set({ locked_until: until })
+    .where('locked_by', '=', instance)
+    .where('message_id', 'in', ids)
+    .returning('message_id')
+    .execute();
+  return rows.map((r) => r.message_id);
+}
+
+/**
+ * Deletes the jobs that finished before `before`: a failed text's job is kept that long so that a
+ * retry sends it as it was (a template by its name); a retry after that gets a fresh job.
+ */
+export async function purgeFinishedSends(db: Executor, before: string): Promise<number> {
+  const r = await db
+    .deleteFrom('channel_sends')
+    .where('status', '=', 'done')
+    .where('finished_at', '<', before)
+    .executeTakeFirst();
+  return Number(r.numDeletedRows);
 }

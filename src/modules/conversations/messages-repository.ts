@@ -205,7 +205,7 @@ function moveStatusSql(job: JobFinish['next'] | null): string {
     job === 'sent'
       ? 'job as (delete from channel_sends where message_id = $1 and locked_by = $13 returning message_id),'
       : job === 'failed'
-        ? `job as (update channel_sends set status = 'done', attempts = attempts + 1, next_attempt_at = null,
+        ? `job as (update channel_sends set status = 'done', next_attempt_at = null, finished_at = $5::timestamptz,
     locked_until = null, locked_by = null where message_id = $1 and locked_by = $13 returning message_id),`
         : '';
   return `with ${finish} b as materialized (

@@ -149,9 +149,16 @@ export async function storeOutbound(
   if (channel === 'web') return insertMessage(tx, { ...m, delivery_status: 'sent', sent_at: m.created_at });
   const message = await insertMessage(tx, m);
   // Claimed at birth by this instance's dispatcher when it has room: sent once this commits.
-  const lease = sender?.lease() ?? null;
-  if (await insertSend(tx, message.id, m.conversation_id, message.createdAt, template, lease)) {
-    tx.onCommit(() => sender!.adopt({ messageId: message.id, conversationId: m.conversation_id, attempts: 0 }));
+  const lease = sender?.lease(channel) ?? null;
+  if (await insertSend(tx, message.id, m.conversation_id, channel, message.createdAt, template, lease)) {
+    const claimed = {
+      messageId: message.id,
+      conversationId: m.conversation_id,
+      channel,
+      attempts: 1,
+      leaseUntil: lease!.untilMs,
+    };
+    tx.onCommit(() => sender!.adopt(claimed));
   } else if (sender !== null) tx.onCommit(() => sender.queued(m.conversation_id));
   return message;
 }
