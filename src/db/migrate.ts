@@ -17,6 +17,7 @@ import { staffTagCounts } from './migrations/014-staff-tag-counts.js';
 import { claimSends } from './migrations/015-claim-sends.js';
 import { writeEventsFunction } from './migrations/016-write-events.js';
 import { webhookFanOut } from './migrations/017-webhook-fan-out.js';
+import { webVisitors } from './migrations/023-web-visitors.js';
 import { columnTypes, type MigrationDef } from './migrations/helpers.js';
 import type { Store } from './store.js';
 
@@ -38,6 +39,7 @@ const MIGRATIONS: MigrationDef[] = [
   claimSends,
   writeEventsFunction,
   webhookFanOut,
+  webVisitors,
 ];
 
 export async function migrate(store: Store): Promise<string[]> {

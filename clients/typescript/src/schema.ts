@@ -839,7 +839,7 @@ export interface paths {
         put?: never;
         /**
          * Receive a message from the web chat widget
-         * @description Called by the hotel's chat widget backend: name a known guest by `guestId`, or describe the visitor in `guest` (matched by phone or e-mail, else a new guest). The message joins the guest’s latest web conversation (a closed one reopens), else a new one. An `externalId` is the caller’s (the API key, or the staff member): the same caller posting it again changes nothing and is answered 200 with `duplicate: true` and the stored message’s id only; another caller’s same id is a message of its own.
+         * @description Called by the hotel's chat widget backend: name a known guest by `guestId`, or describe the visitor in `guest`: an anonymous visitor by the widget’s own `visitorId` (the same caller naming it again reaches the same guest; another caller’s same id is a guest of its own), or by phone or e-mail (matched, else a new guest). The message joins the guest’s latest web conversation (a closed one reopens), else a new one. An `externalId` is the caller’s (the API key, or the staff member): the same caller posting it again changes nothing and is answered 200 with `duplicate: true` and the stored message’s id only; another caller’s same id is a message of its own.
          *
          *     API key scope: `channels:inbound`.
          */
@@ -13828,18 +13828,17 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
+        /** @description Exactly one of guestId and guest. */
         requestBody: {
             content: {
                 /**
                  * @example {
-                 *       "guestId": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
                  *       "guest": {
-                 *         "name": "Ana Lopes",
-                 *         "email": "ana.lopes@example.com",
-                 *         "phone": "+351912345678"
+                 *         "visitorId": "visitor-5f2b1c",
+                 *         "name": "Ana Lopes"
                  *       },
-                 *       "content": "Hello! Could we have two extra towels, please?",
-                 *       "externalId": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n"
+                 *       "content": "Hello! Is the spa open this evening?",
+                 *       "externalId": "chat-81723"
                  *     }
                  */
                 "application/json": {
@@ -13848,16 +13847,25 @@ export interface operations {
                      * @example gst_01jd8x3k5q7w9e2r4t6y8v0m1n
                      */
                     guestId?: string;
-                    /** @description The visitor, matched to a guest by phone or e-mail, else a new guest */
+                    /** @description The visitor: the guest its visitorId already is (for this caller), else the guest with its phone or e-mail, else a new guest. Needs at least one of email, phone and visitorId. */
                     guest?: {
-                        name: string;
+                        /** @description The name a new guest gets (default: the e-mail, the phone, else "Web visitor") */
+                        name?: string;
                         email?: string | null;
                         phone?: string | null;
+                        /** @description The widget's own id of an anonymous visitor: the same caller naming it again reaches the same guest */
+                        visitorId?: string;
+                    } | {
+                        email: string;
+                    } | {
+                        phone: string;
+                    } | {
+                        visitorId: string;
                     };
                     content: string;
                     /** @description The widget's id of the message: the same id is stored once however often it is sent */
                     externalId?: string;
-                };
+                } & (unknown | unknown);
             };
         };
         responses: {

@@ -286,7 +286,9 @@ export const channelsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'Receive a message from the web chat widget',
         description:
           "Called by the hotel's chat widget backend: name a known guest by `guestId`, or describe the visitor in " +
-          '`guest` (matched by phone or e-mail, else a new guest). The message joins the guest’s latest web ' +
+          '`guest`: an anonymous visitor by the widget’s own `visitorId` (the same caller naming it again reaches ' +
+          'the same guest; another caller’s same id is a guest of its own), or by phone or e-mail (matched, else a ' +
+          'new guest). The message joins the guest’s latest web ' +
           'conversation (a closed one reopens), else a new one. An `externalId` is the caller’s (the API key, or ' +
           'the staff member): the same caller posting it again changes nothing and is answered 200 with ' +
           '`duplicate: true` and the stored message’s id only; another caller’s same id is a message of its own.',
@@ -295,20 +297,21 @@ export const channelsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
+      // The schema holds the rules across fields: exactly one of guestId and guest, and a guest
+      // known by an e-mail, a phone or a visitorId.
       const b = request.body;
-      if ((b.guestId === undefined) === (b.guest === undefined)) {
-        throw validation([{ field: 'guestId', message: 'give exactly one of guestId and guest' }]);
-      }
-      if (b.guest !== undefined && !b.guest.email && !b.guest.phone) {
-        throw validation([{ field: 'guest', message: 'must have an email or a phone, to know the guest again' }]);
-      }
+      const caller = request.user!.id;
+      const { visitorId, ...visitor } = b.guest ?? {};
       const inbound: Inbound = {
         channel: 'web',
-        sender: b.guestId !== undefined ? { guestId: b.guestId } : { ...b.guest },
+        sender:
+          b.guestId !== undefined
+            ? { guestId: b.guestId }
+            : { ...visitor, ...(visitorId !== undefined ? { visitor: { caller, id: visitorId } } : {}) },
         content: b.content,
         providerId: b.externalId ?? null,
         // Unique per caller: another widget naming the same id must not find (or block) this one.
-        ...(b.externalId !== undefined ? { dedupKey: `web#${request.user!.id}:${b.externalId}` } : {}),
+        ...(b.externalId !== undefined ? { dedupKey: `web#${caller}:${b.externalId}` } : {}),
       };
       const r = await receiveInbound(store(), inbound, app.channelDispatcher);
       reply.code(r.stored ? 201 : 200);
