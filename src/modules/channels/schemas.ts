@@ -1,6 +1,6 @@
-// Owns the request and response schemas of the channel routes: what Twilio, Meta, an inbound
-// e-mail relay and the web widget's backend send, and what they get back (and the route options
-// every provider route shares).
+// Owns the request and response schemas of the channel routes: what Twilio, Meta and the web
+// widget's backend send (inbound e-mail relays: email-schemas.ts), what they get back, and the
+// route options every provider route shares.
 import { type Static, Type } from 'typebox';
 import { errorResponse, Nullable, RefId, RefIdInput, STANDARD_ERRORS } from '../../lib/schemas.js';
 import { Message } from '../conversations/schemas.js';
