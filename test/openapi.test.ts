@@ -74,6 +74,7 @@ const PROVIDER_SECURITY: Record<string, string | null> = {
   'POST /api/v1/channels/whatsapp/webhook': 'whatsappSignature',
   'GET /api/v1/channels/whatsapp/webhook': null,
   'POST /api/v1/channels/email/inbound': 'emailInboundBasic',
+  'POST /api/v1/channels/email/inbound/mime': 'emailInboundBasic',
 };
 
 test('every operation under /api/v1 except login and provider callbacks requires bearerAuth', async (t) => {

@@ -20,6 +20,7 @@ import { webhookFanOut } from './migrations/017-webhook-fan-out.js';
 import { webhookOwner } from './migrations/018-webhook-owner.js';
 import { sendGuarantees } from './migrations/020-send-guarantees.js';
 import { streamTickets } from './migrations/022-stream-tickets.js';
+import { webVisitors } from './migrations/023-web-visitors.js';
 import { columnTypes, type MigrationDef } from './migrations/helpers.js';
 import type { Store } from './store.js';
 
@@ -44,6 +45,7 @@ const MIGRATIONS: MigrationDef[] = [
   webhookOwner,
   sendGuarantees,
   streamTickets,
+  webVisitors,
 ];
 
 export async function migrate(store: Store): Promise<string[]> {

@@ -286,6 +286,14 @@ export interface StaffTagCountTable {
   n: number;
 }
 
+/** An anonymous web visitor's guest, per caller, by the SHA-256 of its id (migration 023). */
+export interface WebVisitorTable {
+  caller_id: string;
+  visitor_hash: string;
+  guest_id: string;
+  created_at: Timestamp;
+}
+
 export interface StaffGuestCountTable {
   staff_id: string;
   n: number;
@@ -304,6 +312,7 @@ export interface Database {
   staff: StaffTable;
   guests: GuestTable;
   guest_tags: GuestTagTable;
+  web_visitors: WebVisitorTable;
   conversations: ConversationTable;
   messages: MessageTable;
   channel_sends: ChannelSendTable;

@@ -45,6 +45,7 @@ export function bodyChecker<T>(schema: TSchema, prefix: string): (value: unknown
 
 export interface AjvLikeError {
   instancePath?: string;
+  schemaPath?: string;
   keyword?: string;
   message?: string;
   params?: Record<string, unknown>;
@@ -85,12 +86,38 @@ function fieldMessage(e: AjvLikeError): string {
   return e.message ?? 'is invalid';
 }
 
+/**
+ * A rule across fields that a schema states as `anyOf` / `oneOf` branches (exactly one of two
+ * fields, at least one of three) carries `x-rule-message`, and `x-rule-field` when it is best
+ * said of one field: its failure is said once, in those words, instead of each branch's.
+ */
+function ruleOf(context: string | undefined, e: AjvLikeError): FieldError | null {
+  const message = e.parentSchema?.['x-rule-message'];
+  if ((e.keyword !== 'anyOf' && e.keyword !== 'oneOf') || typeof message !== 'string') return null;
+  const named = e.parentSchema?.['x-rule-field'];
+  if (typeof named !== 'string') return { field: fieldPath(context, e), message };
+  const at = fieldPath(context, { instancePath: e.instancePath ?? '' });
+  return { field: at === (context ?? 'body') ? named : `${at}.${named}`, message };
+}
+
 export function validationDetails(context: string | undefined, errors: AjvLikeError[]): FieldError[] {
   const out: FieldError[] = [];
   const byKey = new Map<string, FieldError>();
   // A nullable field fails two `type` checks ("must be string", "must be null"): say it once.
   const types = new Map<string, string[]>();
+  const rules = errors.filter((e) => ruleOf(context, e) !== null);
   for (const e of errors) {
+    const rule = ruleOf(context, e);
+    if (rule !== null) {
+      const k = `${rule.field}\u0000${rule.message}`;
+      if (!byKey.has(k)) {
+        byKey.set(k, rule);
+        out.push(rule);
+      }
+      continue;
+    }
+    // The branches of a stated rule are said by the rule.
+    if (rules.some((r) => e.schemaPath?.startsWith(`${r.schemaPath}/`))) continue;
     // A union reports every branch; the "anyOf" summary adds nothing a client can act on.
     if (e.keyword === 'anyOf' || e.keyword === 'oneOf' || e.keyword === 'if') continue;
     const field = fieldPath(context, e);

@@ -1,6 +1,7 @@
 // The inbound e-mail route as a relay and an attacker meet it: the password checked before the
-// body is read, a 10 MiB cap, bounded HTML-to-text work, a clean 415 for what is not a message,
-// de-duplication without a Message-ID, and no auto reply to automated mail (RFC 3834).
+// body is read, a 10 MiB cap on every form a relay posts, bounded HTML-to-text work, a clean 415
+// for a body in none of the accepted forms, de-duplication without a Message-ID, and no auto
+// reply to automated mail (RFC 3834).
 import assert from 'node:assert/strict';
 import { type AddressInfo, connect } from 'node:net';
 import { Readable } from 'node:stream';
@@ -8,11 +9,11 @@ import test from 'node:test';
 import { htmlText } from '../../src/modules/channels/html-text.js';
 import { assertError } from '../fixtures.js';
 import { buildTestApp, call, createStaff } from '../helpers.js';
+import { basic, multipart, postmarkJson, postRelay, EMAIL_ROUTE as ROUTE, sendgridRaw } from './relays.js';
 import { EMAIL_SECRET, email, INBOUND_ENV, postEmail } from './signing.js';
 
 const MIB = 1024 * 1024;
-const ROUTE = '/api/v1/channels/email/inbound';
-const basic = (password: string) => `Basic ${Buffer.from(`relay:${password}`).toString('base64')}`;
+const FORM = 'application/x-www-form-urlencoded';
 
 async function setup(t: test.TestContext) {
   const app = await buildTestApp(t, { ...INBOUND_ENV, CHANNELS_DRY_RUN: 'true' });
@@ -25,13 +26,13 @@ async function setup(t: test.TestContext) {
  * for the answer: the server must answer without the rest. Resolves the status line and the body,
  * or null when no answer came (the server is waiting for the body it was promised).
  */
-async function headersOnly(port: number, headers: Record<string, string>, length: number) {
+async function headersOnly(port: number, headers: Record<string, string>, length: number, path = '') {
   const socket = connect(port, '127.0.0.1');
   await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
   const lines = Object.entries({ host: '127.0.0.1', 'content-length': String(length), ...headers })
     .map(([k, v]) => `${k}: ${v}\r\n`)
     .join('');
-  socket.write(`POST ${ROUTE} HTTP/1.1\r\n${lines}\r\nFrom: someone@example.test\r\n`);
+  socket.write(`POST ${ROUTE}${path} HTTP/1.1\r\n${lines}\r\nFrom: someone@example.test\r\n`);
   let got = '';
   socket.on('data', (d) => {
     got += d.toString('latin1');
@@ -54,17 +55,61 @@ async function headersOnly(port: number, headers: Record<string, string>, length
   return { status: Number(head.split(' ')[1]), head: head.toLowerCase(), body: JSON.parse(body) };
 }
 
-test('a wrong or missing e-mail password is refused before the body is read', async (t) => {
+test('a wrong or missing e-mail password is refused before the body is read, in every relay form', async (t) => {
   const { app } = await setup(t);
   await app.listen({ host: '127.0.0.1', port: 0 });
   const { port } = app.server.address() as AddressInfo;
-  for (const auth of [{ authorization: basic('wrong') }, {}] as Record<string, string>[]) {
-    const res = await headersOnly(port, { 'content-type': 'message/rfc822', ...auth }, 5 * MIB);
-    assert.ok(res, 'answered without the body');
-    assert.equal(res.status, 403);
-    assert.equal(res.body.error.code, 'FORBIDDEN');
-    assert.match(res.head, /connection: close/, 'the connection ends: the rest of the body is never read');
+  for (const type of ['message/rfc822', 'multipart/form-data; boundary=xYzZY', 'application/json', FORM]) {
+    for (const auth of [{ authorization: basic('wrong') }, {}] as Record<string, string>[]) {
+      for (const path of ['', '/mime']) {
+        const res = await headersOnly(port, { 'content-type': type, ...auth }, 5 * MIB, path);
+        assert.ok(res, `${type}: answered without the body`);
+        assert.equal(res.status, 403, type);
+        assert.equal(res.body.error.code, 'FORBIDDEN');
+        assert.match(res.head, /connection: close/, 'the connection ends: the rest of the body is never read');
+      }
+    }
   }
+});
+
+test('a relay form over 10 MiB is refused as too large, announced or streamed, however it is split', async (t) => {
+  const { app } = await setup(t);
+  const auth = { authorization: basic(EMAIL_SECRET) };
+  const streamed = (body: Buffer, type: string) =>
+    app.inject({
+      method: 'POST',
+      url: ROUTE,
+      headers: { 'content-type': type, ...auth },
+      payload: Readable.from([body]),
+    });
+  const big = email({ from: 'big@example.test', messageId: '<big-form@x>', text: 'x'.repeat(10 * MIB) });
+  const sendgrid = sendgridRaw(big);
+  const announced = await postRelay(app, sendgrid.body, sendgrid.type);
+  assertError(announced, 413, 'PAYLOAD_TOO_LARGE');
+  assert.match(announced.body.error.message, /10 MiB/);
+  for (const [what, form] of [
+    ['one message part', sendgrid],
+    // Eleven fields of 1 MiB, each within a field's bound: the parts together pass the cap.
+    ['many parts', multipart(Array.from({ length: 11 }, (_, i) => [`f${i}`, 'y'.repeat(MIB - 100)]))],
+  ] as const) {
+    const res = await streamed(form.body, form.type);
+    assert.equal(res.statusCode, 413, `${what}: ${res.body}`);
+    assert.equal(res.json().error.code, 'PAYLOAD_TOO_LARGE', what);
+  }
+  const manyParts = multipart(Array.from({ length: 200 }, (_, i) => [`f${i}`, 'z']));
+  const parts = await streamed(manyParts.body, manyParts.type);
+  assert.equal(parts.statusCode, 413, parts.body);
+  const json = JSON.stringify(postmarkJson({ from: 'big@example.test', raw: big }));
+  assertError(await postRelay(app, json, 'application/json'), 413, 'PAYLOAD_TOO_LARGE');
+  assert.equal((await streamed(Buffer.from(json), 'application/json')).statusCode, 413);
+  const encoded = `body-mime=${encodeURIComponent(big)}`;
+  assert.equal((await streamed(Buffer.from(encoded), FORM)).statusCode, 413);
+
+  // Just within the cap, in each form: taken.
+  const fits = email({ from: 'fits@example.test', messageId: '<fits@x>', text: 'x'.repeat(9 * MIB) });
+  const within = sendgridRaw(fits);
+  const taken = await streamed(within.body, within.type);
+  assert.equal(taken.statusCode, 201, taken.body);
 });
 
 test('an e-mail over 10 MiB is refused as too large, before it is read when its length is announced', async (t) => {
@@ -96,19 +141,20 @@ test('an e-mail over 10 MiB is refused as too large, before it is read when its 
   assert.equal(early.body.error.code, 'PAYLOAD_TOO_LARGE');
 });
 
-test('a body that is not a message/rfc822 e-mail is 415 naming the accepted type, after the password', async (t) => {
+test('a body in none of the accepted forms is 415 naming them, after the password', async (t) => {
   const { app } = await setup(t);
   for (const [type, body] of [
     ['application/json', '{"from":"a@example.test","text":"hi"}'],
     ['text/plain', 'From: a@example.test\r\n\r\nhi'],
     ['application/x-www-form-urlencoded', 'from=a%40example.test'],
+    ['application/octet-stream', 'From: a@example.test\r\n\r\nhi'],
   ] as const) {
     const res = await call(app, 'POST', ROUTE, {
       body,
       headers: { 'content-type': type, authorization: basic(EMAIL_SECRET) },
     });
     assertError(res, 415, 'UNSUPPORTED_MEDIA_TYPE', type);
-    assert.match(res.body.error.message, /message\/rfc822/);
+    assert.match(res.body.error.message, /message\/rfc822.*`email`.*`body-mime`.*`RawEmail`/);
     const stranger = await call(app, 'POST', ROUTE, {
       body,
       headers: { 'content-type': type, authorization: basic('wrong') },

@@ -34,8 +34,14 @@ const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[
 const clean = (s: string) => !s.includes('\u0000') && !LONE_SURROGATE.test(s);
 
 const isNull = (s: Schema) => s.type === 'null' || (Array.isArray(s.enum) && s.enum.length === 1 && s.enum[0] === null);
-export const nullable = (s: Schema) => Array.isArray(s.anyOf) && s.anyOf.some(isNull);
-const nonNull = (s: Schema): Schema => (Array.isArray(s.anyOf) ? (s.anyOf.find((b: Schema) => !isNull(b)) ?? s) : s);
+/**
+ * A union of shapes has no `type` of its own; `anyOf`/`oneOf` beside a `type` states a rule across
+ * the fields of that one shape (exactly one of two fields), not another shape.
+ */
+const union = (s: Schema) => s.type === undefined && (Array.isArray(s.anyOf) || Array.isArray(s.oneOf));
+export const nullable = (s: Schema) => union(s) && Array.isArray(s.anyOf) && s.anyOf.some(isNull);
+const nonNull = (s: Schema): Schema =>
+  union(s) && Array.isArray(s.anyOf) ? (s.anyOf.find((b: Schema) => !isNull(b)) ?? s) : s;
 
 function stringArb(s: Schema): fc.Arbitrary<string> {
   const min = s.minLength ?? 0;
@@ -68,7 +74,7 @@ export function valid(schema: Schema, overrides: Overrides = {}): fc.Arbitrary<u
   const s = schema;
   if (s.const !== undefined) return fc.constant(s.const);
   if (Array.isArray(s.enum)) return fc.constantFrom(...s.enum);
-  if (Array.isArray(s.anyOf) || Array.isArray(s.oneOf)) {
+  if (union(s)) {
     return fc.oneof(...(s.anyOf ?? s.oneOf).map((b: Schema) => valid(b, overrides)));
   }
   switch (s.type) {

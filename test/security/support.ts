@@ -67,6 +67,7 @@ export async function openapi(app: FastifyInstance): Promise<any> {
 export const PROVIDER_CALLBACKS = [
   'GET /api/v1/channels/whatsapp/webhook',
   'POST /api/v1/channels/email/inbound',
+  'POST /api/v1/channels/email/inbound/mime',
   'POST /api/v1/channels/twilio/inbound',
   'POST /api/v1/channels/twilio/status',
   'POST /api/v1/channels/whatsapp/webhook',

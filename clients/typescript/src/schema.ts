@@ -845,9 +845,29 @@ export interface paths {
         put?: never;
         /**
          * Receive an e-mail from a guest
-         * @description For a mail relay (an inbound-parse webhook, or a local MTA pipe): the raw RFC 822 message as the body (`Content-Type: message/rfc822`, at most 10 MiB), with HTTP Basic auth whose password is `EMAIL_INBOUND_SECRET`, checked before the body is read. The reply joins the conversation its In-Reply-To / References names when the sender is that conversation’s guest, else the sender's latest e-mail conversation, else a new one with the e-mail's subject. The text part is stored (else the text of the first 1 MiB of HTML; attachments are counted, not kept), cut at 4096 characters. The same Message-ID (without one: the same authored headers and body) is stored once; a repeat answers 200 with the stored message’s id only. Automated mail (Auto-Submitted, bulk or list mail, bounces) is stored but never auto-replied to.
+         * @description For a mail relay (an inbound-parse webhook, or a local MTA pipe), with HTTP Basic auth whose password is `EMAIL_INBOUND_SECRET`, checked before the body is read. The body (at most 10 MiB) is the raw RFC 822 message (`message/rfc822`); or SendGrid Inbound Parse in raw mode (`multipart/form-data`, the message in `email`); or Mailgun’s MIME form (the message in `body-mime`, multipart or form-encoded; Mailgun posts it only to a URL ending in `mime`, hence `/email/inbound/mime`); or Postmark’s inbound JSON (its `RawEmail` when present, else its parsed fields: `From`/`FromFull`, `Subject`, `TextBody`/`HtmlBody`, and the Message-ID, In-Reply-To, References and Auto-Submitted of `Headers`). A body in none of these is 415. The reply joins the conversation its In-Reply-To / References names when the sender is that conversation’s guest, else the sender's latest e-mail conversation, else a new one with the e-mail's subject. The text part is stored (else the text of the first 1 MiB of HTML; attachments are counted, not kept), cut at 4096 characters. The same Message-ID (without one: the same authored headers and body, or Postmark’s MessageID) is stored once, whichever way it came; a repeat answers 200 with the stored message’s id only. Automated mail (Auto-Submitted, bulk or list mail, bounces) is stored but never auto-replied to.
          */
         post: operations["receiveEmail"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/channels/email/inbound/mime": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Receive an e-mail from a guest (Mailgun’s MIME address)
+         * @description For a mail relay (an inbound-parse webhook, or a local MTA pipe), with HTTP Basic auth whose password is `EMAIL_INBOUND_SECRET`, checked before the body is read. The body (at most 10 MiB) is the raw RFC 822 message (`message/rfc822`); or SendGrid Inbound Parse in raw mode (`multipart/form-data`, the message in `email`); or Mailgun’s MIME form (the message in `body-mime`, multipart or form-encoded; Mailgun posts it only to a URL ending in `mime`, hence `/email/inbound/mime`); or Postmark’s inbound JSON (its `RawEmail` when present, else its parsed fields: `From`/`FromFull`, `Subject`, `TextBody`/`HtmlBody`, and the Message-ID, In-Reply-To, References and Auto-Submitted of `Headers`). A body in none of these is 415. The reply joins the conversation its In-Reply-To / References names when the sender is that conversation’s guest, else the sender's latest e-mail conversation, else a new one with the e-mail's subject. The text part is stored (else the text of the first 1 MiB of HTML; attachments are counted, not kept), cut at 4096 characters. The same Message-ID (without one: the same authored headers and body, or Postmark’s MessageID) is stored once, whichever way it came; a repeat answers 200 with the stored message’s id only. Automated mail (Auto-Submitted, bulk or list mail, bounces) is stored but never auto-replied to.
+         */
+        post: operations["receiveEmailMime"];
         delete?: never;
         options?: never;
         head?: never;
@@ -865,7 +885,7 @@ export interface paths {
         put?: never;
         /**
          * Receive a message from the web chat widget
-         * @description Called by the hotel's chat widget backend: name a known guest by `guestId`, or describe the visitor in `guest` (matched by phone or e-mail, else a new guest). The message joins the guest’s latest web conversation (a closed one reopens), else a new one. An `externalId` is the caller’s (the API key, or the staff member): the same caller posting it again changes nothing and is answered 200 with `duplicate: true` and the stored message’s id only; another caller’s same id is a message of its own.
+         * @description Called by the hotel's chat widget backend: name a known guest by `guestId`, or describe the visitor in `guest`: an anonymous visitor by the widget’s own `visitorId` (the same caller naming it again reaches the same guest; another caller’s same id is a guest of its own), or by phone or e-mail (matched, else a new guest). The message joins the guest’s latest web conversation (a closed one reopens), else a new one. An `externalId` is the caller’s (the API key, or the staff member): the same caller posting it again changes nothing and is answered 200 with `duplicate: true` and the stored message’s id only; another caller’s same id is a message of its own.
          *
          *     API key scope: `channels:inbound`.
          */
@@ -13763,8 +13783,105 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /** @example text */
+                /**
+                 * @example From: Ana Lopes <ana.lopes@example.com>
+                 *     To: Front Desk <desk@example-hotel.com>
+                 *     Subject: Late check-out
+                 *     Message-ID: <CAJd8x3k5q7w@mail.example.com>
+                 *     Date: Wed, 25 Nov 2026 09:00:00 +0000
+                 *     MIME-Version: 1.0
+                 *     Content-Type: text/plain; charset=utf-8
+                 *
+                 *     Hello! Could we check out at 14:00 on Sunday?
+                 */
                 "message/rfc822": string;
+                /**
+                 * @example {
+                 *       "email": "From: Ana Lopes <ana.lopes@example.com>\r\nTo: Front Desk <desk@example-hotel.com>\r\nSubject: Late check-out\r\nMessage-ID: <CAJd8x3k5q7x@mail.example.com>\r\nDate: Wed, 25 Nov 2026 09:00:00 +0000\r\nMIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nHello! Could we check out at 14:00 on Sunday?\r\n",
+                 *       "to": "desk@parse.example-hotel.com"
+                 *     }
+                 */
+                "multipart/form-data": {
+                    /** @description SendGrid Inbound Parse, "POST the raw, full MIME message": the message */
+                    email?: string;
+                    /** @description Mailgun's forward() to a URL ending in mime: the message */
+                    "body-mime"?: string;
+                } & {
+                    [key: string]: unknown;
+                };
+                /**
+                 * @example {
+                 *       "body-mime": "From: Ana Lopes <ana.lopes@example.com>\r\nTo: Front Desk <desk@example-hotel.com>\r\nSubject: Late check-out\r\nMessage-ID: <CAJd8x3k5q7y@mail.example.com>\r\nDate: Wed, 25 Nov 2026 09:00:00 +0000\r\nMIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nHello! Could we check out at 14:00 on Sunday?\r\n",
+                 *       "recipient": "desk@mg.example-hotel.com"
+                 *     }
+                 */
+                "application/x-www-form-urlencoded": {
+                    /** @description SendGrid Inbound Parse, "POST the raw, full MIME message": the message */
+                    email?: string;
+                    /** @description Mailgun's forward() to a URL ending in mime: the message */
+                    "body-mime"?: string;
+                } & {
+                    [key: string]: unknown;
+                };
+                /**
+                 * @example {
+                 *       "From": "ana.lopes@example.com",
+                 *       "FromName": "Ana Lopes",
+                 *       "FromFull": {
+                 *         "Email": "ana.lopes@example.com",
+                 *         "Name": "Ana Lopes"
+                 *       },
+                 *       "To": "desk@inbound.example-hotel.com",
+                 *       "Subject": "Late check-out",
+                 *       "MessageID": "73e6d360-66eb-11e1-8e72-a8904824019b",
+                 *       "Date": "Wed, 25 Nov 2026 09:00:00 +0000",
+                 *       "TextBody": "Hello! Could we check out at 14:00 on Sunday?",
+                 *       "HtmlBody": "",
+                 *       "Headers": [
+                 *         {
+                 *           "Name": "Message-ID",
+                 *           "Value": "<CAJd8x3k5q7z@mail.example.com>"
+                 *         }
+                 *       ],
+                 *       "Attachments": []
+                 *     }
+                 */
+                "application/json": ({
+                    /** @description The raw message ("Include raw email content in JSON payload"): read first */
+                    RawEmail?: string;
+                    /** @description The sender, `Name <address>` or an address */
+                    From?: string;
+                    FromName?: string;
+                    FromFull?: {
+                        Email?: string;
+                        Name?: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                    To?: string;
+                    Cc?: string;
+                    Subject?: string;
+                    Date?: string;
+                    /** @description Postmark's id of the mail: keeps its retries to one message */
+                    MessageID?: string;
+                    TextBody?: string;
+                    HtmlBody?: string;
+                    /** @description The headers Postmark passes: Message-ID, In-Reply-To, References, Auto-Submitted, … */
+                    Headers?: ({
+                        Name: string;
+                        Value: string;
+                    } & {
+                        [key: string]: unknown;
+                    })[];
+                    /** @description Counted, never kept */
+                    Attachments?: ({
+                        Name?: string;
+                    } & {
+                        [key: string]: unknown;
+                    })[];
+                } & {
+                    [key: string]: unknown;
+                }) | unknown | unknown | unknown;
             };
         };
         responses: {
@@ -13997,7 +14114,421 @@ export interface operations {
                     "application/json": components["schemas"]["Error413"];
                 };
             };
-            /** @description UNSUPPORTED_MEDIA_TYPE: the body is not sent as message/rfc822 */
+            /** @description UNSUPPORTED_MEDIA_TYPE: the body is in none of the accepted forms */
+            415: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error415"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error429"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error500"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: the store cannot be reached; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error503"];
+                };
+            };
+        };
+    };
+    receiveEmailMime: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example From: Ana Lopes <ana.lopes@example.com>
+                 *     To: Front Desk <desk@example-hotel.com>
+                 *     Subject: Late check-out
+                 *     Message-ID: <CAJd8x3k5q7w@mail.example.com>
+                 *     Date: Wed, 25 Nov 2026 09:00:00 +0000
+                 *     MIME-Version: 1.0
+                 *     Content-Type: text/plain; charset=utf-8
+                 *
+                 *     Hello! Could we check out at 14:00 on Sunday?
+                 */
+                "message/rfc822": string;
+                /**
+                 * @example {
+                 *       "email": "From: Ana Lopes <ana.lopes@example.com>\r\nTo: Front Desk <desk@example-hotel.com>\r\nSubject: Late check-out\r\nMessage-ID: <CAJd8x3k5q7x@mail.example.com>\r\nDate: Wed, 25 Nov 2026 09:00:00 +0000\r\nMIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nHello! Could we check out at 14:00 on Sunday?\r\n",
+                 *       "to": "desk@parse.example-hotel.com"
+                 *     }
+                 */
+                "multipart/form-data": {
+                    /** @description SendGrid Inbound Parse, "POST the raw, full MIME message": the message */
+                    email?: string;
+                    /** @description Mailgun's forward() to a URL ending in mime: the message */
+                    "body-mime"?: string;
+                } & {
+                    [key: string]: unknown;
+                };
+                /**
+                 * @example {
+                 *       "body-mime": "From: Ana Lopes <ana.lopes@example.com>\r\nTo: Front Desk <desk@example-hotel.com>\r\nSubject: Late check-out\r\nMessage-ID: <CAJd8x3k5q7y@mail.example.com>\r\nDate: Wed, 25 Nov 2026 09:00:00 +0000\r\nMIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nHello! Could we check out at 14:00 on Sunday?\r\n",
+                 *       "recipient": "desk@mg.example-hotel.com"
+                 *     }
+                 */
+                "application/x-www-form-urlencoded": {
+                    /** @description SendGrid Inbound Parse, "POST the raw, full MIME message": the message */
+                    email?: string;
+                    /** @description Mailgun's forward() to a URL ending in mime: the message */
+                    "body-mime"?: string;
+                } & {
+                    [key: string]: unknown;
+                };
+                /**
+                 * @example {
+                 *       "From": "ana.lopes@example.com",
+                 *       "FromName": "Ana Lopes",
+                 *       "FromFull": {
+                 *         "Email": "ana.lopes@example.com",
+                 *         "Name": "Ana Lopes"
+                 *       },
+                 *       "To": "desk@inbound.example-hotel.com",
+                 *       "Subject": "Late check-out",
+                 *       "MessageID": "73e6d360-66eb-11e1-8e72-a8904824019b",
+                 *       "Date": "Wed, 25 Nov 2026 09:00:00 +0000",
+                 *       "TextBody": "Hello! Could we check out at 14:00 on Sunday?",
+                 *       "HtmlBody": "",
+                 *       "Headers": [
+                 *         {
+                 *           "Name": "Message-ID",
+                 *           "Value": "<CAJd8x3k5q7z@mail.example.com>"
+                 *         }
+                 *       ],
+                 *       "Attachments": []
+                 *     }
+                 */
+                "application/json": ({
+                    /** @description The raw message ("Include raw email content in JSON payload"): read first */
+                    RawEmail?: string;
+                    /** @description The sender, `Name <address>` or an address */
+                    From?: string;
+                    FromName?: string;
+                    FromFull?: {
+                        Email?: string;
+                        Name?: string;
+                    } & {
+                        [key: string]: unknown;
+                    };
+                    To?: string;
+                    Cc?: string;
+                    Subject?: string;
+                    Date?: string;
+                    /** @description Postmark's id of the mail: keeps its retries to one message */
+                    MessageID?: string;
+                    TextBody?: string;
+                    HtmlBody?: string;
+                    /** @description The headers Postmark passes: Message-ID, In-Reply-To, References, Auto-Submitted, … */
+                    Headers?: ({
+                        Name: string;
+                        Value: string;
+                    } & {
+                        [key: string]: unknown;
+                    })[];
+                    /** @description Counted, never kept */
+                    Attachments?: ({
+                        Name?: string;
+                    } & {
+                        [key: string]: unknown;
+                    })[];
+                } & {
+                    [key: string]: unknown;
+                }) | unknown | unknown | unknown;
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "duplicate": true,
+                     *         "message": {
+                     *           "id": "msg_01jd8x3k5q7w9e2r4t6y8v0m1n"
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            /**
+                             * @description The message was already stored: nothing changed
+                             * @enum {boolean}
+                             */
+                            duplicate: true;
+                            /** @description The message stored by the first delivery */
+                            message: {
+                                /** @example msg_01jd8x3k5q7w9e2r4t6y8v0m1n */
+                                id: string;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description Success */
+            201: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
+                    /** @description The created record's URL (its GET), as a path on this server */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "message": {
+                     *           "id": "msg_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *           "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *           "direction": "inbound",
+                     *           "type": "text",
+                     *           "content": "Hello! Could we have two extra towels, please?",
+                     *           "sender": {
+                     *             "type": "guest",
+                     *             "id": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n"
+                     *           },
+                     *           "deliveryStatus": "received",
+                     *           "externalId": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *           "error": {
+                     *             "code": "CHANNEL_NOT_CONFIGURED",
+                     *             "message": "email: must match format \"email\""
+                     *           },
+                     *           "sentAt": "2026-11-22T06:33:12.000Z",
+                     *           "deliveredAt": "2026-11-22T06:33:12.000Z",
+                     *           "readAt": "2026-11-22T06:33:12.000Z",
+                     *           "createdAt": "2026-11-22T06:33:12.000Z"
+                     *         },
+                     *         "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *         "guestId": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *         "guestCreated": true,
+                     *         "conversationCreated": true,
+                     *         "duplicate": false,
+                     *         "autoReply": {
+                     *           "id": "msg_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *           "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *           "direction": "inbound",
+                     *           "type": "text",
+                     *           "content": "Hello! Could we have two extra towels, please?",
+                     *           "sender": {
+                     *             "type": "guest",
+                     *             "id": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n"
+                     *           },
+                     *           "deliveryStatus": "received",
+                     *           "externalId": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *           "error": {
+                     *             "code": "CHANNEL_NOT_CONFIGURED",
+                     *             "message": "email: must match format \"email\""
+                     *           },
+                     *           "sentAt": "2026-11-22T06:33:12.000Z",
+                     *           "deliveredAt": "2026-11-22T06:33:12.000Z",
+                     *           "readAt": "2026-11-22T06:33:12.000Z",
+                     *           "createdAt": "2026-11-22T06:33:12.000Z"
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            message: components["schemas"]["Message"];
+                            /** @example cnv_01jd8x3k5q7w9e2r4t6y8v0m1n */
+                            conversationId: string;
+                            /** @example gst_01jd8x3k5q7w9e2r4t6y8v0m1n */
+                            guestId: string;
+                            /** @description The sender was unknown and became a new guest */
+                            guestCreated: boolean;
+                            /** @description The message started a new conversation */
+                            conversationCreated: boolean;
+                            /**
+                             * @description Always false here: this call stored the message
+                             * @enum {boolean}
+                             */
+                            duplicate: false;
+                            autoReply: {
+                                /** @example msg_01jd8x3k5q7w9e2r4t6y8v0m1n */
+                                id: string;
+                                /** @example cnv_01jd8x3k5q7w9e2r4t6y8v0m1n */
+                                conversationId: string;
+                                /** @enum {unknown} */
+                                direction: "inbound" | "outbound";
+                                /**
+                                 * @description text goes to the guest; note is internal and never sent
+                                 * @enum {unknown}
+                                 */
+                                type: "text" | "note";
+                                content: string;
+                                sender: {
+                                    /** @enum {unknown} */
+                                    type: "guest" | "staff" | "system" | "api_key";
+                                    id: string | null;
+                                };
+                                /**
+                                 * @description received: inbound from the guest; queued → sent → delivered → read (or failed): an outbound text on its way to the guest, only ever moving forward; a note is delivered at once because it stays inside the team
+                                 * @enum {unknown}
+                                 */
+                                deliveryStatus: "received" | "queued" | "sent" | "delivered" | "read" | "failed";
+                                externalId: string | null;
+                                error: {
+                                    /**
+                                     * @example CHANNEL_NOT_CONFIGURED
+                                     * @example PROVIDER_REJECTED
+                                     */
+                                    code: string;
+                                    /** @description The provider's reason, as it gave it */
+                                    message: string;
+                                } | null;
+                                sentAt: string | null;
+                                deliveredAt: string | null;
+                                readAt: string | null;
+                                /** Format: date-time */
+                                createdAt: string;
+                            } | null;
+                        };
+                    };
+                };
+            };
+            /** @description VALIDATION_ERROR: the request is malformed or a field is invalid */
+            400: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error400"];
+                };
+            };
+            /** @description FORBIDDEN: the signature or secret is missing or wrong, or the provider is not configured */
+            403: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error403"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: the e-mail is larger than 10 MiB */
+            413: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error413"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE: the body is in none of the accepted forms */
             415: {
                 headers: {
                     /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
@@ -14081,18 +14612,17 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
+        /** @description Exactly one of guestId and guest. */
         requestBody: {
             content: {
                 /**
                  * @example {
-                 *       "guestId": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
                  *       "guest": {
-                 *         "name": "Ana Lopes",
-                 *         "email": "ana.lopes@example.com",
-                 *         "phone": "+351912345678"
+                 *         "visitorId": "visitor-5f2b1c",
+                 *         "name": "Ana Lopes"
                  *       },
-                 *       "content": "Hello! Could we have two extra towels, please?",
-                 *       "externalId": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n"
+                 *       "content": "Hello! Is the spa open this evening?",
+                 *       "externalId": "chat-81723"
                  *     }
                  */
                 "application/json": {
@@ -14101,16 +14631,25 @@ export interface operations {
                      * @example gst_01jd8x3k5q7w9e2r4t6y8v0m1n
                      */
                     guestId?: string;
-                    /** @description The visitor, matched to a guest by phone or e-mail, else a new guest */
+                    /** @description The visitor: the guest its visitorId already is (for this caller), else the guest with its phone or e-mail, else a new guest. Needs at least one of email, phone and visitorId. */
                     guest?: {
-                        name: string;
+                        /** @description The name a new guest gets (default: the e-mail, the phone, else "Web visitor") */
+                        name?: string;
                         email?: string | null;
                         phone?: string | null;
+                        /** @description The widget's own id of an anonymous visitor: the same caller naming it again reaches the same guest */
+                        visitorId?: string;
+                    } | {
+                        email: string;
+                    } | {
+                        phone: string;
+                    } | {
+                        visitorId: string;
                     };
                     content: string;
                     /** @description The widget's id of the message: the same id is stored once however often it is sent */
                     externalId?: string;
-                };
+                } & (unknown | unknown);
             };
         };
         responses: {

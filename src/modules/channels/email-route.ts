@@ -1,22 +1,55 @@
-// Owns POST /channels/email/inbound, where a mail relay hands over what guests e-mail: the relay
-// proves itself by the HTTP Basic password before a byte of the body is read (so does the body's
-// type, and its announced length against the 10 MiB cap), and the raw message is then read
-// (payloads.ts) and stored (inbound.ts). Its own plugin: the message/rfc822 parser is its alone.
+// Owns POST /channels/email/inbound (and /inbound/mime, the same route at the address Mailgun's
+// MIME forwarding needs), where a mail relay hands over what guests e-mail, raw or the way SendGrid,
+// Mailgun and Postmark post it (relay-forms.ts). The relay proves itself by the HTTP Basic password
+// before a byte of the body is read (so does the body's type, and its announced length against the
+// 10 MiB cap); the message is then read (email-read.ts) and stored (inbound.ts). Its own plugin:
+// the message/rfc822 and multipart parsers are its alone.
+import multipart from '@fastify/multipart';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { Type } from 'typebox';
+import type { FastifyRequest } from 'fastify';
 import { AppError, validation } from '../../lib/errors.js';
 import { errorResponse, Ok, ok } from '../../lib/schemas.js';
+import { readEmail, readPostmark } from './email-read.js';
+import {
+  EncodedRelayForm,
+  MAX_EMAIL_BYTES,
+  MultipartRelayForm,
+  PostmarkInbound,
+  RawEmailBody,
+} from './email-schemas.js';
 import { receiveInbound } from './inbound.js';
-import { readEmail } from './payloads.js';
+import {
+  ACCEPTED,
+  hasRawField,
+  isPostmark,
+  MEDIA_TYPES,
+  mediaTypeOf,
+  RAW_FIELDS,
+  readForm,
+  tooLarge,
+  unread,
+} from './relay-forms.js';
 import { DuplicateReceipt, InboundReceipt, messageLocation, PROVIDER, PROVIDER_ERRORS, receiptOf } from './schemas.js';
 import { basicPasswordValid } from './signatures.js';
 
-/** An inbound e-mail's size at most: a guest's text with a few photos; its text alone is kept. */
-const MAX_EMAIL_BYTES = 10 * 1024 * 1024;
+const DESCRIPTION =
+  'For a mail relay (an inbound-parse webhook, or a local MTA pipe), with HTTP Basic auth whose password is ' +
+  '`EMAIL_INBOUND_SECRET`, checked before the body is read. The body (at most 10 MiB) is the raw RFC 822 ' +
+  'message (`message/rfc822`); or SendGrid Inbound Parse in raw mode (`multipart/form-data`, the message in ' +
+  '`email`); or Mailgun’s MIME form (the message in `body-mime`, multipart or form-encoded; Mailgun posts it ' +
+  'only to a URL ending in `mime`, hence `/email/inbound/mime`); or Postmark’s inbound JSON (its `RawEmail` ' +
+  'when present, else its parsed fields: `From`/`FromFull`, `Subject`, `TextBody`/`HtmlBody`, and the ' +
+  'Message-ID, In-Reply-To, References and Auto-Submitted of `Headers`). A body in none of these is 415. ' +
+  'The reply joins the conversation its In-Reply-To / References names when the sender is that ' +
+  "conversation’s guest, else the sender's latest e-mail conversation, else a new one with the e-mail's " +
+  'subject. The text part is stored (else the text of the first 1 MiB of HTML; attachments are counted, not ' +
+  'kept), cut at 4096 characters. The same Message-ID (without one: the same authored headers and body, or ' +
+  'Postmark’s MessageID) is stored once, whichever way it came; a repeat answers 200 with the stored ' +
+  'message’s id only. Automated mail (Auto-Submitted, bulk or list mail, bounces) is stored but never ' +
+  'auto-replied to.';
 
-/** A request refused before its body is read: the connection closes rather than take the rest. */
-const unread = (code: 'FORBIDDEN' | 'UNSUPPORTED_MEDIA_TYPE' | 'PAYLOAD_TOO_LARGE', message: string) =>
-  new AppError(code, message, undefined, { connection: 'close' });
+/** The raw message of a relay's form or JSON as latin1 text of its bytes; forms are read as bytes already. */
+const bytesOf = (text: string) => Buffer.from(text, 'utf8').toString('latin1');
 
 export const emailInboundRoute: FastifyPluginAsyncTypebox = async (mail) => {
   const cfg = () => mail.ctx.config.channels;
@@ -24,65 +57,85 @@ export const emailInboundRoute: FastifyPluginAsyncTypebox = async (mail) => {
   mail.addContentTypeParser('message/rfc822', { parseAs: 'buffer', bodyLimit: MAX_EMAIL_BYTES }, (_r, body, done) =>
     done(null, (body as Buffer).toString('latin1')),
   );
+  // Forms are read by the route (relay-forms.ts), part by part, after the password.
+  await mail.register(multipart, { limits: { fileSize: MAX_EMAIL_BYTES } });
 
-  mail.post(
-    '/email/inbound',
-    {
-      config: { ...PROVIDER, location: messageLocation },
-      bodyLimit: MAX_EMAIL_BYTES,
-      // Before the body is read: a caller without the password, or with a body that is not an
-      // e-mail or is announced too large, costs the headers only.
-      onRequest: async (request) => {
-        const secret = cfg().emailInboundSecret;
-        if (secret === null) throw unread('FORBIDDEN', 'EMAIL_INBOUND_SECRET is not configured on this server');
-        if (!basicPasswordValid(secret, request.headers.authorization)) {
-          throw unread('FORBIDDEN', 'HTTP Basic auth with the EMAIL_INBOUND_SECRET password is required');
-        }
-        const type = (request.headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
-        if (type !== 'message/rfc822') {
-          throw unread('UNSUPPORTED_MEDIA_TYPE', 'Send the raw e-mail as the body, with Content-Type: message/rfc822');
-        }
-        if (Number(request.headers['content-length'] ?? 0) > MAX_EMAIL_BYTES) {
-          throw unread('PAYLOAD_TOO_LARGE', 'The e-mail is larger than 10 MiB');
-        }
-      },
-      schema: {
-        tags: ['channels'],
-        operationId: 'receiveEmail',
-        summary: 'Receive an e-mail from a guest',
-        description:
-          'For a mail relay (an inbound-parse webhook, or a local MTA pipe): the raw RFC 822 message as the body ' +
-          '(`Content-Type: message/rfc822`, at most 10 MiB), with HTTP Basic auth whose password is ' +
-          '`EMAIL_INBOUND_SECRET`, checked before the body is read. The reply joins the conversation its ' +
-          'In-Reply-To / References names when the sender is that conversation’s guest, else the ' +
-          "sender's latest e-mail conversation, else a new one with the e-mail's subject. The text part is " +
-          'stored (else the text of the first 1 MiB of HTML; attachments are counted, not kept), cut at 4096 ' +
-          'characters. The same Message-ID (without one: the same authored headers and body) is stored once; ' +
-          'a repeat answers 200 with the stored message’s id only. Automated mail (Auto-Submitted, bulk or ' +
-          'list mail, bounces) is stored but never auto-replied to.',
-        security: [{ emailInboundBasic: [] }],
-        body: {
-          content: {
-            'message/rfc822': {
-              schema: Type.String({ minLength: 1, maxLength: MAX_EMAIL_BYTES, description: 'RFC 822' }),
+  /** Before the body is read: a caller without the password, or a body the route cannot take, costs the headers only. */
+  const screen = async (request: FastifyRequest) => {
+    const secret = cfg().emailInboundSecret;
+    if (secret === null) throw unread('FORBIDDEN', 'EMAIL_INBOUND_SECRET is not configured on this server');
+    if (!basicPasswordValid(secret, request.headers.authorization)) {
+      throw unread('FORBIDDEN', 'HTTP Basic auth with the EMAIL_INBOUND_SECRET password is required');
+    }
+    if (!(MEDIA_TYPES as readonly string[]).includes(mediaTypeOf(request))) {
+      throw unread('UNSUPPORTED_MEDIA_TYPE', ACCEPTED);
+    }
+    if (Number(request.headers['content-length'] ?? 0) > MAX_EMAIL_BYTES) throw tooLarge();
+  };
+
+  /** Once the body is in: a form read into its raw-message fields, and a body in no accepted form refused. */
+  const accepted = async (request: FastifyRequest) => {
+    const type = mediaTypeOf(request);
+    if (type === 'multipart/form-data') request.body = await readForm(request);
+    if (type === 'application/x-www-form-urlencoded') {
+      const form = request.body as Record<string, string>;
+      for (const f of RAW_FIELDS) if (typeof form[f] === 'string') form[f] = bytesOf(form[f]);
+    }
+    const known =
+      type === 'application/json' ? isPostmark(request.body) : type === 'message/rfc822' || hasRawField(request.body);
+    if (!known) throw new AppError('UNSUPPORTED_MEDIA_TYPE', ACCEPTED);
+  };
+
+  const route = (url: string, operationId: string, summary: string) =>
+    mail.post(
+      url,
+      {
+        config: { ...PROVIDER, location: messageLocation },
+        bodyLimit: MAX_EMAIL_BYTES,
+        onRequest: screen,
+        preValidation: accepted,
+        schema: {
+          tags: ['channels'],
+          operationId,
+          summary,
+          description: DESCRIPTION,
+          security: [{ emailInboundBasic: [] }],
+          body: {
+            content: {
+              'message/rfc822': { schema: RawEmailBody },
+              'multipart/form-data': { schema: MultipartRelayForm },
+              'application/x-www-form-urlencoded': { schema: EncodedRelayForm },
+              'application/json': { schema: PostmarkInbound },
             },
           },
-        },
-        response: {
-          200: Ok(DuplicateReceipt),
-          201: Ok(InboundReceipt),
-          ...PROVIDER_ERRORS,
-          413: errorResponse('PAYLOAD_TOO_LARGE: the e-mail is larger than 10 MiB', 413),
-          415: errorResponse('UNSUPPORTED_MEDIA_TYPE: the body is not sent as message/rfc822', 415),
+          response: {
+            200: Ok(DuplicateReceipt),
+            201: Ok(InboundReceipt),
+            ...PROVIDER_ERRORS,
+            413: errorResponse('PAYLOAD_TOO_LARGE: the e-mail is larger than 10 MiB', 413),
+            415: errorResponse('UNSUPPORTED_MEDIA_TYPE: the body is in none of the accepted forms', 415),
+          },
         },
       },
-    },
-    async (request, reply) => {
-      const inbound = await readEmail(request.body as string);
-      if (inbound === null) throw validation([{ field: 'body', message: 'has no From address' }]);
-      const r = await receiveInbound(mail.ctx.store, inbound, mail.channelDispatcher);
-      reply.code(r.stored ? 201 : 200);
-      return ok(receiptOf(r));
-    },
-  );
+      async (request, reply) => {
+        const inbound = await inboundOf(request.body, mediaTypeOf(request));
+        if (inbound === null) throw validation([{ field: 'body', message: 'has no From address' }]);
+        const r = await receiveInbound(mail.ctx.store, inbound, mail.channelDispatcher);
+        reply.code(r.stored ? 201 : 200);
+        return ok(receiptOf(r));
+      },
+    );
+  route('/email/inbound', 'receiveEmail', 'Receive an e-mail from a guest');
+  route('/email/inbound/mime', 'receiveEmailMime', 'Receive an e-mail from a guest (Mailgun’s MIME address)');
 };
+
+/** The e-mail a body holds, in whichever accepted form it came. */
+async function inboundOf(body: unknown, type: string) {
+  if (type === 'message/rfc822') return readEmail(body as string);
+  if (type === 'application/json') {
+    const p = body as PostmarkInbound;
+    return p.RawEmail ? readEmail(bytesOf(p.RawEmail)) : readPostmark(p);
+  }
+  const form = body as Record<string, string>;
+  return readEmail((form.email ?? form['body-mime'])!);
+}

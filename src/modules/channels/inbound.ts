@@ -1,12 +1,11 @@
-// Owns what happens when a guest writes, on any channel: the sender matched to a guest (or a new
-// guest), the message routed to its conversation (the e-mail thread it answers when the sender is
+// Owns what happens when a guest writes, on any channel: the sender's guest found or made
+// (senders.ts), the message routed to its conversation (the e-mail thread it answers when the sender is
 // that thread's guest, else the guest's latest conversation on the channel, reopened if closed,
 // else a new one), stored once however often the provider repeats it, and the auto reply outside
 // business hours (never to automated mail). Also applies the delivery statuses providers report
 // for outbound texts. Each is one transaction with its events.
 import { isUniqueViolation, nowIso, type Store } from '../../db/store.js';
 import type { Executor, Tx } from '../../db/types.js';
-import { validation } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
 import { insertMessage } from '../conversations/messages-repository.js';
 import {
@@ -17,28 +16,17 @@ import {
 } from '../conversations/repository.js';
 import type { MessageView } from '../conversations/schemas.js';
 import { storeOutbound } from '../conversations/service.js';
-import { conversationEvents, conversationStatusChanged, messageCreated, recordEvents, SYSTEM } from '../events/emit.js';
+import { conversationEvents, conversationStatusChanged, messageCreated, SYSTEM } from '../events/emit.js';
 import { type Outbox, withEvents } from '../events/outbox.js';
 import type { Actor } from '../events/schemas.js';
-import { findGuest, insertGuest } from '../guests/repository.js';
 import { getSetting } from '../settings/repository.js';
 import { type BusinessHours, closedSince, isOpen } from './hours.js';
 import type { Channel } from './providers.js';
+import { guestFor, type Sender } from './senders.js';
 import type { LocalSender } from './sends-repository.js';
 
 /** Longest stored content of a message; a longer inbound text (a long e-mail) is cut there. */
 export const MAX_CONTENT = 4096;
-const E164 = /^\+[1-9]\d{6,14}$/;
-const EMAIL = /^[^\s@<>()[\]\\,;:"]+@[^\s@<>()[\]\\,;:"]+\.[^\s@<>()[\]\\,;:"]+$/;
-
-export interface Sender {
-  /** A known guest (the web widget's backend may name one). */
-  guestId?: string;
-  phone?: string | null;
-  email?: string | null;
-  /** The name a new guest gets (a WhatsApp profile name, an e-mail display name). */
-  name?: string | null;
-}
 
 export interface Inbound {
   channel: Channel;
@@ -160,37 +148,6 @@ async function receive(tx: Tx, outbox: Outbox, m: Inbound, sender: LocalSender |
     conversationCreated: target === undefined,
     autoReply,
   };
-}
-
-/** The guest who wrote: named, matched by phone or e-mail (any case), or created. */
-async function guestFor(tx: Executor, outbox: Outbox, s: Sender): Promise<{ id: string; created: boolean }> {
-  if (s.guestId !== undefined) {
-    const g = await findGuest(tx, s.guestId);
-    if (g === undefined) throw validation([{ field: 'guestId', message: 'must be the id of an existing guest' }]);
-    return { id: g.id, created: false };
-  }
-  const phone = s.phone && E164.test(s.phone) ? s.phone : null;
-  const email = s.email && s.email.length <= 254 && EMAIL.test(s.email) ? s.email : null;
-  if (phone === null && email === null) {
-    throw validation([{ field: 'sender', message: 'has neither an E.164 phone number nor a valid e-mail address' }]);
-  }
-  const found = await tx
-    .selectFrom('guests')
-    .select(['id', 'phone'])
-    .where((eb) =>
-      eb.or([
-        ...(phone !== null ? [eb('phone', '=', phone)] : []),
-        ...(email !== null ? [eb('email_lower', '=', email.toLowerCase())] : []),
-      ]),
-    )
-    .execute();
-  // Both may match different guests: the one the channel reaches by (the phone, if given) wins.
-  const match = found.find((g) => phone !== null && g.phone === phone) ?? found[0];
-  if (match !== undefined) return { id: match.id, created: false };
-  const name = (s.name ?? '').replaceAll('\u0000', '').trim().slice(0, 200) || (phone ?? email)!;
-  const guest = await insertGuest(tx, { name, email, phone });
-  recordEvents(outbox, 'guest', { type: 'guest', id: guest.id }, null, guest);
-  return { id: guest.id, created: true };
 }
 
 type ConversationTarget = { id: string; status: string } | undefined;

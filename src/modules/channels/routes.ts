@@ -3,34 +3,29 @@
 // each proves its caller by the provider's own signature (Twilio, Meta) or a shared secret
 // (inbound e-mail: email-route.ts) before anything is read or stored, takes only what is
 // addressed to our own numbers, and all count in the `channels` rate-limit bucket. The web route
-// takes an admin or manager token or a key, and its message ids are its caller's.
+// (web-route.ts) takes an admin or manager token or a key, and its ids are its caller's.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import sjson from 'secure-json-parse';
 import { type Static, Type } from 'typebox';
-import { ADMIN_MANAGER } from '../../lib/auth.js';
 import { AppError, forbidden, validation } from '../../lib/errors.js';
-import { BODY_ERRORS, Ok, ok, STANDARD_ERRORS } from '../../lib/schemas.js';
+import { BODY_ERRORS, Ok, ok } from '../../lib/schemas.js';
 import { inputProblem } from '../../lib/validation.js';
 import { emailInboundRoute } from './email-route.js';
-import { contentOf, type Inbound, receiveInbound } from './inbound.js';
+import { contentOf, receiveInbound } from './inbound.js';
 import { readMetaWebhook, twilioStatus } from './payloads.js';
 import {
-  DuplicateReceipt,
-  InboundReceipt,
-  messageLocation,
   PROVIDER,
   PROVIDER_ERRORS,
-  receiptOf,
   TwilioInboundForm,
   TwilioStatusForm,
-  WebInboundBody,
   WhatsAppReceipt,
   WhatsAppVerifyQuery,
   WhatsAppWebhookBody,
 } from './schemas.js';
 import { type FormParams, metaSignatureValid, parseForm, same, twilioSignatureValid } from './signatures.js';
 import { receiveStatus } from './statuses.js';
+import { webInboundRoute } from './web-route.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -279,44 +274,5 @@ export const channelsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   });
 
   await app.register(emailInboundRoute);
-
-  app.post(
-    '/web/inbound',
-    {
-      config: { access: ADMIN_MANAGER, scope: 'channels:inbound', bucket: 'channels', location: messageLocation },
-      schema: {
-        tags: ['channels'],
-        operationId: 'receiveWebMessage',
-        summary: 'Receive a message from the web chat widget',
-        description:
-          "Called by the hotel's chat widget backend: name a known guest by `guestId`, or describe the visitor in " +
-          '`guest` (matched by phone or e-mail, else a new guest). The message joins the guest’s latest web ' +
-          'conversation (a closed one reopens), else a new one. An `externalId` is the caller’s (the API key, or ' +
-          'the staff member): the same caller posting it again changes nothing and is answered 200 with ' +
-          '`duplicate: true` and the stored message’s id only; another caller’s same id is a message of its own.',
-        body: WebInboundBody,
-        response: { 200: Ok(DuplicateReceipt), 201: Ok(InboundReceipt), ...STANDARD_ERRORS, ...BODY_ERRORS },
-      },
-    },
-    async (request, reply) => {
-      const b = request.body;
-      if ((b.guestId === undefined) === (b.guest === undefined)) {
-        throw validation([{ field: 'guestId', message: 'give exactly one of guestId and guest' }]);
-      }
-      if (b.guest !== undefined && !b.guest.email && !b.guest.phone) {
-        throw validation([{ field: 'guest', message: 'must have an email or a phone, to know the guest again' }]);
-      }
-      const inbound: Inbound = {
-        channel: 'web',
-        sender: b.guestId !== undefined ? { guestId: b.guestId } : { ...b.guest },
-        content: b.content,
-        providerId: b.externalId ?? null,
-        // Unique per caller: another widget naming the same id must not find (or block) this one.
-        ...(b.externalId !== undefined ? { dedupKey: `web#${request.user!.id}:${b.externalId}` } : {}),
-      };
-      const r = await receiveInbound(store(), inbound, app.channelDispatcher);
-      reply.code(r.stored ? 201 : 200);
-      return ok(receiptOf(r));
-    },
-  );
+  await app.register(webInboundRoute);
 };

@@ -1,6 +1,6 @@
-// Owns the request and response schemas of the channel routes: what Twilio, Meta, an inbound
-// e-mail relay and the web widget's backend send, and what they get back (and the route options
-// every provider route shares).
+// Owns the request and response schemas of the channel routes: what Twilio, Meta and the web
+// widget's backend send (inbound e-mail relays: email-schemas.ts), what they get back, and the
+// route options every provider route shares.
 import { type Static, Type } from 'typebox';
 import { errorResponse, Nullable, RefId, RefIdInput, STANDARD_ERRORS } from '../../lib/schemas.js';
 import { Message } from '../conversations/schemas.js';
@@ -68,19 +68,43 @@ const Phone = Type.String({
   description: 'E.164',
 });
 
+/** A field present as a string (not null): what a guest is known by. */
+const known = (field: string, maxLength: number) => ({
+  required: [field],
+  properties: { [field]: { type: 'string', maxLength } },
+});
+
 export const WebInboundBody = Type.Object(
   {
     guestId: Type.Optional(RefIdInput('gst', 'A known guest')),
     guest: Type.Optional(
       Type.Object(
         {
-          name: Type.String({ minLength: 1, maxLength: 200 }),
+          name: Type.Optional(
+            Type.String({
+              minLength: 1,
+              maxLength: 200,
+              description: 'The name a new guest gets (default: the e-mail, the phone, else "Web visitor")',
+            }),
+          ),
           email: Type.Optional(Nullable(Type.String({ format: 'email', maxLength: 254 }))),
           phone: Type.Optional(Nullable(Phone)),
+          visitorId: Type.Optional(
+            Type.String({
+              minLength: 1,
+              maxLength: 100,
+              description:
+                "The widget's own id of an anonymous visitor: the same caller naming it again reaches the same guest",
+            }),
+          ),
         },
         {
           additionalProperties: false,
-          description: 'The visitor, matched to a guest by phone or e-mail, else a new guest',
+          anyOf: [known('email', 254), known('phone', 16), known('visitorId', 100)],
+          'x-rule-message': 'needs an email, a phone or a visitorId, to know the guest again',
+          description:
+            'The visitor: the guest its visitorId already is (for this caller), else the guest with its phone or ' +
+            'e-mail, else a new guest. Needs at least one of email, phone and visitorId.',
         },
       ),
     ),
@@ -93,7 +117,20 @@ export const WebInboundBody = Type.Object(
       }),
     ),
   },
-  { additionalProperties: false },
+  {
+    additionalProperties: false,
+    oneOf: [{ required: ['guestId'] }, { required: ['guest'] }],
+    'x-rule-message': 'give exactly one of guestId and guest',
+    'x-rule-field': 'guestId',
+    description: 'Exactly one of guestId and guest.',
+    examples: [
+      {
+        guest: { visitorId: 'visitor-5f2b1c', name: 'Ana Lopes' },
+        content: 'Hello! Is the spa open this evening?',
+        externalId: 'chat-81723',
+      },
+    ],
+  },
 );
 export type WebInboundBody = Static<typeof WebInboundBody>;
 
