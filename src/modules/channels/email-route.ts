@@ -64,7 +64,25 @@ export const emailInboundRoute: FastifyPluginAsyncTypebox = async (mail) => {
         body: {
           content: {
             'message/rfc822': {
-              schema: Type.String({ minLength: 1, maxLength: MAX_EMAIL_BYTES, description: 'RFC 822' }),
+              schema: Type.String({
+                minLength: 1,
+                maxLength: MAX_EMAIL_BYTES,
+                description: 'RFC 822',
+                examples: [
+                  [
+                    'From: Ana Lopes <ana.lopes@example.com>',
+                    'To: Front Desk <frontdesk@hotel.example.com>',
+                    'Subject: Late check-out',
+                    'Message-ID: <CAF3k9x2q7.ana@mail.example.com>',
+                    'Date: Sun, 22 Nov 2026 06:33:12 +0000',
+                    'MIME-Version: 1.0',
+                    'Content-Type: text/plain; charset=utf-8',
+                    '',
+                    'Hello! Could we check out at 14:00 on Sunday?',
+                    '',
+                  ].join('\r\n'),
+                ],
+              }),
             },
           },
         },

@@ -1,6 +1,8 @@
 // Owns the webhook resource's request and response schemas, and those of its deliveries.
 import { type Static, Type } from 'typebox';
-import { Nullable, PageQuery, RecordId, RefId } from '../../lib/schemas.js';
+import { EXAMPLE_FUTURE, EXAMPLE_TIME } from '../../lib/openapi-examples.js';
+import { documentedRule } from '../../lib/openapi-rules.js';
+import { exampleId, Nullable, PageQuery, RecordId, RefId } from '../../lib/schemas.js';
 import { EVENT_TYPES } from '../events/schemas.js';
 
 /** What an endpoint may subscribe to: any event type but the test ping (sent on request), or "*". */
@@ -79,7 +81,8 @@ const Events = Type.Array(Type.Enum([...SUBSCRIBABLE]), {
   minItems: 1,
   maxItems: SUBSCRIBABLE.length,
   uniqueItems: true,
-  description: 'Event types to receive, or ["*"] for all',
+  description: 'Event types to receive, or ["*"] for all (a list naming "*" names nothing else)',
+  ...documentedRule(null, { contains: { const: '*' } }, { maxItems: 1 }),
 });
 const Description = Type.String({ maxLength: 500 });
 
@@ -128,7 +131,27 @@ export const Delivery = Type.Object(
     createdAt: DateTime,
     updatedAt: DateTime,
   },
-  { $id: 'WebhookDelivery' },
+  {
+    $id: 'WebhookDelivery',
+    // The first attempt failed; the next one is scheduled.
+    examples: [
+      {
+        id: exampleId('whd'),
+        webhookId: exampleId('whk'),
+        eventId: '1842',
+        eventType: 'task.created',
+        status: 'pending',
+        attempts: 1,
+        lastResponseCode: 503,
+        lastError: 'HTTP 503',
+        durationMs: 212,
+        nextAttemptAt: EXAMPLE_FUTURE,
+        lastAttemptAt: EXAMPLE_TIME,
+        createdAt: EXAMPLE_TIME,
+        updatedAt: EXAMPLE_TIME,
+      },
+    ],
+  },
 );
 export type DeliveryView = Static<typeof Delivery>;
 
