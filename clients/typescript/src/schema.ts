@@ -1192,6 +1192,18 @@ export interface components {
             /** Format: date-time */
             updatedAt: string;
         };
+        /**
+         * @example {
+         *       "key": "hotel",
+         *       "value": {
+         *         "name": "Hotel Aurora",
+         *         "timezone": "Europe/Lisbon",
+         *         "locale": "pt-PT"
+         *       },
+         *       "updatedAt": "2026-11-22T06:33:12.000Z",
+         *       "updatedBy": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n"
+         *     }
+         */
         Setting: {
             /** @constant */
             key: "hotel";
@@ -1341,6 +1353,27 @@ export interface components {
             /** Format: date-time */
             updatedAt: string;
         };
+        /**
+         * @description An inbound message is from the guest and `received`; an outbound one never is.
+         * @example {
+         *       "id": "msg_01jd8x3k5q7w9e2r4t6y8v0m1n",
+         *       "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
+         *       "direction": "outbound",
+         *       "type": "text",
+         *       "content": "Of course! Two towels are on their way to room 412.",
+         *       "sender": {
+         *         "type": "staff",
+         *         "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n"
+         *       },
+         *       "deliveryStatus": "queued",
+         *       "externalId": null,
+         *       "error": null,
+         *       "sentAt": null,
+         *       "deliveredAt": null,
+         *       "readAt": null,
+         *       "createdAt": "2026-11-22T06:33:12.000Z"
+         *     }
+         */
         Message: {
             /** @example msg_01jd8x3k5q7w9e2r4t6y8v0m1n */
             id: string;
@@ -1425,6 +1458,31 @@ export interface components {
             /** Format: date-time */
             updatedAt: string;
         };
+        /**
+         * @example {
+         *       "id": "1042",
+         *       "type": "knowledge.updated",
+         *       "occurredAt": "2026-11-22T06:33:12.000Z",
+         *       "actor": {
+         *         "type": "staff",
+         *         "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n"
+         *       },
+         *       "data": {
+         *         "id": "kb_01jd8x3k5q7w9e2r4t6y8v0m1n",
+         *         "title": "Breakfast hours",
+         *         "content": "Breakfast is served from 07:00 to 10:30 in the Atrium.",
+         *         "category": "dining",
+         *         "createdAt": "2026-11-22T06:33:12.000Z",
+         *         "updatedAt": "2026-11-22T06:33:12.000Z"
+         *       },
+         *       "changes": {
+         *         "content": {
+         *           "from": "Breakfast is served from 07:00 to 10:00.",
+         *           "to": "Breakfast is served from 07:00 to 10:30 in the Atrium."
+         *         }
+         *       }
+         *     }
+         */
         Event: {
             /**
              * @description Monotonic cursor (a decimal integer as a string); pass it back as `after` or Last-Event-ID
@@ -1656,6 +1714,23 @@ export interface components {
             /** Format: date-time */
             updatedAt: string;
         };
+        /**
+         * @example {
+         *       "id": "whd_01jd8x3k5q7w9e2r4t6y8v0m1n",
+         *       "webhookId": "whk_01jd8x3k5q7w9e2r4t6y8v0m1n",
+         *       "eventId": "1842",
+         *       "eventType": "task.created",
+         *       "status": "pending",
+         *       "attempts": 1,
+         *       "lastResponseCode": 503,
+         *       "lastError": "HTTP 503",
+         *       "durationMs": 212,
+         *       "nextAttemptAt": "2030-01-01T09:00:00.000Z",
+         *       "lastAttemptAt": "2026-11-22T06:33:12.000Z",
+         *       "createdAt": "2026-11-22T06:33:12.000Z",
+         *       "updatedAt": "2026-11-22T06:33:12.000Z"
+         *     }
+         */
         WebhookDelivery: {
             /**
              * @description Also the Webhook-Id header, the same on every attempt
@@ -1684,6 +1759,7 @@ export interface components {
         ApiKeyWithSecret: {
             /** @example key_01jd8x3k5q7w9e2r4t6y8v0m1n */
             id: string;
+            /** @example PMS sync */
             name: string;
             scopes: ("conversations:read" | "conversations:write" | "guests:read" | "guests:write" | "tasks:read" | "tasks:write" | "knowledge:read" | "knowledge:write" | "staff:read" | "staff:write" | "settings:read" | "settings:write" | "webhooks:read" | "webhooks:write" | "events:read" | "reports:read" | "channels:inbound")[];
             expiresAt: string | null;
@@ -1693,12 +1769,16 @@ export interface components {
             createdAt: string;
             /** Format: date-time */
             updatedAt: string;
-            /** @description The key, shown only in this response: send it as `Authorization: Bearer gma_…` */
+            /**
+             * @description The key, shown only in this response: send it as `Authorization: Bearer gma_…`
+             * @example gma_key_01jd8x3k5q7w9e2r4t6y8v0m1n_q3Jx9TzW0vLb5N2mYc8Hd4Rk7Ps1Ga6Ue0Fo3Vi9Qn2
+             */
             key: string;
         };
         ApiKey: {
             /** @example key_01jd8x3k5q7w9e2r4t6y8v0m1n */
             id: string;
+            /** @example PMS sync */
             name: string;
             scopes: ("conversations:read" | "conversations:write" | "guests:read" | "guests:write" | "tasks:read" | "tasks:write" | "knowledge:read" | "knowledge:write" | "staff:read" | "staff:write" | "settings:read" | "settings:write" | "webhooks:read" | "webhooks:write" | "events:read" | "reports:read" | "channels:inbound")[];
             expiresAt: string | null;
@@ -1899,7 +1979,7 @@ export interface operations {
                      *       "success": true,
                      *       "data": {
                      *         "token": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.…",
-                     *         "expiresAt": "2026-11-22T06:33:12.000Z",
+                     *         "expiresAt": "2030-01-01T09:00:00.000Z",
                      *         "user": {
                      *           "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *           "name": "Ana Lopes",
@@ -2076,7 +2156,7 @@ export interface operations {
                      *       "success": true,
                      *       "data": {
                      *         "token": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.…",
-                     *         "expiresAt": "2026-11-22T06:33:12.000Z",
+                     *         "expiresAt": "2030-01-01T09:00:00.000Z",
                      *         "user": {
                      *           "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *           "name": "Ana Lopes",
@@ -2650,7 +2730,7 @@ export interface operations {
                      *       "success": true,
                      *       "data": {
                      *         "token": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.…",
-                     *         "expiresAt": "2026-11-22T06:33:12.000Z",
+                     *         "expiresAt": "2030-01-01T09:00:00.000Z",
                      *         "user": {
                      *           "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *           "name": "Ana Lopes",
@@ -3061,11 +3141,10 @@ export interface operations {
             content: {
                 /**
                  * @example {
-                 *       "name": "Ana Lopes",
-                 *       "email": "ana.lopes@example.com",
-                 *       "role": "admin",
-                 *       "department": "housekeeping",
-                 *       "password": "correct horse battery staple"
+                 *       "name": "João Silva",
+                 *       "email": "joao.silva@example.com",
+                 *       "role": "staff",
+                 *       "department": "housekeeping"
                  *     }
                  */
                 "application/json": {
@@ -3111,7 +3190,7 @@ export interface operations {
                      *         "active": true,
                      *         "createdAt": "2026-11-22T06:33:12.000Z",
                      *         "updatedAt": "2026-11-22T06:33:12.000Z",
-                     *         "temporaryPassword": "text"
+                     *         "temporaryPassword": "mF3q-8TzK-w2Pd-Lx7c"
                      *       }
                      *     }
                      */
@@ -3340,7 +3419,10 @@ export interface operations {
                 "If-None-Match"?: string;
             };
             path: {
-                /** @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise */
+                /**
+                 * @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise
+                 * @example stf_01jd8x3k5q7w9e2r4t6y8v0m1n
+                 */
                 id: string;
             };
             cookie?: never;
@@ -3533,7 +3615,10 @@ export interface operations {
                 "If-Match"?: string;
             };
             path: {
-                /** @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise */
+                /**
+                 * @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise
+                 * @example stf_01jd8x3k5q7w9e2r4t6y8v0m1n
+                 */
                 id: string;
             };
             cookie?: never;
@@ -3817,7 +3902,11 @@ export interface operations {
                      *       "data": [
                      *         {
                      *           "key": "hotel",
-                     *           "value": null,
+                     *           "value": {
+                     *             "name": "Hotel Aurora",
+                     *             "timezone": "Europe/Lisbon",
+                     *             "locale": "pt-PT"
+                     *           },
                      *           "updatedAt": "2026-11-22T06:33:12.000Z",
                      *           "updatedBy": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n"
                      *         }
@@ -3995,7 +4084,11 @@ export interface operations {
                      *       "success": true,
                      *       "data": {
                      *         "key": "hotel",
-                     *         "value": null,
+                     *         "value": {
+                     *           "name": "Hotel Aurora",
+                     *           "timezone": "Europe/Lisbon",
+                     *           "locale": "pt-PT"
+                     *         },
                      *         "updatedAt": "2026-11-22T06:33:12.000Z",
                      *         "updatedBy": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n"
                      *       }
@@ -4168,7 +4261,11 @@ export interface operations {
             content: {
                 /**
                  * @example {
-                 *       "value": null
+                 *       "value": {
+                 *         "name": "Hotel Aurora",
+                 *         "timezone": "Europe/Lisbon",
+                 *         "locale": "pt-PT"
+                 *       }
                  *     }
                  */
                 "application/json": {
@@ -4198,7 +4295,11 @@ export interface operations {
                      *       "success": true,
                      *       "data": {
                      *         "key": "hotel",
-                     *         "value": null,
+                     *         "value": {
+                     *           "name": "Hotel Aurora",
+                     *           "timezone": "Europe/Lisbon",
+                     *           "locale": "pt-PT"
+                     *         },
                      *         "updatedAt": "2026-11-22T06:33:12.000Z",
                      *         "updatedBy": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n"
                      *       }
@@ -4823,10 +4924,10 @@ export interface operations {
                 /**
                  * @example {
                  *       "guestId": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                 *       "channel": "whatsapp",
+                 *       "channel": "email",
                  *       "subject": "Late check-out",
                  *       "assignee": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                 *       "content": "Hello! Could we have two extra towels, please?"
+                 *       "content": "Hello Ana, we can offer you a late check-out at 14:00 on your last day."
                  *     }
                  */
                 "application/json": {
@@ -5104,7 +5205,7 @@ export interface operations {
                  * @example {
                  *       "items": [
                  *         {
-                 *           "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                 *           "id": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
                  *           "status": "open",
                  *           "assignee": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n"
                  *         }
@@ -5114,6 +5215,10 @@ export interface operations {
                 "application/json": {
                     /** @description 1 to 100 items, each validated and applied on its own: a bad item gets its own error in the answer */
                     items: {
+                        /**
+                         * @description A conversation id
+                         * @example cnv_01jd8x3k5q7w9e2r4t6y8v0m1n
+                         */
                         id: string;
                         /**
                          * @description Any status may move to any other
@@ -5147,7 +5252,7 @@ export interface operations {
                      *       "success": true,
                      *       "data": [
                      *         {
-                     *           "index": 1,
+                     *           "index": 0,
                      *           "success": true,
                      *           "data": {
                      *             "id": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
@@ -5164,16 +5269,6 @@ export interface operations {
                      *             "messageCount": 1,
                      *             "createdAt": "2026-11-22T06:33:12.000Z",
                      *             "updatedAt": "2026-11-22T06:33:12.000Z"
-                     *           },
-                     *           "error": {
-                     *             "code": "VALIDATION_ERROR",
-                     *             "message": "email: must match format \"email\"",
-                     *             "details": [
-                     *               {
-                     *                 "field": "email",
-                     *                 "message": "must match format \"email\""
-                     *               }
-                     *             ]
                      *           }
                      *         }
                      *       ]
@@ -5421,7 +5516,10 @@ export interface operations {
                 "If-None-Match"?: string;
             };
             path: {
-                /** @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise */
+                /**
+                 * @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise
+                 * @example cnv_01jd8x3k5q7w9e2r4t6y8v0m1n
+                 */
                 id: string;
             };
             cookie?: never;
@@ -5620,7 +5718,10 @@ export interface operations {
                 "If-Match"?: string;
             };
             path: {
-                /** @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise */
+                /**
+                 * @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise
+                 * @example cnv_01jd8x3k5q7w9e2r4t6y8v0m1n
+                 */
                 id: string;
             };
             cookie?: never;
@@ -5875,7 +5976,10 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise */
+                /**
+                 * @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise
+                 * @example cnv_01jd8x3k5q7w9e2r4t6y8v0m1n
+                 */
                 id: string;
             };
             cookie?: never;
@@ -5903,22 +6007,19 @@ export interface operations {
                      *         {
                      *           "id": "msg_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *           "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *           "direction": "inbound",
+                     *           "direction": "outbound",
                      *           "type": "text",
-                     *           "content": "Hello! Could we have two extra towels, please?",
+                     *           "content": "Of course! Two towels are on their way to room 412.",
                      *           "sender": {
-                     *             "type": "guest",
-                     *             "id": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n"
+                     *             "type": "staff",
+                     *             "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n"
                      *           },
-                     *           "deliveryStatus": "received",
-                     *           "externalId": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *           "error": {
-                     *             "code": "CHANNEL_NOT_CONFIGURED",
-                     *             "message": "email: must match format \"email\""
-                     *           },
-                     *           "sentAt": "2026-11-22T06:33:12.000Z",
-                     *           "deliveredAt": "2026-11-22T06:33:12.000Z",
-                     *           "readAt": "2026-11-22T06:33:12.000Z",
+                     *           "deliveryStatus": "queued",
+                     *           "externalId": null,
+                     *           "error": null,
+                     *           "sentAt": null,
+                     *           "deliveredAt": null,
+                     *           "readAt": null,
                      *           "createdAt": "2026-11-22T06:33:12.000Z"
                      *         }
                      *       ],
@@ -6084,7 +6185,10 @@ export interface operations {
                 "Idempotency-Key"?: string;
             };
             path: {
-                /** @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise */
+                /**
+                 * @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise
+                 * @example cnv_01jd8x3k5q7w9e2r4t6y8v0m1n
+                 */
                 id: string;
             };
             cookie?: never;
@@ -6093,15 +6197,8 @@ export interface operations {
             content: {
                 /**
                  * @example {
-                 *       "content": "Hello! Could we have two extra towels, please?",
-                 *       "type": "text",
-                 *       "template": {
-                 *         "name": "room_ready",
-                 *         "language": "en_US",
-                 *         "parameters": [
-                 *           "text"
-                 *         ]
-                 *       }
+                 *       "content": "Of course! Two towels are on their way to room 412.",
+                 *       "type": "text"
                  *     }
                  */
                 "application/json": {
@@ -6152,22 +6249,19 @@ export interface operations {
                      *       "data": {
                      *         "id": "msg_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *         "direction": "inbound",
+                     *         "direction": "outbound",
                      *         "type": "text",
-                     *         "content": "Hello! Could we have two extra towels, please?",
+                     *         "content": "Of course! Two towels are on their way to room 412.",
                      *         "sender": {
-                     *           "type": "guest",
-                     *           "id": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n"
+                     *           "type": "staff",
+                     *           "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n"
                      *         },
-                     *         "deliveryStatus": "received",
-                     *         "externalId": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *         "error": {
-                     *           "code": "CHANNEL_NOT_CONFIGURED",
-                     *           "message": "email: must match format \"email\""
-                     *         },
-                     *         "sentAt": "2026-11-22T06:33:12.000Z",
-                     *         "deliveredAt": "2026-11-22T06:33:12.000Z",
-                     *         "readAt": "2026-11-22T06:33:12.000Z",
+                     *         "deliveryStatus": "queued",
+                     *         "externalId": null,
+                     *         "error": null,
+                     *         "sentAt": null,
+                     *         "deliveredAt": null,
+                     *         "readAt": null,
                      *         "createdAt": "2026-11-22T06:33:12.000Z"
                      *       }
                      *     }
@@ -6382,7 +6476,9 @@ export interface operations {
                 "If-None-Match"?: string;
             };
             path: {
+                /** @example cnv_01jd8x3k5q7w9e2r4t6y8v0m1n */
                 id: string;
+                /** @example msg_01jd8x3k5q7w9e2r4t6y8v0m1n */
                 messageId: string;
             };
             cookie?: never;
@@ -6411,22 +6507,19 @@ export interface operations {
                      *       "data": {
                      *         "id": "msg_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *         "direction": "inbound",
+                     *         "direction": "outbound",
                      *         "type": "text",
-                     *         "content": "Hello! Could we have two extra towels, please?",
+                     *         "content": "Of course! Two towels are on their way to room 412.",
                      *         "sender": {
-                     *           "type": "guest",
-                     *           "id": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n"
+                     *           "type": "staff",
+                     *           "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n"
                      *         },
-                     *         "deliveryStatus": "received",
-                     *         "externalId": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *         "error": {
-                     *           "code": "CHANNEL_NOT_CONFIGURED",
-                     *           "message": "email: must match format \"email\""
-                     *         },
-                     *         "sentAt": "2026-11-22T06:33:12.000Z",
-                     *         "deliveredAt": "2026-11-22T06:33:12.000Z",
-                     *         "readAt": "2026-11-22T06:33:12.000Z",
+                     *         "deliveryStatus": "queued",
+                     *         "externalId": null,
+                     *         "error": null,
+                     *         "sentAt": null,
+                     *         "deliveredAt": null,
+                     *         "readAt": null,
                      *         "createdAt": "2026-11-22T06:33:12.000Z"
                      *       }
                      *     }
@@ -6586,7 +6679,9 @@ export interface operations {
                 "Idempotency-Key"?: string;
             };
             path: {
+                /** @example cnv_01jd8x3k5q7w9e2r4t6y8v0m1n */
                 id: string;
+                /** @example msg_01jd8x3k5q7w9e2r4t6y8v0m1n */
                 messageId: string;
             };
             cookie?: never;
@@ -6617,22 +6712,19 @@ export interface operations {
                      *       "data": {
                      *         "id": "msg_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *         "direction": "inbound",
+                     *         "direction": "outbound",
                      *         "type": "text",
-                     *         "content": "Hello! Could we have two extra towels, please?",
+                     *         "content": "Of course! Two towels are on their way to room 412.",
                      *         "sender": {
-                     *           "type": "guest",
-                     *           "id": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n"
+                     *           "type": "staff",
+                     *           "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n"
                      *         },
-                     *         "deliveryStatus": "received",
-                     *         "externalId": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *         "error": {
-                     *           "code": "CHANNEL_NOT_CONFIGURED",
-                     *           "message": "email: must match format \"email\""
-                     *         },
-                     *         "sentAt": "2026-11-22T06:33:12.000Z",
-                     *         "deliveredAt": "2026-11-22T06:33:12.000Z",
-                     *         "readAt": "2026-11-22T06:33:12.000Z",
+                     *         "deliveryStatus": "queued",
+                     *         "externalId": null,
+                     *         "error": null,
+                     *         "sentAt": null,
+                     *         "deliveredAt": null,
+                     *         "readAt": null,
                      *         "createdAt": "2026-11-22T06:33:12.000Z"
                      *       }
                      *     }
@@ -6848,7 +6940,7 @@ export interface operations {
                      *           "email": "ana.lopes@example.com",
                      *           "phone": "+351912345678",
                      *           "tags": [
-                     *             "text"
+                     *             "vip"
                      *           ],
                      *           "notes": "Prefers a quiet room",
                      *           "createdAt": "2026-11-22T06:33:12.000Z",
@@ -7027,7 +7119,7 @@ export interface operations {
                  *       "email": "ana.lopes@example.com",
                  *       "phone": "+447700900123",
                  *       "tags": [
-                 *         "text"
+                 *         "vip"
                  *       ],
                  *       "notes": "Prefers a quiet room"
                  *     }
@@ -7072,7 +7164,7 @@ export interface operations {
                      *         "email": "ana.lopes@example.com",
                      *         "phone": "+351912345678",
                      *         "tags": [
-                     *           "text"
+                     *           "vip"
                      *         ],
                      *         "notes": "Prefers a quiet room",
                      *         "createdAt": "2026-11-22T06:33:12.000Z",
@@ -7290,7 +7382,10 @@ export interface operations {
                 "If-None-Match"?: string;
             };
             path: {
-                /** @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise */
+                /**
+                 * @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise
+                 * @example gst_01jd8x3k5q7w9e2r4t6y8v0m1n
+                 */
                 id: string;
             };
             cookie?: never;
@@ -7322,7 +7417,7 @@ export interface operations {
                      *         "email": "ana.lopes@example.com",
                      *         "phone": "+351912345678",
                      *         "tags": [
-                     *           "text"
+                     *           "vip"
                      *         ],
                      *         "notes": "Prefers a quiet room",
                      *         "createdAt": "2026-11-22T06:33:12.000Z",
@@ -7485,7 +7580,10 @@ export interface operations {
                 "If-Match"?: string;
             };
             path: {
-                /** @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise */
+                /**
+                 * @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise
+                 * @example gst_01jd8x3k5q7w9e2r4t6y8v0m1n
+                 */
                 id: string;
             };
             cookie?: never;
@@ -7494,13 +7592,11 @@ export interface operations {
             content: {
                 /**
                  * @example {
-                 *       "name": "Ana Lopes",
-                 *       "email": "ana.lopes@example.com",
-                 *       "phone": "+447700900123",
                  *       "tags": [
-                 *         "text"
+                 *         "vip",
+                 *         "returning"
                  *       ],
-                 *       "notes": "Prefers a quiet room"
+                 *       "notes": "Prefers a quiet room away from the lift"
                  *     }
                  */
                 "application/json": {
@@ -7539,7 +7635,7 @@ export interface operations {
                      *         "email": "ana.lopes@example.com",
                      *         "phone": "+351912345678",
                      *         "tags": [
-                     *           "text"
+                     *           "vip"
                      *         ],
                      *         "notes": "Prefers a quiet room",
                      *         "createdAt": "2026-11-22T06:33:12.000Z",
@@ -7763,13 +7859,17 @@ export interface operations {
                  * @example {
                  *       "items": [
                  *         {
-                 *           "name": "Ana Lopes",
-                 *           "email": "ana.lopes@example.com",
-                 *           "phone": "+447700900123",
+                 *           "name": "Rui Costa",
+                 *           "email": "rui.costa@example.com",
+                 *           "phone": "+351913456789",
                  *           "tags": [
-                 *             "text"
-                 *           ],
-                 *           "notes": "Prefers a quiet room"
+                 *             "returning"
+                 *           ]
+                 *         },
+                 *         {
+                 *           "name": "Mia Schmidt",
+                 *           "email": "mia.schmidt@example.de",
+                 *           "notes": "Arrives late, around 23:00"
                  *         }
                  *       ]
                  *     }
@@ -7809,7 +7909,7 @@ export interface operations {
                      *       "success": true,
                      *       "data": [
                      *         {
-                     *           "index": 1,
+                     *           "index": 0,
                      *           "success": true,
                      *           "data": {
                      *             "id": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
@@ -7817,21 +7917,11 @@ export interface operations {
                      *             "email": "ana.lopes@example.com",
                      *             "phone": "+351912345678",
                      *             "tags": [
-                     *               "text"
+                     *               "vip"
                      *             ],
                      *             "notes": "Prefers a quiet room",
                      *             "createdAt": "2026-11-22T06:33:12.000Z",
                      *             "updatedAt": "2026-11-22T06:33:12.000Z"
-                     *           },
-                     *           "error": {
-                     *             "code": "VALIDATION_ERROR",
-                     *             "message": "email: must match format \"email\"",
-                     *             "details": [
-                     *               {
-                     *                 "field": "email",
-                     *                 "message": "must match format \"email\""
-                     *               }
-                     *             ]
                      *           }
                      *         }
                      *       ]
@@ -8124,8 +8214,8 @@ export interface operations {
                      *           "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *           "assignee": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *           "notes": "Prefers a quiet room",
-                     *           "dueAt": "2026-11-22T06:33:12.000Z",
-                     *           "completedAt": "2026-11-22T06:33:12.000Z",
+                     *           "dueAt": "2030-01-01T09:00:00.000Z",
+                     *           "completedAt": null,
                      *           "createdAt": "2026-11-22T06:33:12.000Z",
                      *           "updatedAt": "2026-11-22T06:33:12.000Z"
                      *         }
@@ -8305,7 +8395,7 @@ export interface operations {
                  *       "guestId": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
                  *       "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
                  *       "assignee": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                 *       "dueAt": "2026-11-22T06:33:12.000Z"
+                 *       "dueAt": "2030-01-01T09:00:00.000Z"
                  *     }
                  */
                 "application/json": {
@@ -8363,8 +8453,8 @@ export interface operations {
                      *         "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "assignee": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "notes": "Prefers a quiet room",
-                     *         "dueAt": "2026-11-22T06:33:12.000Z",
-                     *         "completedAt": "2026-11-22T06:33:12.000Z",
+                     *         "dueAt": "2030-01-01T09:00:00.000Z",
+                     *         "completedAt": null,
                      *         "createdAt": "2026-11-22T06:33:12.000Z",
                      *         "updatedAt": "2026-11-22T06:33:12.000Z"
                      *       }
@@ -8580,7 +8670,10 @@ export interface operations {
                 "If-None-Match"?: string;
             };
             path: {
-                /** @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise */
+                /**
+                 * @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise
+                 * @example tsk_01jd8x3k5q7w9e2r4t6y8v0m1n
+                 */
                 id: string;
             };
             cookie?: never;
@@ -8617,8 +8710,8 @@ export interface operations {
                      *         "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "assignee": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "notes": "Prefers a quiet room",
-                     *         "dueAt": "2026-11-22T06:33:12.000Z",
-                     *         "completedAt": "2026-11-22T06:33:12.000Z",
+                     *         "dueAt": "2030-01-01T09:00:00.000Z",
+                     *         "completedAt": null,
                      *         "createdAt": "2026-11-22T06:33:12.000Z",
                      *         "updatedAt": "2026-11-22T06:33:12.000Z"
                      *       }
@@ -8779,7 +8872,10 @@ export interface operations {
                 "If-Match"?: string;
             };
             path: {
-                /** @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise */
+                /**
+                 * @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise
+                 * @example tsk_01jd8x3k5q7w9e2r4t6y8v0m1n
+                 */
                 id: string;
             };
             cookie?: never;
@@ -8795,7 +8891,7 @@ export interface operations {
                  *       "department": "housekeeping",
                  *       "priority": "low",
                  *       "assignee": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                 *       "dueAt": "2026-11-22T06:33:12.000Z"
+                 *       "dueAt": "2030-01-01T09:00:00.000Z"
                  *     }
                  */
                 "application/json": {
@@ -8847,8 +8943,8 @@ export interface operations {
                      *         "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "assignee": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "notes": "Prefers a quiet room",
-                     *         "dueAt": "2026-11-22T06:33:12.000Z",
-                     *         "completedAt": "2026-11-22T06:33:12.000Z",
+                     *         "dueAt": "2030-01-01T09:00:00.000Z",
+                     *         "completedAt": null,
                      *         "createdAt": "2026-11-22T06:33:12.000Z",
                      *         "updatedAt": "2026-11-22T06:33:12.000Z"
                      *       }
@@ -9060,7 +9156,7 @@ export interface operations {
                  *           "guestId": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
                  *           "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
                  *           "assignee": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                 *           "dueAt": "2026-11-22T06:33:12.000Z"
+                 *           "dueAt": "2030-01-01T09:00:00.000Z"
                  *         }
                  *       ]
                  *     }
@@ -9110,7 +9206,7 @@ export interface operations {
                      *       "success": true,
                      *       "data": [
                      *         {
-                     *           "index": 1,
+                     *           "index": 0,
                      *           "success": true,
                      *           "data": {
                      *             "id": "tsk_01jd8x3k5q7w9e2r4t6y8v0m1n",
@@ -9123,20 +9219,10 @@ export interface operations {
                      *             "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *             "assignee": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *             "notes": "Prefers a quiet room",
-                     *             "dueAt": "2026-11-22T06:33:12.000Z",
-                     *             "completedAt": "2026-11-22T06:33:12.000Z",
+                     *             "dueAt": "2030-01-01T09:00:00.000Z",
+                     *             "completedAt": null,
                      *             "createdAt": "2026-11-22T06:33:12.000Z",
                      *             "updatedAt": "2026-11-22T06:33:12.000Z"
-                     *           },
-                     *           "error": {
-                     *             "code": "VALIDATION_ERROR",
-                     *             "message": "email: must match format \"email\"",
-                     *             "details": [
-                     *               {
-                     *                 "field": "email",
-                     *                 "message": "must match format \"email\""
-                     *               }
-                     *             ]
                      *           }
                      *         }
                      *       ]
@@ -9846,7 +9932,10 @@ export interface operations {
                 "If-None-Match"?: string;
             };
             path: {
-                /** @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise */
+                /**
+                 * @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise
+                 * @example kb_01jd8x3k5q7w9e2r4t6y8v0m1n
+                 */
                 id: string;
             };
             cookie?: never;
@@ -10037,7 +10126,10 @@ export interface operations {
                 "If-Match"?: string;
             };
             path: {
-                /** @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise */
+                /**
+                 * @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise
+                 * @example kb_01jd8x3k5q7w9e2r4t6y8v0m1n
+                 */
                 id: string;
             };
             cookie?: never;
@@ -10280,7 +10372,10 @@ export interface operations {
                 "If-Match"?: string;
             };
             path: {
-                /** @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise */
+                /**
+                 * @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise
+                 * @example kb_01jd8x3k5q7w9e2r4t6y8v0m1n
+                 */
                 id: string;
             };
             cookie?: never;
@@ -10305,7 +10400,7 @@ export interface operations {
                      * @example {
                      *       "success": true,
                      *       "data": {
-                     *         "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *         "id": "kb_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "deleted": true
                      *       }
                      *     }
@@ -10504,14 +10599,26 @@ export interface operations {
                      *       "data": [
                      *         {
                      *           "id": "1042",
-                     *           "type": "conversation.created",
+                     *           "type": "knowledge.updated",
                      *           "occurredAt": "2026-11-22T06:33:12.000Z",
                      *           "actor": {
                      *             "type": "staff",
                      *             "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n"
                      *           },
-                     *           "data": null,
-                     *           "changes": {}
+                     *           "data": {
+                     *             "id": "kb_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *             "title": "Breakfast hours",
+                     *             "content": "Breakfast is served from 07:00 to 10:30 in the Atrium.",
+                     *             "category": "dining",
+                     *             "createdAt": "2026-11-22T06:33:12.000Z",
+                     *             "updatedAt": "2026-11-22T06:33:12.000Z"
+                     *           },
+                     *           "changes": {
+                     *             "content": {
+                     *               "from": "Breakfast is served from 07:00 to 10:00.",
+                     *               "to": "Breakfast is served from 07:00 to 10:30 in the Atrium."
+                     *             }
+                     *           }
                      *         }
                      *       ],
                      *       "meta": {
@@ -11057,11 +11164,11 @@ export interface operations {
                  */
                 "application/json": {
                     /**
-                     * @description http(s) URL of the receiver. Hosts resolving to loopback, private, link-local, unspecified or multicast addresses are refused unless WEBHOOK_ALLOW_PRIVATE=true
+                     * @description http(s) URL of the receiver: an ASCII host (an internationalised name in its xn-- form, valid Punycode), IPv4 or [IPv6] address, an optional port, no user name or password, no control characters. Hosts resolving to loopback, private, link-local, unspecified or multicast addresses are refused unless WEBHOOK_ALLOW_PRIVATE=true
                      * @example https://hooks.example.com/guest-messaging
                      */
                     url: string;
-                    /** @description Event types to receive, or ["*"] for all */
+                    /** @description Event types to receive, or ["*"] for all (a list naming "*" names nothing else) */
                     events: ("*" | "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.status_changed" | "message.created" | "message.updated" | "guest.created" | "guest.updated" | "task.created" | "task.updated" | "task.completed" | "knowledge.created" | "knowledge.updated" | "knowledge.deleted" | "staff.created" | "staff.updated" | "setting.updated" | "webhook.disabled")[];
                     description?: string | null;
                     /** @default true */
@@ -11318,7 +11425,10 @@ export interface operations {
                 "If-None-Match"?: string;
             };
             path: {
-                /** @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise */
+                /**
+                 * @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise
+                 * @example whk_01jd8x3k5q7w9e2r4t6y8v0m1n
+                 */
                 id: string;
             };
             cookie?: never;
@@ -11513,7 +11623,10 @@ export interface operations {
                 "If-Match"?: string;
             };
             path: {
-                /** @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise */
+                /**
+                 * @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise
+                 * @example whk_01jd8x3k5q7w9e2r4t6y8v0m1n
+                 */
                 id: string;
             };
             cookie?: never;
@@ -11538,7 +11651,7 @@ export interface operations {
                      * @example {
                      *       "success": true,
                      *       "data": {
-                     *         "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *         "id": "whk_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "deleted": true
                      *       }
                      *     }
@@ -11704,7 +11817,10 @@ export interface operations {
                 "If-Match"?: string;
             };
             path: {
-                /** @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise */
+                /**
+                 * @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise
+                 * @example whk_01jd8x3k5q7w9e2r4t6y8v0m1n
+                 */
                 id: string;
             };
             cookie?: never;
@@ -11723,11 +11839,11 @@ export interface operations {
                  */
                 "application/json": {
                     /**
-                     * @description http(s) URL of the receiver. Hosts resolving to loopback, private, link-local, unspecified or multicast addresses are refused unless WEBHOOK_ALLOW_PRIVATE=true
+                     * @description http(s) URL of the receiver: an ASCII host (an internationalised name in its xn-- form, valid Punycode), IPv4 or [IPv6] address, an optional port, no user name or password, no control characters. Hosts resolving to loopback, private, link-local, unspecified or multicast addresses are refused unless WEBHOOK_ALLOW_PRIVATE=true
                      * @example https://hooks.example.com/guest-messaging
                      */
                     url?: string;
-                    /** @description Event types to receive, or ["*"] for all */
+                    /** @description Event types to receive, or ["*"] for all (a list naming "*" names nothing else) */
                     events?: ("*" | "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.status_changed" | "message.created" | "message.updated" | "guest.created" | "guest.updated" | "task.created" | "task.updated" | "task.completed" | "knowledge.created" | "knowledge.updated" | "knowledge.deleted" | "staff.created" | "staff.updated" | "setting.updated" | "webhook.disabled")[];
                     description?: string | null;
                     /** @description true re-activates a disabled endpoint and resets its failure count */
@@ -11960,7 +12076,10 @@ export interface operations {
                 "Idempotency-Key"?: string;
             };
             path: {
-                /** @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise */
+                /**
+                 * @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise
+                 * @example whk_01jd8x3k5q7w9e2r4t6y8v0m1n
+                 */
                 id: string;
             };
             cookie?: never;
@@ -12179,7 +12298,10 @@ export interface operations {
                 "Idempotency-Key"?: string;
             };
             path: {
-                /** @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise */
+                /**
+                 * @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise
+                 * @example whk_01jd8x3k5q7w9e2r4t6y8v0m1n
+                 */
                 id: string;
             };
             cookie?: never;
@@ -12211,13 +12333,13 @@ export interface operations {
                      *         "id": "whd_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "webhookId": "whk_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "eventId": "1842",
-                     *         "eventType": "conversation.created",
+                     *         "eventType": "task.created",
                      *         "status": "pending",
                      *         "attempts": 1,
-                     *         "lastResponseCode": 100,
-                     *         "lastError": "text",
-                     *         "durationMs": 1,
-                     *         "nextAttemptAt": "2026-11-22T06:33:12.000Z",
+                     *         "lastResponseCode": 503,
+                     *         "lastError": "HTTP 503",
+                     *         "durationMs": 212,
+                     *         "nextAttemptAt": "2030-01-01T09:00:00.000Z",
                      *         "lastAttemptAt": "2026-11-22T06:33:12.000Z",
                      *         "createdAt": "2026-11-22T06:33:12.000Z",
                      *         "updatedAt": "2026-11-22T06:33:12.000Z"
@@ -12404,7 +12526,10 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise */
+                /**
+                 * @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise
+                 * @example whk_01jd8x3k5q7w9e2r4t6y8v0m1n
+                 */
                 id: string;
             };
             cookie?: never;
@@ -12433,13 +12558,13 @@ export interface operations {
                      *           "id": "whd_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *           "webhookId": "whk_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *           "eventId": "1842",
-                     *           "eventType": "conversation.created",
+                     *           "eventType": "task.created",
                      *           "status": "pending",
                      *           "attempts": 1,
-                     *           "lastResponseCode": 100,
-                     *           "lastError": "text",
-                     *           "durationMs": 1,
-                     *           "nextAttemptAt": "2026-11-22T06:33:12.000Z",
+                     *           "lastResponseCode": 503,
+                     *           "lastError": "HTTP 503",
+                     *           "durationMs": 212,
+                     *           "nextAttemptAt": "2030-01-01T09:00:00.000Z",
                      *           "lastAttemptAt": "2026-11-22T06:33:12.000Z",
                      *           "createdAt": "2026-11-22T06:33:12.000Z",
                      *           "updatedAt": "2026-11-22T06:33:12.000Z"
@@ -12607,7 +12732,9 @@ export interface operations {
                 "Idempotency-Key"?: string;
             };
             path: {
+                /** @example whk_01jd8x3k5q7w9e2r4t6y8v0m1n */
                 id: string;
+                /** @example whd_01jd8x3k5q7w9e2r4t6y8v0m1n */
                 deliveryId: string;
             };
             cookie?: never;
@@ -12639,13 +12766,13 @@ export interface operations {
                      *         "id": "whd_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "webhookId": "whk_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "eventId": "1842",
-                     *         "eventType": "conversation.created",
+                     *         "eventType": "task.created",
                      *         "status": "pending",
                      *         "attempts": 1,
-                     *         "lastResponseCode": 100,
-                     *         "lastError": "text",
-                     *         "durationMs": 1,
-                     *         "nextAttemptAt": "2026-11-22T06:33:12.000Z",
+                     *         "lastResponseCode": 503,
+                     *         "lastError": "HTTP 503",
+                     *         "durationMs": 212,
+                     *         "nextAttemptAt": "2030-01-01T09:00:00.000Z",
                      *         "lastAttemptAt": "2026-11-22T06:33:12.000Z",
                      *         "createdAt": "2026-11-22T06:33:12.000Z",
                      *         "updatedAt": "2026-11-22T06:33:12.000Z"
@@ -12831,12 +12958,11 @@ export interface operations {
             content: {
                 /**
                  * @example {
-                 *       "MessageSid": "text",
-                 *       "From": "text",
-                 *       "To": "text",
-                 *       "Body": "text",
-                 *       "NumMedia": "text",
-                 *       "ProfileName": "text"
+                 *       "MessageSid": "SM3f9c2a7e5b1d4c8a9e0f6b2d7c1a5e9f",
+                 *       "From": "+351912345678",
+                 *       "To": "+14155550100",
+                 *       "Body": "Hello! Could we have two extra towels, please?",
+                 *       "NumMedia": "0"
                  *     }
                  */
                 "application/x-www-form-urlencoded": {
@@ -12869,7 +12995,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /** @example text */
+                    /** @example <?xml version="1.0" encoding="UTF-8"?><Response></Response> */
                     "text/xml": string;
                 };
             };
@@ -13009,11 +13135,9 @@ export interface operations {
             content: {
                 /**
                  * @example {
-                 *       "MessageSid": "text",
-                 *       "MessageStatus": "text",
-                 *       "From": "text",
-                 *       "ErrorCode": "text",
-                 *       "ErrorMessage": "text"
+                 *       "MessageSid": "SM3f9c2a7e5b1d4c8a9e0f6b2d7c1a5e9f",
+                 *       "MessageStatus": "delivered",
+                 *       "From": "+14155550100"
                  *     }
                  */
                 "application/x-www-form-urlencoded": {
@@ -13173,8 +13297,20 @@ export interface operations {
     verifyWhatsAppWebhook: {
         parameters: {
             query?: {
+                /**
+                 * @description subscribe
+                 * @example subscribe
+                 */
                 "hub.mode"?: string;
+                /**
+                 * @description WHATSAPP_VERIFY_TOKEN
+                 * @example your-verify-token
+                 */
                 "hub.verify_token"?: string;
+                /**
+                 * @description Answered back as the body
+                 * @example 1158201444
+                 */
                 "hub.challenge"?: string;
             };
             header?: never;
@@ -13197,7 +13333,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /** @example text */
+                    /** @example 1158201444 */
                     "text/plain": string;
                 };
             };
@@ -13303,9 +13439,42 @@ export interface operations {
             content: {
                 /**
                  * @example {
-                 *       "object": "text",
+                 *       "object": "whatsapp_business_account",
                  *       "entry": [
-                 *         {}
+                 *         {
+                 *           "id": "102290129340398",
+                 *           "changes": [
+                 *             {
+                 *               "field": "messages",
+                 *               "value": {
+                 *                 "messaging_product": "whatsapp",
+                 *                 "metadata": {
+                 *                   "display_phone_number": "14155550100",
+                 *                   "phone_number_id": "106540352242922"
+                 *                 },
+                 *                 "contacts": [
+                 *                   {
+                 *                     "profile": {
+                 *                       "name": "Ana Lopes"
+                 *                     },
+                 *                     "wa_id": "351912345678"
+                 *                   }
+                 *                 ],
+                 *                 "messages": [
+                 *                   {
+                 *                     "from": "351912345678",
+                 *                     "id": "wamid.HBgMMzUxOTEyMzQ1Njc4FQIAEhggQjVGRjE5NkQ3",
+                 *                     "timestamp": "1795329192",
+                 *                     "type": "text",
+                 *                     "text": {
+                 *                       "body": "Hello! Could we have two extra towels, please?"
+                 *                     }
+                 *                   }
+                 *                 ]
+                 *               }
+                 *             }
+                 *           ]
+                 *         }
                  *       ]
                  *     }
                  */
@@ -13510,7 +13679,17 @@ export interface operations {
         };
         requestBody: {
             content: {
-                /** @example text */
+                /**
+                 * @example From: Ana Lopes <ana.lopes@example.com>
+                 *     To: Front Desk <frontdesk@hotel.example.com>
+                 *     Subject: Late check-out
+                 *     Message-ID: <CAF3k9x2q7.ana@mail.example.com>
+                 *     Date: Sun, 22 Nov 2026 06:33:12 +0000
+                 *     MIME-Version: 1.0
+                 *     Content-Type: text/plain; charset=utf-8
+                 *
+                 *     Hello! Could we check out at 14:00 on Sunday?
+                 */
                 "message/rfc822": string;
             };
         };
@@ -13593,48 +13772,53 @@ export interface operations {
                      *             "id": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n"
                      *           },
                      *           "deliveryStatus": "received",
-                     *           "externalId": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *           "error": {
-                     *             "code": "CHANNEL_NOT_CONFIGURED",
-                     *             "message": "email: must match format \"email\""
-                     *           },
-                     *           "sentAt": "2026-11-22T06:33:12.000Z",
-                     *           "deliveredAt": "2026-11-22T06:33:12.000Z",
-                     *           "readAt": "2026-11-22T06:33:12.000Z",
+                     *           "externalId": "widget-msg-7f3a9c",
+                     *           "error": null,
+                     *           "sentAt": null,
+                     *           "deliveredAt": null,
+                     *           "readAt": null,
                      *           "createdAt": "2026-11-22T06:33:12.000Z"
                      *         },
                      *         "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "guestId": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *         "guestCreated": true,
+                     *         "guestCreated": false,
                      *         "conversationCreated": true,
                      *         "duplicate": false,
-                     *         "autoReply": {
-                     *           "id": "msg_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *           "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *           "direction": "inbound",
-                     *           "type": "text",
-                     *           "content": "Hello! Could we have two extra towels, please?",
-                     *           "sender": {
-                     *             "type": "guest",
-                     *             "id": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n"
-                     *           },
-                     *           "deliveryStatus": "received",
-                     *           "externalId": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *           "error": {
-                     *             "code": "CHANNEL_NOT_CONFIGURED",
-                     *             "message": "email: must match format \"email\""
-                     *           },
-                     *           "sentAt": "2026-11-22T06:33:12.000Z",
-                     *           "deliveredAt": "2026-11-22T06:33:12.000Z",
-                     *           "readAt": "2026-11-22T06:33:12.000Z",
-                     *           "createdAt": "2026-11-22T06:33:12.000Z"
-                     *         }
+                     *         "autoReply": null
                      *       }
                      *     }
                      */
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
+                        /**
+                         * @example {
+                         *       "message": {
+                         *         "id": "msg_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                         *         "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                         *         "direction": "inbound",
+                         *         "type": "text",
+                         *         "content": "Hello! Could we have two extra towels, please?",
+                         *         "sender": {
+                         *           "type": "guest",
+                         *           "id": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n"
+                         *         },
+                         *         "deliveryStatus": "received",
+                         *         "externalId": "widget-msg-7f3a9c",
+                         *         "error": null,
+                         *         "sentAt": null,
+                         *         "deliveredAt": null,
+                         *         "readAt": null,
+                         *         "createdAt": "2026-11-22T06:33:12.000Z"
+                         *       },
+                         *       "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                         *       "guestId": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                         *       "guestCreated": false,
+                         *       "conversationCreated": true,
+                         *       "duplicate": false,
+                         *       "autoReply": null
+                         *     }
+                         */
                         data: {
                             message: components["schemas"]["Message"];
                             /** @example cnv_01jd8x3k5q7w9e2r4t6y8v0m1n */
@@ -13832,14 +14016,12 @@ export interface operations {
             content: {
                 /**
                  * @example {
-                 *       "guestId": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
                  *       "guest": {
                  *         "name": "Ana Lopes",
-                 *         "email": "ana.lopes@example.com",
-                 *         "phone": "+351912345678"
+                 *         "email": "ana.lopes@example.com"
                  *       },
                  *       "content": "Hello! Could we have two extra towels, please?",
-                 *       "externalId": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n"
+                 *       "externalId": "widget-msg-7f3a9c"
                  *     }
                  */
                 "application/json": {
@@ -13943,48 +14125,53 @@ export interface operations {
                      *             "id": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n"
                      *           },
                      *           "deliveryStatus": "received",
-                     *           "externalId": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *           "error": {
-                     *             "code": "CHANNEL_NOT_CONFIGURED",
-                     *             "message": "email: must match format \"email\""
-                     *           },
-                     *           "sentAt": "2026-11-22T06:33:12.000Z",
-                     *           "deliveredAt": "2026-11-22T06:33:12.000Z",
-                     *           "readAt": "2026-11-22T06:33:12.000Z",
+                     *           "externalId": "widget-msg-7f3a9c",
+                     *           "error": null,
+                     *           "sentAt": null,
+                     *           "deliveredAt": null,
+                     *           "readAt": null,
                      *           "createdAt": "2026-11-22T06:33:12.000Z"
                      *         },
                      *         "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "guestId": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *         "guestCreated": true,
+                     *         "guestCreated": false,
                      *         "conversationCreated": true,
                      *         "duplicate": false,
-                     *         "autoReply": {
-                     *           "id": "msg_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *           "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *           "direction": "inbound",
-                     *           "type": "text",
-                     *           "content": "Hello! Could we have two extra towels, please?",
-                     *           "sender": {
-                     *             "type": "guest",
-                     *             "id": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n"
-                     *           },
-                     *           "deliveryStatus": "received",
-                     *           "externalId": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *           "error": {
-                     *             "code": "CHANNEL_NOT_CONFIGURED",
-                     *             "message": "email: must match format \"email\""
-                     *           },
-                     *           "sentAt": "2026-11-22T06:33:12.000Z",
-                     *           "deliveredAt": "2026-11-22T06:33:12.000Z",
-                     *           "readAt": "2026-11-22T06:33:12.000Z",
-                     *           "createdAt": "2026-11-22T06:33:12.000Z"
-                     *         }
+                     *         "autoReply": null
                      *       }
                      *     }
                      */
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
+                        /**
+                         * @example {
+                         *       "message": {
+                         *         "id": "msg_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                         *         "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                         *         "direction": "inbound",
+                         *         "type": "text",
+                         *         "content": "Hello! Could we have two extra towels, please?",
+                         *         "sender": {
+                         *           "type": "guest",
+                         *           "id": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n"
+                         *         },
+                         *         "deliveryStatus": "received",
+                         *         "externalId": "widget-msg-7f3a9c",
+                         *         "error": null,
+                         *         "sentAt": null,
+                         *         "deliveredAt": null,
+                         *         "readAt": null,
+                         *         "createdAt": "2026-11-22T06:33:12.000Z"
+                         *       },
+                         *       "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                         *       "guestId": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                         *       "guestCreated": false,
+                         *       "conversationCreated": true,
+                         *       "duplicate": false,
+                         *       "autoReply": null
+                         *     }
+                         */
                         data: {
                             message: components["schemas"]["Message"];
                             /** @example cnv_01jd8x3k5q7w9e2r4t6y8v0m1n */
@@ -14273,13 +14460,13 @@ export interface operations {
                      *       "data": [
                      *         {
                      *           "id": "key_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *           "name": "Ana Lopes",
+                     *           "name": "PMS sync",
                      *           "scopes": [
                      *             "conversations:read"
                      *           ],
-                     *           "expiresAt": "2026-11-22T06:33:12.000Z",
-                     *           "lastUsedAt": "2026-11-22T06:33:12.000Z",
-                     *           "revokedAt": "2026-11-22T06:33:12.000Z",
+                     *           "expiresAt": "2030-01-01T09:00:00.000Z",
+                     *           "lastUsedAt": null,
+                     *           "revokedAt": null,
                      *           "createdAt": "2026-11-22T06:33:12.000Z",
                      *           "updatedAt": "2026-11-22T06:33:12.000Z"
                      *         }
@@ -14452,15 +14639,18 @@ export interface operations {
             content: {
                 /**
                  * @example {
-                 *       "name": "Ana Lopes",
+                 *       "name": "PMS sync",
                  *       "scopes": [
                  *         "conversations:read"
                  *       ],
-                 *       "expiresAt": "2026-11-22T06:33:12.000Z"
+                 *       "expiresAt": "2030-01-01T09:00:00.000Z"
                  *     }
                  */
                 "application/json": {
-                    /** @description What the key is for (e.g. "PMS sync") */
+                    /**
+                     * @description What the key is for (e.g. "PMS sync")
+                     * @example PMS sync
+                     */
                     name: string;
                     /** @description What the key may do. `<resource>:write` includes `<resource>:read`. Each operation names the scope it needs (`x-scopes`); a key without it gets 403 FORBIDDEN naming the scope. */
                     scopes: ("conversations:read" | "conversations:write" | "guests:read" | "guests:write" | "tasks:read" | "tasks:write" | "knowledge:read" | "knowledge:write" | "staff:read" | "staff:write" | "settings:read" | "settings:write" | "webhooks:read" | "webhooks:write" | "events:read" | "reports:read" | "channels:inbound")[];
@@ -14494,16 +14684,16 @@ export interface operations {
                      *       "success": true,
                      *       "data": {
                      *         "id": "key_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *         "name": "Ana Lopes",
+                     *         "name": "PMS sync",
                      *         "scopes": [
                      *           "conversations:read"
                      *         ],
-                     *         "expiresAt": "2026-11-22T06:33:12.000Z",
-                     *         "lastUsedAt": "2026-11-22T06:33:12.000Z",
-                     *         "revokedAt": "2026-11-22T06:33:12.000Z",
+                     *         "expiresAt": "2030-01-01T09:00:00.000Z",
+                     *         "lastUsedAt": null,
+                     *         "revokedAt": null,
                      *         "createdAt": "2026-11-22T06:33:12.000Z",
                      *         "updatedAt": "2026-11-22T06:33:12.000Z",
-                     *         "key": "hotel"
+                     *         "key": "gma_key_01jd8x3k5q7w9e2r4t6y8v0m1n_q3Jx9TzW0vLb5N2mYc8Hd4Rk7Ps1Ga6Ue0Fo3Vi9Qn2"
                      *       }
                      *     }
                      */
@@ -14717,7 +14907,10 @@ export interface operations {
                 "If-None-Match"?: string;
             };
             path: {
-                /** @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise */
+                /**
+                 * @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise
+                 * @example key_01jd8x3k5q7w9e2r4t6y8v0m1n
+                 */
                 id: string;
             };
             cookie?: never;
@@ -14745,13 +14938,13 @@ export interface operations {
                      *       "success": true,
                      *       "data": {
                      *         "id": "key_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *         "name": "Ana Lopes",
+                     *         "name": "PMS sync",
                      *         "scopes": [
                      *           "conversations:read"
                      *         ],
-                     *         "expiresAt": "2026-11-22T06:33:12.000Z",
-                     *         "lastUsedAt": "2026-11-22T06:33:12.000Z",
-                     *         "revokedAt": "2026-11-22T06:33:12.000Z",
+                     *         "expiresAt": "2030-01-01T09:00:00.000Z",
+                     *         "lastUsedAt": null,
+                     *         "revokedAt": null,
                      *         "createdAt": "2026-11-22T06:33:12.000Z",
                      *         "updatedAt": "2026-11-22T06:33:12.000Z"
                      *       }
@@ -14912,7 +15105,10 @@ export interface operations {
                 "If-Match"?: string;
             };
             path: {
-                /** @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise */
+                /**
+                 * @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise
+                 * @example key_01jd8x3k5q7w9e2r4t6y8v0m1n
+                 */
                 id: string;
             };
             cookie?: never;
@@ -14937,7 +15133,7 @@ export interface operations {
                      * @example {
                      *       "success": true,
                      *       "data": {
-                     *         "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *         "id": "key_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "deleted": true
                      *       }
                      *     }
@@ -15103,7 +15299,10 @@ export interface operations {
                 "If-Match"?: string;
             };
             path: {
-                /** @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise */
+                /**
+                 * @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise
+                 * @example key_01jd8x3k5q7w9e2r4t6y8v0m1n
+                 */
                 id: string;
             };
             cookie?: never;
@@ -15112,14 +15311,17 @@ export interface operations {
             content: {
                 /**
                  * @example {
-                 *       "name": "Ana Lopes",
+                 *       "name": "PMS sync",
                  *       "scopes": [
                  *         "conversations:read"
                  *       ]
                  *     }
                  */
                 "application/json": {
-                    /** @description What the key is for (e.g. "PMS sync") */
+                    /**
+                     * @description What the key is for (e.g. "PMS sync")
+                     * @example PMS sync
+                     */
                     name?: string;
                     /** @description What the key may do. `<resource>:write` includes `<resource>:read`. Each operation names the scope it needs (`x-scopes`); a key without it gets 403 FORBIDDEN naming the scope. */
                     scopes?: ("conversations:read" | "conversations:write" | "guests:read" | "guests:write" | "tasks:read" | "tasks:write" | "knowledge:read" | "knowledge:write" | "staff:read" | "staff:write" | "settings:read" | "settings:write" | "webhooks:read" | "webhooks:write" | "events:read" | "reports:read" | "channels:inbound")[];
@@ -15148,13 +15350,13 @@ export interface operations {
                      *       "success": true,
                      *       "data": {
                      *         "id": "key_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *         "name": "Ana Lopes",
+                     *         "name": "PMS sync",
                      *         "scopes": [
                      *           "conversations:read"
                      *         ],
-                     *         "expiresAt": "2026-11-22T06:33:12.000Z",
-                     *         "lastUsedAt": "2026-11-22T06:33:12.000Z",
-                     *         "revokedAt": "2026-11-22T06:33:12.000Z",
+                     *         "expiresAt": "2030-01-01T09:00:00.000Z",
+                     *         "lastUsedAt": null,
+                     *         "revokedAt": null,
                      *         "createdAt": "2026-11-22T06:33:12.000Z",
                      *         "updatedAt": "2026-11-22T06:33:12.000Z"
                      *       }
@@ -15368,7 +15570,10 @@ export interface operations {
                 "Idempotency-Key"?: string;
             };
             path: {
-                /** @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise */
+                /**
+                 * @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise
+                 * @example key_01jd8x3k5q7w9e2r4t6y8v0m1n
+                 */
                 id: string;
             };
             cookie?: never;
@@ -15414,16 +15619,16 @@ export interface operations {
                      *       "success": true,
                      *       "data": {
                      *         "id": "key_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *         "name": "Ana Lopes",
+                     *         "name": "PMS sync",
                      *         "scopes": [
                      *           "conversations:read"
                      *         ],
-                     *         "expiresAt": "2026-11-22T06:33:12.000Z",
-                     *         "lastUsedAt": "2026-11-22T06:33:12.000Z",
-                     *         "revokedAt": "2026-11-22T06:33:12.000Z",
+                     *         "expiresAt": "2030-01-01T09:00:00.000Z",
+                     *         "lastUsedAt": null,
+                     *         "revokedAt": null,
                      *         "createdAt": "2026-11-22T06:33:12.000Z",
                      *         "updatedAt": "2026-11-22T06:33:12.000Z",
-                     *         "key": "hotel"
+                     *         "key": "gma_key_01jd8x3k5q7w9e2r4t6y8v0m1n_q3Jx9TzW0vLb5N2mYc8Hd4Rk7Ps1Ga6Ue0Fo3Vi9Qn2"
                      *       }
                      *     }
                      */
@@ -15673,16 +15878,16 @@ export interface operations {
                      *           "id": "aud_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *           "action": "auth.login",
                      *           "actor": {
-                     *             "type": "text",
+                     *             "type": "staff",
                      *             "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n"
                      *           },
                      *           "target": {
-                     *             "type": "text",
+                     *             "type": "staff",
                      *             "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n"
                      *           },
-                     *           "ip": "text",
-                     *           "userAgent": "text",
-                     *           "requestId": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *           "ip": "203.0.113.7",
+                     *           "userAgent": "hotel-pms/2.3",
+                     *           "requestId": "req-5f2c9a1e",
                      *           "createdAt": "2026-11-22T06:33:12.000Z"
                      *         }
                      *       ],
