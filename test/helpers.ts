@@ -195,11 +195,11 @@ export interface TestUser {
 
 let counter = 0;
 
-/** Inserts a staff member with PASSWORD and returns a signed token for them. */
+/** Inserts a staff member with PASSWORD (or `over.password`) and returns a signed token for them. */
 export async function createStaff(
   app: FastifyInstance,
   role: Role,
-  over: { name?: string; email?: string; department?: string | null } = {},
+  over: { name?: string; email?: string; department?: string | null; password?: string } = {},
 ): Promise<TestUser> {
   passwordHash ??= hashPassword(PASSWORD);
   counter++;
@@ -209,7 +209,7 @@ export async function createStaff(
     email,
     role,
     department: over.department ?? null,
-    passwordHash: await passwordHash,
+    passwordHash: over.password === undefined ? await passwordHash : await hashPassword(over.password),
   });
   const { token } = app.ctx.tokens.sign(staff.id, role);
   return { id: staff.id, email, role, token };

@@ -3,6 +3,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { type TSchema, Type } from 'typebox';
 import { AppError, ERROR_STATUS, type ErrorCode, validation } from './errors.js';
+import { documentedRule } from './openapi-rules.js';
 import { errorDetails } from './schemas.js';
 import { bodyChecker, inputProblem } from './validation.js';
 
@@ -14,9 +15,10 @@ const BULK_ITEM = 'x-bulk-item';
 /**
  * The request body of a bulk route whose items each take `item`. Only the envelope is validated
  * with the request: the items are checked one by one later (`runBulk`), so one bad item fails
- * only itself. The document shows the items as `item` (`documentedBulkBody`).
+ * only itself. The document shows the items as `item` (`documentedBulkBody`), and `examples` as
+ * the example's items when given (else one item, the item's own example).
  */
-export const BulkBody = (item: TSchema) =>
+export const BulkBody = (item: TSchema, examples?: unknown[]) =>
   Type.Object(
     {
       items: Type.Array(Type.Object({}, { additionalProperties: true }), {
@@ -25,7 +27,11 @@ export const BulkBody = (item: TSchema) =>
         description: `1 to ${MAX_BULK_ITEMS} items, each validated and applied on its own: a bad item gets its own error in the answer`,
       }),
     },
-    { additionalProperties: false, [BULK_ITEM]: item },
+    {
+      additionalProperties: false,
+      [BULK_ITEM]: item,
+      ...(examples === undefined ? {} : { examples: [{ items: examples }] }),
+    },
   );
 
 /** A route body as the document shows it: a bulk body's items as their schema, else unchanged. */
@@ -45,12 +51,20 @@ export const BulkResponse = <T extends TSchema>(data: T) =>
   Type.Object({
     success: Type.Literal(true),
     data: Type.Array(
-      Type.Object({
-        index: Type.Integer({ format: 'int32', minimum: 0, maximum: MAX_BULK_ITEMS - 1 }),
-        success: Type.Boolean(),
-        data: Type.Optional(data),
-        error: Type.Optional(ItemError),
-      }),
+      Type.Object(
+        {
+          index: Type.Integer({ format: 'int32', minimum: 0, maximum: MAX_BULK_ITEMS - 1 }),
+          success: Type.Boolean(),
+          data: Type.Optional(data),
+          error: Type.Optional(ItemError),
+        },
+        documentedRule(
+          'A success has `data` (the record), a failure `error` (as a request failing alone would).',
+          { properties: { success: { const: true } } },
+          { required: ['data'], not: { required: ['error'] } },
+          { required: ['error'], not: { required: ['data'] } },
+        ),
+      ),
       { maxItems: MAX_BULK_ITEMS },
     ),
   });

@@ -5,7 +5,7 @@
 // answer holds.
 import type { FastifySchema, RouteOptions } from 'fastify';
 import { documentedBulkBody } from './bulk.js';
-import { withExample } from './openapi-examples.js';
+import { withExample, withPathExamples } from './openapi-examples.js';
 import { integrationDocs } from './openapi-integration.js';
 import { withInputLimits } from './openapi-limits.js';
 
@@ -91,7 +91,7 @@ export function documentRoute({ schema, url, route }: { schema: FastifySchema; u
     // A copy: the route's own schema also drives the response serializer.
     response[status] = { ...res, headers };
     if (status.startsWith('2')) {
-      response[status] = { ...(withExample(res) as Schema), headers };
+      response[status] = { ...(withExample(res, false, url) as Schema), headers };
       if (res.description === undefined) response[status]!.description = successDescription(base.operationId);
     }
   }
@@ -100,10 +100,11 @@ export function documentRoute({ schema, url, route }: { schema: FastifySchema; u
     const own = (base.headers ?? { type: 'object', properties: {} }) as Schema;
     out.headers = { ...own, properties: { ...(own.properties as Schema | undefined), ...extra.requestHeaders } };
   }
+  if (out.params !== undefined) out.params = withPathExamples(out.params, url);
   for (const part of ['params', 'querystring', 'headers'] as const) {
     if (out[part] !== undefined) out[part] = withInputLimits(out[part]);
   }
-  if (base.body !== undefined) out.body = withExample(withInputLimits(documentedBulkBody(base.body)));
+  if (base.body !== undefined) out.body = withExample(withInputLimits(documentedBulkBody(base.body)), true, url);
   if (Array.isArray(access)) {
     out['x-roles'] = [...access];
     const scope = route.config?.scope;

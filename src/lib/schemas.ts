@@ -143,9 +143,15 @@ export const PageQuery = {
   ),
 };
 
+/**
+ * The id the document's examples give a record of `prefix`: one stable id per type, so a reader
+ * (and the replay of every example in CI) can tell which record an example means.
+ */
+export const exampleId = (prefix: string) => `${prefix}_01jd8x3k5q7w9e2r4t6y8v0m1n`;
+
 /** A record's id as the API writes it: `<prefix>_` and a 26-character lowercase ULID (src/lib/ids.ts). */
 export const RecordId = (prefix: IdPrefix) =>
-  Type.String({ maxLength: 64, pattern: idPattern(prefix), examples: [`${prefix}_01jd8x3k5q7w9e2r4t6y8v0m1n`] });
+  Type.String({ maxLength: 64, pattern: idPattern(prefix), examples: [exampleId(prefix)] });
 
 /** The pattern of an id of any of `prefixes` (an actor that may be a staff member or an API key …). */
 export const idsPattern = (prefixes: readonly IdPrefix[]) =>
@@ -157,7 +163,7 @@ export const RefId = (prefixes: IdPrefix | readonly IdPrefix[], description?: st
   return Type.String({
     maxLength: 64,
     pattern: idsPattern(list),
-    examples: [`${list[0]}_01jd8x3k5q7w9e2r4t6y8v0m1n`],
+    examples: [exampleId(list[0]!)],
     ...(description === undefined ? {} : { description }),
   });
 };
@@ -175,7 +181,7 @@ export const RefIdInput = (prefixes: IdPrefix | readonly IdPrefix[], description
     pattern: extra === undefined ? ids : `^(${extra}|${ids.slice(1, -1)})$`,
     'x-pattern-message': `must be ${list.map((p) => `a ${p}_ id`).join(' or ')}${extra === undefined ? '' : ` or ${extra}`}`,
     description,
-    examples: [`${list[0]}_01jd8x3k5q7w9e2r4t6y8v0m1n`],
+    examples: [exampleId(list[0]!)],
   });
 };
 

@@ -1,12 +1,14 @@
 // Owns the API description: the OpenAPI 3.1 document at /api/v1/openapi.json, generated from the
 // route schemas, and the interactive reference at /docs, served from the package (no CDN).
-// Both are sent compressed when asked, with ETag and Cache-Control (docs-assets.ts).
+// Both are sent compressed when asked, with ETag and Cache-Control (docs-assets.ts); the document's
+// request examples name dates ahead of the day it is served.
 // The reference's package is a 4 MB script that costs ~35 MiB of memory once loaded, so it is
 // loaded on the first request to /docs, into a small Fastify instance of its own that /docs
 // requests are handed to; a server nobody browses never pays for it.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import Fastify from 'fastify';
 import fp from 'fastify-plugin';
+import { servedDocument } from '../lib/openapi-examples.js';
 import { Asset } from './docs-assets.js';
 
 const ROUTE_PREFIX = '/docs';
@@ -38,12 +40,17 @@ const CONFIGURATION = {
 
 export default fp(
   async function docs(app: FastifyInstance) {
-    // The document changes only with a deploy: made, and compressed, once. `no-cache`: a client may
-    // keep it but asks each time whether it changed (a 304 when not).
-    let document: Asset | null = null;
+    // The document changes with a deploy, and its request examples' future dates once a day: made,
+    // and compressed, once a day. `no-cache`: a client may keep it but asks each time whether it
+    // changed (a 304 when not).
+    let document: { day: string; asset: Asset } | null = null;
     app.get('/api/v1/openapi.json', { config: { access: 'public' }, schema: { hide: true } }, (request, reply) => {
-      document ??= new Asset('application/json; charset=utf-8', Buffer.from(JSON.stringify(app.swagger())), 'no-cache');
-      return document.send(request, reply);
+      const day = new Date().toISOString().slice(0, 10);
+      if (document?.day !== day) {
+        const text = servedDocument(app.swagger());
+        document = { day, asset: new Asset('application/json; charset=utf-8', Buffer.from(text), 'no-cache') };
+      }
+      return document.asset.send(request, reply);
     });
 
     let reference: Promise<FastifyInstance> | null = null;

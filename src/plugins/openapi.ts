@@ -11,6 +11,7 @@ import { API_INTRODUCTION } from '../lib/api-introduction.js';
 import { documentRoute } from '../lib/openapi.js';
 import { linkCreates } from '../lib/openapi-examples.js';
 import { componentRef, discriminated, JSON_COMPONENTS } from '../lib/openapi-limits.js';
+import { withDocumentedRules } from '../lib/openapi-rules.js';
 import { EVENT_DATA, EVENT_TYPES } from '../modules/events/schemas.js';
 import { CUSTOM_KEY, SETTINGS } from '../modules/settings/registry.js';
 
@@ -127,7 +128,8 @@ export default fp(
         },
       },
       transform: documentRoute,
-      transformObject: (doc) => withShapes(linkCreates('openapiObject' in doc ? doc.openapiObject : doc.swaggerObject)),
+      transformObject: (doc) =>
+        withDocumentedRules(withShapes(linkCreates('openapiObject' in doc ? doc.openapiObject : doc.swaggerObject))),
       refResolver: { buildLocalReference: (json, _base, _frag, i) => String(json.$id ?? `def-${i}`) },
     });
     // Routes registered after this plugin: the declared access decides the documented security.

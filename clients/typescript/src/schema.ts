@@ -1238,6 +1238,18 @@ export interface components {
             /** Format: date-time */
             updatedAt: string;
         };
+        /**
+         * @example {
+         *       "key": "hotel",
+         *       "value": {
+         *         "name": "Hotel Aurora",
+         *         "timezone": "Europe/Lisbon",
+         *         "locale": "pt-PT"
+         *       },
+         *       "updatedAt": "2026-11-22T06:33:12.000Z",
+         *       "updatedBy": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n"
+         *     }
+         */
         Setting: {
             /** @constant */
             key: "hotel";
@@ -1387,6 +1399,27 @@ export interface components {
             /** Format: date-time */
             updatedAt: string;
         };
+        /**
+         * @description An inbound message is from the guest and `received`; an outbound one never is.
+         * @example {
+         *       "id": "msg_01jd8x3k5q7w9e2r4t6y8v0m1n",
+         *       "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
+         *       "direction": "outbound",
+         *       "type": "text",
+         *       "content": "Of course! Two towels are on their way to room 412.",
+         *       "sender": {
+         *         "type": "staff",
+         *         "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n"
+         *       },
+         *       "deliveryStatus": "queued",
+         *       "externalId": null,
+         *       "error": null,
+         *       "sentAt": null,
+         *       "deliveredAt": null,
+         *       "readAt": null,
+         *       "createdAt": "2026-11-22T06:33:12.000Z"
+         *     }
+         */
         Message: {
             /** @example msg_01jd8x3k5q7w9e2r4t6y8v0m1n */
             id: string;
@@ -1471,6 +1504,31 @@ export interface components {
             /** Format: date-time */
             updatedAt: string;
         };
+        /**
+         * @example {
+         *       "id": "1042",
+         *       "type": "knowledge.updated",
+         *       "occurredAt": "2026-11-22T06:33:12.000Z",
+         *       "actor": {
+         *         "type": "staff",
+         *         "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n"
+         *       },
+         *       "data": {
+         *         "id": "kb_01jd8x3k5q7w9e2r4t6y8v0m1n",
+         *         "title": "Breakfast hours",
+         *         "content": "Breakfast is served from 07:00 to 10:30 in the Atrium.",
+         *         "category": "dining",
+         *         "createdAt": "2026-11-22T06:33:12.000Z",
+         *         "updatedAt": "2026-11-22T06:33:12.000Z"
+         *       },
+         *       "changes": {
+         *         "content": {
+         *           "from": "Breakfast is served from 07:00 to 10:00.",
+         *           "to": "Breakfast is served from 07:00 to 10:30 in the Atrium."
+         *         }
+         *       }
+         *     }
+         */
         Event: {
             /**
              * @description Monotonic cursor (a decimal integer as a string); pass it back as `after` or Last-Event-ID
@@ -1704,6 +1762,23 @@ export interface components {
             /** Format: date-time */
             updatedAt: string;
         };
+        /**
+         * @example {
+         *       "id": "whd_01jd8x3k5q7w9e2r4t6y8v0m1n",
+         *       "webhookId": "whk_01jd8x3k5q7w9e2r4t6y8v0m1n",
+         *       "eventId": "1842",
+         *       "eventType": "task.created",
+         *       "status": "pending",
+         *       "attempts": 1,
+         *       "lastResponseCode": 503,
+         *       "lastError": "HTTP 503",
+         *       "durationMs": 212,
+         *       "nextAttemptAt": "2030-01-01T09:00:00.000Z",
+         *       "lastAttemptAt": "2026-11-22T06:33:12.000Z",
+         *       "createdAt": "2026-11-22T06:33:12.000Z",
+         *       "updatedAt": "2026-11-22T06:33:12.000Z"
+         *     }
+         */
         WebhookDelivery: {
             /**
              * @description Also the Webhook-Id header, the same on every attempt
@@ -1732,6 +1807,7 @@ export interface components {
         ApiKeyWithSecret: {
             /** @example key_01jd8x3k5q7w9e2r4t6y8v0m1n */
             id: string;
+            /** @example PMS sync */
             name: string;
             scopes: ("conversations:read" | "conversations:write" | "guests:read" | "guests:write" | "tasks:read" | "tasks:write" | "knowledge:read" | "knowledge:write" | "staff:read" | "staff:write" | "settings:read" | "settings:write" | "webhooks:read" | "webhooks:write" | "events:read" | "reports:read" | "channels:inbound")[];
             expiresAt: string | null;
@@ -1741,12 +1817,16 @@ export interface components {
             createdAt: string;
             /** Format: date-time */
             updatedAt: string;
-            /** @description The key, shown only in this response: send it as `Authorization: Bearer gma_…` */
+            /**
+             * @description The key, shown only in this response: send it as `Authorization: Bearer gma_…`
+             * @example gma_key_01jd8x3k5q7w9e2r4t6y8v0m1n_q3Jx9TzW0vLb5N2mYc8Hd4Rk7Ps1Ga6Ue0Fo3Vi9Qn2
+             */
             key: string;
         };
         ApiKey: {
             /** @example key_01jd8x3k5q7w9e2r4t6y8v0m1n */
             id: string;
+            /** @example PMS sync */
             name: string;
             scopes: ("conversations:read" | "conversations:write" | "guests:read" | "guests:write" | "tasks:read" | "tasks:write" | "knowledge:read" | "knowledge:write" | "staff:read" | "staff:write" | "settings:read" | "settings:write" | "webhooks:read" | "webhooks:write" | "events:read" | "reports:read" | "channels:inbound")[];
             expiresAt: string | null;
@@ -1947,7 +2027,7 @@ export interface operations {
                      *       "success": true,
                      *       "data": {
                      *         "token": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.…",
-                     *         "expiresAt": "2026-11-22T06:33:12.000Z",
+                     *         "expiresAt": "2030-01-01T09:00:00.000Z",
                      *         "user": {
                      *           "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *           "name": "Ana Lopes",
@@ -2124,7 +2204,7 @@ export interface operations {
                      *       "success": true,
                      *       "data": {
                      *         "token": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.…",
-                     *         "expiresAt": "2026-11-22T06:33:12.000Z",
+                     *         "expiresAt": "2030-01-01T09:00:00.000Z",
                      *         "user": {
                      *           "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *           "name": "Ana Lopes",
@@ -2698,7 +2778,7 @@ export interface operations {
                      *       "success": true,
                      *       "data": {
                      *         "token": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.…",
-                     *         "expiresAt": "2026-11-22T06:33:12.000Z",
+                     *         "expiresAt": "2030-01-01T09:00:00.000Z",
                      *         "user": {
                      *           "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *           "name": "Ana Lopes",
@@ -3109,11 +3189,10 @@ export interface operations {
             content: {
                 /**
                  * @example {
-                 *       "name": "Ana Lopes",
-                 *       "email": "ana.lopes@example.com",
-                 *       "role": "admin",
-                 *       "department": "housekeeping",
-                 *       "password": "correct horse battery staple"
+                 *       "name": "João Silva",
+                 *       "email": "joao.silva@example.com",
+                 *       "role": "staff",
+                 *       "department": "housekeeping"
                  *     }
                  */
                 "application/json": {
@@ -3159,7 +3238,7 @@ export interface operations {
                      *         "active": true,
                      *         "createdAt": "2026-11-22T06:33:12.000Z",
                      *         "updatedAt": "2026-11-22T06:33:12.000Z",
-                     *         "temporaryPassword": "text"
+                     *         "temporaryPassword": "mF3q-8TzK-w2Pd-Lx7c"
                      *       }
                      *     }
                      */
@@ -3388,7 +3467,10 @@ export interface operations {
                 "If-None-Match"?: string;
             };
             path: {
-                /** @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise */
+                /**
+                 * @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise
+                 * @example stf_01jd8x3k5q7w9e2r4t6y8v0m1n
+                 */
                 id: string;
             };
             cookie?: never;
@@ -3581,7 +3663,10 @@ export interface operations {
                 "If-Match"?: string;
             };
             path: {
-                /** @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise */
+                /**
+                 * @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise
+                 * @example stf_01jd8x3k5q7w9e2r4t6y8v0m1n
+                 */
                 id: string;
             };
             cookie?: never;
@@ -3865,7 +3950,11 @@ export interface operations {
                      *       "data": [
                      *         {
                      *           "key": "hotel",
-                     *           "value": null,
+                     *           "value": {
+                     *             "name": "Hotel Aurora",
+                     *             "timezone": "Europe/Lisbon",
+                     *             "locale": "pt-PT"
+                     *           },
                      *           "updatedAt": "2026-11-22T06:33:12.000Z",
                      *           "updatedBy": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n"
                      *         }
@@ -4043,7 +4132,11 @@ export interface operations {
                      *       "success": true,
                      *       "data": {
                      *         "key": "hotel",
-                     *         "value": null,
+                     *         "value": {
+                     *           "name": "Hotel Aurora",
+                     *           "timezone": "Europe/Lisbon",
+                     *           "locale": "pt-PT"
+                     *         },
                      *         "updatedAt": "2026-11-22T06:33:12.000Z",
                      *         "updatedBy": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n"
                      *       }
@@ -4216,7 +4309,11 @@ export interface operations {
             content: {
                 /**
                  * @example {
-                 *       "value": null
+                 *       "value": {
+                 *         "name": "Hotel Aurora",
+                 *         "timezone": "Europe/Lisbon",
+                 *         "locale": "pt-PT"
+                 *       }
                  *     }
                  */
                 "application/json": {
@@ -4246,7 +4343,11 @@ export interface operations {
                      *       "success": true,
                      *       "data": {
                      *         "key": "hotel",
-                     *         "value": null,
+                     *         "value": {
+                     *           "name": "Hotel Aurora",
+                     *           "timezone": "Europe/Lisbon",
+                     *           "locale": "pt-PT"
+                     *         },
                      *         "updatedAt": "2026-11-22T06:33:12.000Z",
                      *         "updatedBy": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n"
                      *       }
@@ -4871,10 +4972,10 @@ export interface operations {
                 /**
                  * @example {
                  *       "guestId": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                 *       "channel": "whatsapp",
+                 *       "channel": "email",
                  *       "subject": "Late check-out",
                  *       "assignee": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                 *       "content": "Hello! Could we have two extra towels, please?"
+                 *       "content": "Hello Ana, we can offer you a late check-out at 14:00 on your last day."
                  *     }
                  */
                 "application/json": {
@@ -5152,7 +5253,7 @@ export interface operations {
                  * @example {
                  *       "items": [
                  *         {
-                 *           "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                 *           "id": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
                  *           "status": "open",
                  *           "assignee": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n"
                  *         }
@@ -5162,6 +5263,10 @@ export interface operations {
                 "application/json": {
                     /** @description 1 to 100 items, each validated and applied on its own: a bad item gets its own error in the answer */
                     items: {
+                        /**
+                         * @description A conversation id
+                         * @example cnv_01jd8x3k5q7w9e2r4t6y8v0m1n
+                         */
                         id: string;
                         /**
                          * @description Any status may move to any other
@@ -5195,7 +5300,7 @@ export interface operations {
                      *       "success": true,
                      *       "data": [
                      *         {
-                     *           "index": 1,
+                     *           "index": 0,
                      *           "success": true,
                      *           "data": {
                      *             "id": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
@@ -5212,16 +5317,6 @@ export interface operations {
                      *             "messageCount": 1,
                      *             "createdAt": "2026-11-22T06:33:12.000Z",
                      *             "updatedAt": "2026-11-22T06:33:12.000Z"
-                     *           },
-                     *           "error": {
-                     *             "code": "VALIDATION_ERROR",
-                     *             "message": "email: must match format \"email\"",
-                     *             "details": [
-                     *               {
-                     *                 "field": "email",
-                     *                 "message": "must match format \"email\""
-                     *               }
-                     *             ]
                      *           }
                      *         }
                      *       ]
@@ -5469,7 +5564,10 @@ export interface operations {
                 "If-None-Match"?: string;
             };
             path: {
-                /** @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise */
+                /**
+                 * @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise
+                 * @example cnv_01jd8x3k5q7w9e2r4t6y8v0m1n
+                 */
                 id: string;
             };
             cookie?: never;
@@ -5668,7 +5766,10 @@ export interface operations {
                 "If-Match"?: string;
             };
             path: {
-                /** @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise */
+                /**
+                 * @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise
+                 * @example cnv_01jd8x3k5q7w9e2r4t6y8v0m1n
+                 */
                 id: string;
             };
             cookie?: never;
@@ -5923,7 +6024,10 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise */
+                /**
+                 * @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise
+                 * @example cnv_01jd8x3k5q7w9e2r4t6y8v0m1n
+                 */
                 id: string;
             };
             cookie?: never;
@@ -5951,22 +6055,19 @@ export interface operations {
                      *         {
                      *           "id": "msg_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *           "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *           "direction": "inbound",
+                     *           "direction": "outbound",
                      *           "type": "text",
-                     *           "content": "Hello! Could we have two extra towels, please?",
+                     *           "content": "Of course! Two towels are on their way to room 412.",
                      *           "sender": {
-                     *             "type": "guest",
-                     *             "id": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n"
+                     *             "type": "staff",
+                     *             "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n"
                      *           },
-                     *           "deliveryStatus": "received",
-                     *           "externalId": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *           "error": {
-                     *             "code": "CHANNEL_NOT_CONFIGURED",
-                     *             "message": "email: must match format \"email\""
-                     *           },
-                     *           "sentAt": "2026-11-22T06:33:12.000Z",
-                     *           "deliveredAt": "2026-11-22T06:33:12.000Z",
-                     *           "readAt": "2026-11-22T06:33:12.000Z",
+                     *           "deliveryStatus": "queued",
+                     *           "externalId": null,
+                     *           "error": null,
+                     *           "sentAt": null,
+                     *           "deliveredAt": null,
+                     *           "readAt": null,
                      *           "createdAt": "2026-11-22T06:33:12.000Z"
                      *         }
                      *       ],
@@ -6132,7 +6233,10 @@ export interface operations {
                 "Idempotency-Key"?: string;
             };
             path: {
-                /** @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise */
+                /**
+                 * @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise
+                 * @example cnv_01jd8x3k5q7w9e2r4t6y8v0m1n
+                 */
                 id: string;
             };
             cookie?: never;
@@ -6141,15 +6245,8 @@ export interface operations {
             content: {
                 /**
                  * @example {
-                 *       "content": "Hello! Could we have two extra towels, please?",
-                 *       "type": "text",
-                 *       "template": {
-                 *         "name": "room_ready",
-                 *         "language": "en_US",
-                 *         "parameters": [
-                 *           "text"
-                 *         ]
-                 *       }
+                 *       "content": "Of course! Two towels are on their way to room 412.",
+                 *       "type": "text"
                  *     }
                  */
                 "application/json": {
@@ -6200,22 +6297,19 @@ export interface operations {
                      *       "data": {
                      *         "id": "msg_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *         "direction": "inbound",
+                     *         "direction": "outbound",
                      *         "type": "text",
-                     *         "content": "Hello! Could we have two extra towels, please?",
+                     *         "content": "Of course! Two towels are on their way to room 412.",
                      *         "sender": {
-                     *           "type": "guest",
-                     *           "id": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n"
+                     *           "type": "staff",
+                     *           "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n"
                      *         },
-                     *         "deliveryStatus": "received",
-                     *         "externalId": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *         "error": {
-                     *           "code": "CHANNEL_NOT_CONFIGURED",
-                     *           "message": "email: must match format \"email\""
-                     *         },
-                     *         "sentAt": "2026-11-22T06:33:12.000Z",
-                     *         "deliveredAt": "2026-11-22T06:33:12.000Z",
-                     *         "readAt": "2026-11-22T06:33:12.000Z",
+                     *         "deliveryStatus": "queued",
+                     *         "externalId": null,
+                     *         "error": null,
+                     *         "sentAt": null,
+                     *         "deliveredAt": null,
+                     *         "readAt": null,
                      *         "createdAt": "2026-11-22T06:33:12.000Z"
                      *       }
                      *     }
@@ -6430,7 +6524,9 @@ export interface operations {
                 "If-None-Match"?: string;
             };
             path: {
+                /** @example cnv_01jd8x3k5q7w9e2r4t6y8v0m1n */
                 id: string;
+                /** @example msg_01jd8x3k5q7w9e2r4t6y8v0m1n */
                 messageId: string;
             };
             cookie?: never;
@@ -6459,22 +6555,19 @@ export interface operations {
                      *       "data": {
                      *         "id": "msg_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *         "direction": "inbound",
+                     *         "direction": "outbound",
                      *         "type": "text",
-                     *         "content": "Hello! Could we have two extra towels, please?",
+                     *         "content": "Of course! Two towels are on their way to room 412.",
                      *         "sender": {
-                     *           "type": "guest",
-                     *           "id": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n"
+                     *           "type": "staff",
+                     *           "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n"
                      *         },
-                     *         "deliveryStatus": "received",
-                     *         "externalId": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *         "error": {
-                     *           "code": "CHANNEL_NOT_CONFIGURED",
-                     *           "message": "email: must match format \"email\""
-                     *         },
-                     *         "sentAt": "2026-11-22T06:33:12.000Z",
-                     *         "deliveredAt": "2026-11-22T06:33:12.000Z",
-                     *         "readAt": "2026-11-22T06:33:12.000Z",
+                     *         "deliveryStatus": "queued",
+                     *         "externalId": null,
+                     *         "error": null,
+                     *         "sentAt": null,
+                     *         "deliveredAt": null,
+                     *         "readAt": null,
                      *         "createdAt": "2026-11-22T06:33:12.000Z"
                      *       }
                      *     }
@@ -6634,7 +6727,9 @@ export interface operations {
                 "Idempotency-Key"?: string;
             };
             path: {
+                /** @example cnv_01jd8x3k5q7w9e2r4t6y8v0m1n */
                 id: string;
+                /** @example msg_01jd8x3k5q7w9e2r4t6y8v0m1n */
                 messageId: string;
             };
             cookie?: never;
@@ -6665,22 +6760,19 @@ export interface operations {
                      *       "data": {
                      *         "id": "msg_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *         "direction": "inbound",
+                     *         "direction": "outbound",
                      *         "type": "text",
-                     *         "content": "Hello! Could we have two extra towels, please?",
+                     *         "content": "Of course! Two towels are on their way to room 412.",
                      *         "sender": {
-                     *           "type": "guest",
-                     *           "id": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n"
+                     *           "type": "staff",
+                     *           "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n"
                      *         },
-                     *         "deliveryStatus": "received",
-                     *         "externalId": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *         "error": {
-                     *           "code": "CHANNEL_NOT_CONFIGURED",
-                     *           "message": "email: must match format \"email\""
-                     *         },
-                     *         "sentAt": "2026-11-22T06:33:12.000Z",
-                     *         "deliveredAt": "2026-11-22T06:33:12.000Z",
-                     *         "readAt": "2026-11-22T06:33:12.000Z",
+                     *         "deliveryStatus": "queued",
+                     *         "externalId": null,
+                     *         "error": null,
+                     *         "sentAt": null,
+                     *         "deliveredAt": null,
+                     *         "readAt": null,
                      *         "createdAt": "2026-11-22T06:33:12.000Z"
                      *       }
                      *     }
@@ -6896,7 +6988,7 @@ export interface operations {
                      *           "email": "ana.lopes@example.com",
                      *           "phone": "+351912345678",
                      *           "tags": [
-                     *             "text"
+                     *             "vip"
                      *           ],
                      *           "notes": "Prefers a quiet room",
                      *           "createdAt": "2026-11-22T06:33:12.000Z",
@@ -7075,7 +7167,7 @@ export interface operations {
                  *       "email": "ana.lopes@example.com",
                  *       "phone": "+447700900123",
                  *       "tags": [
-                 *         "text"
+                 *         "vip"
                  *       ],
                  *       "notes": "Prefers a quiet room"
                  *     }
@@ -7120,7 +7212,7 @@ export interface operations {
                      *         "email": "ana.lopes@example.com",
                      *         "phone": "+351912345678",
                      *         "tags": [
-                     *           "text"
+                     *           "vip"
                      *         ],
                      *         "notes": "Prefers a quiet room",
                      *         "createdAt": "2026-11-22T06:33:12.000Z",
@@ -7338,7 +7430,10 @@ export interface operations {
                 "If-None-Match"?: string;
             };
             path: {
-                /** @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise */
+                /**
+                 * @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise
+                 * @example gst_01jd8x3k5q7w9e2r4t6y8v0m1n
+                 */
                 id: string;
             };
             cookie?: never;
@@ -7370,7 +7465,7 @@ export interface operations {
                      *         "email": "ana.lopes@example.com",
                      *         "phone": "+351912345678",
                      *         "tags": [
-                     *           "text"
+                     *           "vip"
                      *         ],
                      *         "notes": "Prefers a quiet room",
                      *         "createdAt": "2026-11-22T06:33:12.000Z",
@@ -7533,7 +7628,10 @@ export interface operations {
                 "If-Match"?: string;
             };
             path: {
-                /** @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise */
+                /**
+                 * @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise
+                 * @example gst_01jd8x3k5q7w9e2r4t6y8v0m1n
+                 */
                 id: string;
             };
             cookie?: never;
@@ -7542,13 +7640,11 @@ export interface operations {
             content: {
                 /**
                  * @example {
-                 *       "name": "Ana Lopes",
-                 *       "email": "ana.lopes@example.com",
-                 *       "phone": "+447700900123",
                  *       "tags": [
-                 *         "text"
+                 *         "vip",
+                 *         "returning"
                  *       ],
-                 *       "notes": "Prefers a quiet room"
+                 *       "notes": "Prefers a quiet room away from the lift"
                  *     }
                  */
                 "application/json": {
@@ -7587,7 +7683,7 @@ export interface operations {
                      *         "email": "ana.lopes@example.com",
                      *         "phone": "+351912345678",
                      *         "tags": [
-                     *           "text"
+                     *           "vip"
                      *         ],
                      *         "notes": "Prefers a quiet room",
                      *         "createdAt": "2026-11-22T06:33:12.000Z",
@@ -7811,13 +7907,17 @@ export interface operations {
                  * @example {
                  *       "items": [
                  *         {
-                 *           "name": "Ana Lopes",
-                 *           "email": "ana.lopes@example.com",
-                 *           "phone": "+447700900123",
+                 *           "name": "Rui Costa",
+                 *           "email": "rui.costa@example.com",
+                 *           "phone": "+351913456789",
                  *           "tags": [
-                 *             "text"
-                 *           ],
-                 *           "notes": "Prefers a quiet room"
+                 *             "returning"
+                 *           ]
+                 *         },
+                 *         {
+                 *           "name": "Mia Schmidt",
+                 *           "email": "mia.schmidt@example.de",
+                 *           "notes": "Arrives late, around 23:00"
                  *         }
                  *       ]
                  *     }
@@ -7857,7 +7957,7 @@ export interface operations {
                      *       "success": true,
                      *       "data": [
                      *         {
-                     *           "index": 1,
+                     *           "index": 0,
                      *           "success": true,
                      *           "data": {
                      *             "id": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
@@ -7865,21 +7965,11 @@ export interface operations {
                      *             "email": "ana.lopes@example.com",
                      *             "phone": "+351912345678",
                      *             "tags": [
-                     *               "text"
+                     *               "vip"
                      *             ],
                      *             "notes": "Prefers a quiet room",
                      *             "createdAt": "2026-11-22T06:33:12.000Z",
                      *             "updatedAt": "2026-11-22T06:33:12.000Z"
-                     *           },
-                     *           "error": {
-                     *             "code": "VALIDATION_ERROR",
-                     *             "message": "email: must match format \"email\"",
-                     *             "details": [
-                     *               {
-                     *                 "field": "email",
-                     *                 "message": "must match format \"email\""
-                     *               }
-                     *             ]
                      *           }
                      *         }
                      *       ]
@@ -8172,8 +8262,8 @@ export interface operations {
                      *           "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *           "assignee": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *           "notes": "Prefers a quiet room",
-                     *           "dueAt": "2026-11-22T06:33:12.000Z",
-                     *           "completedAt": "2026-11-22T06:33:12.000Z",
+                     *           "dueAt": "2030-01-01T09:00:00.000Z",
+                     *           "completedAt": null,
                      *           "createdAt": "2026-11-22T06:33:12.000Z",
                      *           "updatedAt": "2026-11-22T06:33:12.000Z"
                      *         }
@@ -8353,7 +8443,7 @@ export interface operations {
                  *       "guestId": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
                  *       "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
                  *       "assignee": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                 *       "dueAt": "2026-11-22T06:33:12.000Z"
+                 *       "dueAt": "2030-01-01T09:00:00.000Z"
                  *     }
                  */
                 "application/json": {
@@ -8411,8 +8501,8 @@ export interface operations {
                      *         "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "assignee": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "notes": "Prefers a quiet room",
-                     *         "dueAt": "2026-11-22T06:33:12.000Z",
-                     *         "completedAt": "2026-11-22T06:33:12.000Z",
+                     *         "dueAt": "2030-01-01T09:00:00.000Z",
+                     *         "completedAt": null,
                      *         "createdAt": "2026-11-22T06:33:12.000Z",
                      *         "updatedAt": "2026-11-22T06:33:12.000Z"
                      *       }
@@ -8628,7 +8718,10 @@ export interface operations {
                 "If-None-Match"?: string;
             };
             path: {
-                /** @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise */
+                /**
+                 * @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise
+                 * @example tsk_01jd8x3k5q7w9e2r4t6y8v0m1n
+                 */
                 id: string;
             };
             cookie?: never;
@@ -8665,8 +8758,8 @@ export interface operations {
                      *         "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "assignee": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "notes": "Prefers a quiet room",
-                     *         "dueAt": "2026-11-22T06:33:12.000Z",
-                     *         "completedAt": "2026-11-22T06:33:12.000Z",
+                     *         "dueAt": "2030-01-01T09:00:00.000Z",
+                     *         "completedAt": null,
                      *         "createdAt": "2026-11-22T06:33:12.000Z",
                      *         "updatedAt": "2026-11-22T06:33:12.000Z"
                      *       }
@@ -8827,7 +8920,10 @@ export interface operations {
                 "If-Match"?: string;
             };
             path: {
-                /** @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise */
+                /**
+                 * @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise
+                 * @example tsk_01jd8x3k5q7w9e2r4t6y8v0m1n
+                 */
                 id: string;
             };
             cookie?: never;
@@ -8843,7 +8939,7 @@ export interface operations {
                  *       "department": "housekeeping",
                  *       "priority": "low",
                  *       "assignee": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                 *       "dueAt": "2026-11-22T06:33:12.000Z"
+                 *       "dueAt": "2030-01-01T09:00:00.000Z"
                  *     }
                  */
                 "application/json": {
@@ -8895,8 +8991,8 @@ export interface operations {
                      *         "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "assignee": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "notes": "Prefers a quiet room",
-                     *         "dueAt": "2026-11-22T06:33:12.000Z",
-                     *         "completedAt": "2026-11-22T06:33:12.000Z",
+                     *         "dueAt": "2030-01-01T09:00:00.000Z",
+                     *         "completedAt": null,
                      *         "createdAt": "2026-11-22T06:33:12.000Z",
                      *         "updatedAt": "2026-11-22T06:33:12.000Z"
                      *       }
@@ -9108,7 +9204,7 @@ export interface operations {
                  *           "guestId": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
                  *           "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
                  *           "assignee": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                 *           "dueAt": "2026-11-22T06:33:12.000Z"
+                 *           "dueAt": "2030-01-01T09:00:00.000Z"
                  *         }
                  *       ]
                  *     }
@@ -9158,7 +9254,7 @@ export interface operations {
                      *       "success": true,
                      *       "data": [
                      *         {
-                     *           "index": 1,
+                     *           "index": 0,
                      *           "success": true,
                      *           "data": {
                      *             "id": "tsk_01jd8x3k5q7w9e2r4t6y8v0m1n",
@@ -9171,20 +9267,10 @@ export interface operations {
                      *             "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *             "assignee": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *             "notes": "Prefers a quiet room",
-                     *             "dueAt": "2026-11-22T06:33:12.000Z",
-                     *             "completedAt": "2026-11-22T06:33:12.000Z",
+                     *             "dueAt": "2030-01-01T09:00:00.000Z",
+                     *             "completedAt": null,
                      *             "createdAt": "2026-11-22T06:33:12.000Z",
                      *             "updatedAt": "2026-11-22T06:33:12.000Z"
-                     *           },
-                     *           "error": {
-                     *             "code": "VALIDATION_ERROR",
-                     *             "message": "email: must match format \"email\"",
-                     *             "details": [
-                     *               {
-                     *                 "field": "email",
-                     *                 "message": "must match format \"email\""
-                     *               }
-                     *             ]
                      *           }
                      *         }
                      *       ]
@@ -9894,7 +9980,10 @@ export interface operations {
                 "If-None-Match"?: string;
             };
             path: {
-                /** @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise */
+                /**
+                 * @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise
+                 * @example kb_01jd8x3k5q7w9e2r4t6y8v0m1n
+                 */
                 id: string;
             };
             cookie?: never;
@@ -10085,7 +10174,10 @@ export interface operations {
                 "If-Match"?: string;
             };
             path: {
-                /** @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise */
+                /**
+                 * @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise
+                 * @example kb_01jd8x3k5q7w9e2r4t6y8v0m1n
+                 */
                 id: string;
             };
             cookie?: never;
@@ -10328,7 +10420,10 @@ export interface operations {
                 "If-Match"?: string;
             };
             path: {
-                /** @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise */
+                /**
+                 * @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise
+                 * @example kb_01jd8x3k5q7w9e2r4t6y8v0m1n
+                 */
                 id: string;
             };
             cookie?: never;
@@ -10353,7 +10448,7 @@ export interface operations {
                      * @example {
                      *       "success": true,
                      *       "data": {
-                     *         "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *         "id": "kb_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "deleted": true
                      *       }
                      *     }
@@ -10552,14 +10647,26 @@ export interface operations {
                      *       "data": [
                      *         {
                      *           "id": "1042",
-                     *           "type": "conversation.created",
+                     *           "type": "knowledge.updated",
                      *           "occurredAt": "2026-11-22T06:33:12.000Z",
                      *           "actor": {
                      *             "type": "staff",
                      *             "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n"
                      *           },
-                     *           "data": null,
-                     *           "changes": {}
+                     *           "data": {
+                     *             "id": "kb_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *             "title": "Breakfast hours",
+                     *             "content": "Breakfast is served from 07:00 to 10:30 in the Atrium.",
+                     *             "category": "dining",
+                     *             "createdAt": "2026-11-22T06:33:12.000Z",
+                     *             "updatedAt": "2026-11-22T06:33:12.000Z"
+                     *           },
+                     *           "changes": {
+                     *             "content": {
+                     *               "from": "Breakfast is served from 07:00 to 10:00.",
+                     *               "to": "Breakfast is served from 07:00 to 10:30 in the Atrium."
+                     *             }
+                     *           }
                      *         }
                      *       ],
                      *       "meta": {
@@ -10918,7 +11025,7 @@ export interface operations {
                      *       "success": true,
                      *       "data": {
                      *         "ticket": "gmt_DiSlDUgBDy4MCmIw1EKtHZJ6QiN8mncbDYEoJRC1ijE",
-                     *         "expiresAt": "2026-11-22T06:33:12.000Z"
+                     *         "expiresAt": "2030-01-01T09:00:00.000Z"
                      *       }
                      *     }
                      */
@@ -11326,11 +11433,11 @@ export interface operations {
                  */
                 "application/json": {
                     /**
-                     * @description http(s) URL of the receiver. Hosts resolving to loopback, private, link-local, unspecified, reserved or multicast addresses (also through NAT64, 6to4 or Teredo) are refused unless WEBHOOK_ALLOW_PRIVATE=true
+                     * @description http(s) URL of the receiver: an ASCII host (an internationalised name in its xn-- form, valid Punycode), IPv4 or [IPv6] address, an optional port, no user name or password, no control characters. Hosts resolving to loopback, private, link-local, unspecified, reserved or multicast addresses (also through NAT64, 6to4 or Teredo) are refused unless WEBHOOK_ALLOW_PRIVATE=true
                      * @example https://hooks.example.com/guest-messaging
                      */
                     url: string;
-                    /** @description Event types to receive, or ["*"] for all */
+                    /** @description Event types to receive, or ["*"] for all (a list naming "*" names nothing else) */
                     events: ("*" | "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.status_changed" | "message.created" | "message.updated" | "guest.created" | "guest.updated" | "task.created" | "task.updated" | "task.completed" | "knowledge.created" | "knowledge.updated" | "knowledge.deleted" | "staff.created" | "staff.updated" | "setting.updated" | "webhook.disabled")[];
                     description?: string | null;
                     /** @default true */
@@ -11588,7 +11695,10 @@ export interface operations {
                 "If-None-Match"?: string;
             };
             path: {
-                /** @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise */
+                /**
+                 * @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise
+                 * @example whk_01jd8x3k5q7w9e2r4t6y8v0m1n
+                 */
                 id: string;
             };
             cookie?: never;
@@ -11784,7 +11894,10 @@ export interface operations {
                 "If-Match"?: string;
             };
             path: {
-                /** @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise */
+                /**
+                 * @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise
+                 * @example whk_01jd8x3k5q7w9e2r4t6y8v0m1n
+                 */
                 id: string;
             };
             cookie?: never;
@@ -11809,7 +11922,7 @@ export interface operations {
                      * @example {
                      *       "success": true,
                      *       "data": {
-                     *         "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *         "id": "whk_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "deleted": true
                      *       }
                      *     }
@@ -11975,7 +12088,10 @@ export interface operations {
                 "If-Match"?: string;
             };
             path: {
-                /** @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise */
+                /**
+                 * @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise
+                 * @example whk_01jd8x3k5q7w9e2r4t6y8v0m1n
+                 */
                 id: string;
             };
             cookie?: never;
@@ -11994,11 +12110,11 @@ export interface operations {
                  */
                 "application/json": {
                     /**
-                     * @description http(s) URL of the receiver. Hosts resolving to loopback, private, link-local, unspecified, reserved or multicast addresses (also through NAT64, 6to4 or Teredo) are refused unless WEBHOOK_ALLOW_PRIVATE=true
+                     * @description http(s) URL of the receiver: an ASCII host (an internationalised name in its xn-- form, valid Punycode), IPv4 or [IPv6] address, an optional port, no user name or password, no control characters. Hosts resolving to loopback, private, link-local, unspecified, reserved or multicast addresses (also through NAT64, 6to4 or Teredo) are refused unless WEBHOOK_ALLOW_PRIVATE=true
                      * @example https://hooks.example.com/guest-messaging
                      */
                     url?: string;
-                    /** @description Event types to receive, or ["*"] for all */
+                    /** @description Event types to receive, or ["*"] for all (a list naming "*" names nothing else) */
                     events?: ("*" | "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.status_changed" | "message.created" | "message.updated" | "guest.created" | "guest.updated" | "task.created" | "task.updated" | "task.completed" | "knowledge.created" | "knowledge.updated" | "knowledge.deleted" | "staff.created" | "staff.updated" | "setting.updated" | "webhook.disabled")[];
                     description?: string | null;
                     /** @description true re-activates a disabled endpoint and resets its failure count */
@@ -12232,7 +12348,10 @@ export interface operations {
                 "Idempotency-Key"?: string;
             };
             path: {
-                /** @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise */
+                /**
+                 * @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise
+                 * @example whk_01jd8x3k5q7w9e2r4t6y8v0m1n
+                 */
                 id: string;
             };
             cookie?: never;
@@ -12452,7 +12571,10 @@ export interface operations {
                 "Idempotency-Key"?: string;
             };
             path: {
-                /** @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise */
+                /**
+                 * @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise
+                 * @example whk_01jd8x3k5q7w9e2r4t6y8v0m1n
+                 */
                 id: string;
             };
             cookie?: never;
@@ -12484,13 +12606,13 @@ export interface operations {
                      *         "id": "whd_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "webhookId": "whk_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "eventId": "1842",
-                     *         "eventType": "conversation.created",
+                     *         "eventType": "task.created",
                      *         "status": "pending",
                      *         "attempts": 1,
-                     *         "lastResponseCode": 100,
-                     *         "lastError": "text",
-                     *         "durationMs": 1,
-                     *         "nextAttemptAt": "2026-11-22T06:33:12.000Z",
+                     *         "lastResponseCode": 503,
+                     *         "lastError": "HTTP 503",
+                     *         "durationMs": 212,
+                     *         "nextAttemptAt": "2030-01-01T09:00:00.000Z",
                      *         "lastAttemptAt": "2026-11-22T06:33:12.000Z",
                      *         "createdAt": "2026-11-22T06:33:12.000Z",
                      *         "updatedAt": "2026-11-22T06:33:12.000Z"
@@ -12677,7 +12799,10 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise */
+                /**
+                 * @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise
+                 * @example whk_01jd8x3k5q7w9e2r4t6y8v0m1n
+                 */
                 id: string;
             };
             cookie?: never;
@@ -12706,13 +12831,13 @@ export interface operations {
                      *           "id": "whd_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *           "webhookId": "whk_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *           "eventId": "1842",
-                     *           "eventType": "conversation.created",
+                     *           "eventType": "task.created",
                      *           "status": "pending",
                      *           "attempts": 1,
-                     *           "lastResponseCode": 100,
-                     *           "lastError": "text",
-                     *           "durationMs": 1,
-                     *           "nextAttemptAt": "2026-11-22T06:33:12.000Z",
+                     *           "lastResponseCode": 503,
+                     *           "lastError": "HTTP 503",
+                     *           "durationMs": 212,
+                     *           "nextAttemptAt": "2030-01-01T09:00:00.000Z",
                      *           "lastAttemptAt": "2026-11-22T06:33:12.000Z",
                      *           "createdAt": "2026-11-22T06:33:12.000Z",
                      *           "updatedAt": "2026-11-22T06:33:12.000Z"
@@ -12880,7 +13005,9 @@ export interface operations {
                 "Idempotency-Key"?: string;
             };
             path: {
+                /** @example whk_01jd8x3k5q7w9e2r4t6y8v0m1n */
                 id: string;
+                /** @example whd_01jd8x3k5q7w9e2r4t6y8v0m1n */
                 deliveryId: string;
             };
             cookie?: never;
@@ -12912,13 +13039,13 @@ export interface operations {
                      *         "id": "whd_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "webhookId": "whk_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "eventId": "1842",
-                     *         "eventType": "conversation.created",
+                     *         "eventType": "task.created",
                      *         "status": "pending",
                      *         "attempts": 1,
-                     *         "lastResponseCode": 100,
-                     *         "lastError": "text",
-                     *         "durationMs": 1,
-                     *         "nextAttemptAt": "2026-11-22T06:33:12.000Z",
+                     *         "lastResponseCode": 503,
+                     *         "lastError": "HTTP 503",
+                     *         "durationMs": 212,
+                     *         "nextAttemptAt": "2030-01-01T09:00:00.000Z",
                      *         "lastAttemptAt": "2026-11-22T06:33:12.000Z",
                      *         "createdAt": "2026-11-22T06:33:12.000Z",
                      *         "updatedAt": "2026-11-22T06:33:12.000Z"
@@ -13104,12 +13231,11 @@ export interface operations {
             content: {
                 /**
                  * @example {
-                 *       "MessageSid": "text",
-                 *       "From": "text",
-                 *       "To": "text",
-                 *       "Body": "text",
-                 *       "NumMedia": "text",
-                 *       "ProfileName": "text"
+                 *       "MessageSid": "SM3f9c2a7e5b1d4c8a9e0f6b2d7c1a5e9f",
+                 *       "From": "+351912345678",
+                 *       "To": "+14155550100",
+                 *       "Body": "Hello! Could we have two extra towels, please?",
+                 *       "NumMedia": "0"
                  *     }
                  */
                 "application/x-www-form-urlencoded": {
@@ -13142,7 +13268,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /** @example text */
+                    /** @example <?xml version="1.0" encoding="UTF-8"?><Response></Response> */
                     "text/xml": string;
                 };
             };
@@ -13282,11 +13408,9 @@ export interface operations {
             content: {
                 /**
                  * @example {
-                 *       "MessageSid": "text",
-                 *       "MessageStatus": "text",
-                 *       "From": "text",
-                 *       "ErrorCode": "text",
-                 *       "ErrorMessage": "text"
+                 *       "MessageSid": "SM3f9c2a7e5b1d4c8a9e0f6b2d7c1a5e9f",
+                 *       "MessageStatus": "delivered",
+                 *       "From": "+14155550100"
                  *     }
                  */
                 "application/x-www-form-urlencoded": {
@@ -13446,8 +13570,20 @@ export interface operations {
     verifyWhatsAppWebhook: {
         parameters: {
             query?: {
+                /**
+                 * @description subscribe
+                 * @example subscribe
+                 */
                 "hub.mode"?: string;
+                /**
+                 * @description WHATSAPP_VERIFY_TOKEN
+                 * @example your-verify-token
+                 */
                 "hub.verify_token"?: string;
+                /**
+                 * @description Answered back as the body
+                 * @example 1158201444
+                 */
                 "hub.challenge"?: string;
             };
             header?: never;
@@ -13470,7 +13606,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    /** @example text */
+                    /** @example 1158201444 */
                     "text/plain": string;
                 };
             };
@@ -13576,9 +13712,42 @@ export interface operations {
             content: {
                 /**
                  * @example {
-                 *       "object": "text",
+                 *       "object": "whatsapp_business_account",
                  *       "entry": [
-                 *         {}
+                 *         {
+                 *           "id": "102290129340398",
+                 *           "changes": [
+                 *             {
+                 *               "field": "messages",
+                 *               "value": {
+                 *                 "messaging_product": "whatsapp",
+                 *                 "metadata": {
+                 *                   "display_phone_number": "14155550100",
+                 *                   "phone_number_id": "106540352242922"
+                 *                 },
+                 *                 "contacts": [
+                 *                   {
+                 *                     "profile": {
+                 *                       "name": "Ana Lopes"
+                 *                     },
+                 *                     "wa_id": "351912345678"
+                 *                   }
+                 *                 ],
+                 *                 "messages": [
+                 *                   {
+                 *                     "from": "351912345678",
+                 *                     "id": "wamid.HBgMMzUxOTEyMzQ1Njc4FQIAEhggQjVGRjE5NkQ3",
+                 *                     "timestamp": "1795329192",
+                 *                     "type": "text",
+                 *                     "text": {
+                 *                       "body": "Hello! Could we have two extra towels, please?"
+                 *                     }
+                 *                   }
+                 *                 ]
+                 *               }
+                 *             }
+                 *           ]
+                 *         }
                  *       ]
                  *     }
                  */
@@ -13963,48 +14132,53 @@ export interface operations {
                      *             "id": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n"
                      *           },
                      *           "deliveryStatus": "received",
-                     *           "externalId": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *           "error": {
-                     *             "code": "CHANNEL_NOT_CONFIGURED",
-                     *             "message": "email: must match format \"email\""
-                     *           },
-                     *           "sentAt": "2026-11-22T06:33:12.000Z",
-                     *           "deliveredAt": "2026-11-22T06:33:12.000Z",
-                     *           "readAt": "2026-11-22T06:33:12.000Z",
+                     *           "externalId": "widget-msg-7f3a9c",
+                     *           "error": null,
+                     *           "sentAt": null,
+                     *           "deliveredAt": null,
+                     *           "readAt": null,
                      *           "createdAt": "2026-11-22T06:33:12.000Z"
                      *         },
                      *         "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "guestId": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *         "guestCreated": true,
+                     *         "guestCreated": false,
                      *         "conversationCreated": true,
                      *         "duplicate": false,
-                     *         "autoReply": {
-                     *           "id": "msg_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *           "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *           "direction": "inbound",
-                     *           "type": "text",
-                     *           "content": "Hello! Could we have two extra towels, please?",
-                     *           "sender": {
-                     *             "type": "guest",
-                     *             "id": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n"
-                     *           },
-                     *           "deliveryStatus": "received",
-                     *           "externalId": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *           "error": {
-                     *             "code": "CHANNEL_NOT_CONFIGURED",
-                     *             "message": "email: must match format \"email\""
-                     *           },
-                     *           "sentAt": "2026-11-22T06:33:12.000Z",
-                     *           "deliveredAt": "2026-11-22T06:33:12.000Z",
-                     *           "readAt": "2026-11-22T06:33:12.000Z",
-                     *           "createdAt": "2026-11-22T06:33:12.000Z"
-                     *         }
+                     *         "autoReply": null
                      *       }
                      *     }
                      */
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
+                        /**
+                         * @example {
+                         *       "message": {
+                         *         "id": "msg_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                         *         "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                         *         "direction": "inbound",
+                         *         "type": "text",
+                         *         "content": "Hello! Could we have two extra towels, please?",
+                         *         "sender": {
+                         *           "type": "guest",
+                         *           "id": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n"
+                         *         },
+                         *         "deliveryStatus": "received",
+                         *         "externalId": "widget-msg-7f3a9c",
+                         *         "error": null,
+                         *         "sentAt": null,
+                         *         "deliveredAt": null,
+                         *         "readAt": null,
+                         *         "createdAt": "2026-11-22T06:33:12.000Z"
+                         *       },
+                         *       "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                         *       "guestId": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                         *       "guestCreated": false,
+                         *       "conversationCreated": true,
+                         *       "duplicate": false,
+                         *       "autoReply": null
+                         *     }
+                         */
                         data: {
                             message: components["schemas"]["Message"];
                             /** @example cnv_01jd8x3k5q7w9e2r4t6y8v0m1n */
@@ -14377,48 +14551,53 @@ export interface operations {
                      *             "id": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n"
                      *           },
                      *           "deliveryStatus": "received",
-                     *           "externalId": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *           "error": {
-                     *             "code": "CHANNEL_NOT_CONFIGURED",
-                     *             "message": "email: must match format \"email\""
-                     *           },
-                     *           "sentAt": "2026-11-22T06:33:12.000Z",
-                     *           "deliveredAt": "2026-11-22T06:33:12.000Z",
-                     *           "readAt": "2026-11-22T06:33:12.000Z",
+                     *           "externalId": "widget-msg-7f3a9c",
+                     *           "error": null,
+                     *           "sentAt": null,
+                     *           "deliveredAt": null,
+                     *           "readAt": null,
                      *           "createdAt": "2026-11-22T06:33:12.000Z"
                      *         },
                      *         "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "guestId": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *         "guestCreated": true,
+                     *         "guestCreated": false,
                      *         "conversationCreated": true,
                      *         "duplicate": false,
-                     *         "autoReply": {
-                     *           "id": "msg_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *           "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *           "direction": "inbound",
-                     *           "type": "text",
-                     *           "content": "Hello! Could we have two extra towels, please?",
-                     *           "sender": {
-                     *             "type": "guest",
-                     *             "id": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n"
-                     *           },
-                     *           "deliveryStatus": "received",
-                     *           "externalId": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *           "error": {
-                     *             "code": "CHANNEL_NOT_CONFIGURED",
-                     *             "message": "email: must match format \"email\""
-                     *           },
-                     *           "sentAt": "2026-11-22T06:33:12.000Z",
-                     *           "deliveredAt": "2026-11-22T06:33:12.000Z",
-                     *           "readAt": "2026-11-22T06:33:12.000Z",
-                     *           "createdAt": "2026-11-22T06:33:12.000Z"
-                     *         }
+                     *         "autoReply": null
                      *       }
                      *     }
                      */
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
+                        /**
+                         * @example {
+                         *       "message": {
+                         *         "id": "msg_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                         *         "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                         *         "direction": "inbound",
+                         *         "type": "text",
+                         *         "content": "Hello! Could we have two extra towels, please?",
+                         *         "sender": {
+                         *           "type": "guest",
+                         *           "id": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n"
+                         *         },
+                         *         "deliveryStatus": "received",
+                         *         "externalId": "widget-msg-7f3a9c",
+                         *         "error": null,
+                         *         "sentAt": null,
+                         *         "deliveredAt": null,
+                         *         "readAt": null,
+                         *         "createdAt": "2026-11-22T06:33:12.000Z"
+                         *       },
+                         *       "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                         *       "guestId": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                         *       "guestCreated": false,
+                         *       "conversationCreated": true,
+                         *       "duplicate": false,
+                         *       "autoReply": null
+                         *     }
+                         */
                         data: {
                             message: components["schemas"]["Message"];
                             /** @example cnv_01jd8x3k5q7w9e2r4t6y8v0m1n */
@@ -14735,48 +14914,53 @@ export interface operations {
                      *             "id": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n"
                      *           },
                      *           "deliveryStatus": "received",
-                     *           "externalId": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *           "error": {
-                     *             "code": "CHANNEL_NOT_CONFIGURED",
-                     *             "message": "email: must match format \"email\""
-                     *           },
-                     *           "sentAt": "2026-11-22T06:33:12.000Z",
-                     *           "deliveredAt": "2026-11-22T06:33:12.000Z",
-                     *           "readAt": "2026-11-22T06:33:12.000Z",
+                     *           "externalId": "widget-msg-7f3a9c",
+                     *           "error": null,
+                     *           "sentAt": null,
+                     *           "deliveredAt": null,
+                     *           "readAt": null,
                      *           "createdAt": "2026-11-22T06:33:12.000Z"
                      *         },
                      *         "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "guestId": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *         "guestCreated": true,
+                     *         "guestCreated": false,
                      *         "conversationCreated": true,
                      *         "duplicate": false,
-                     *         "autoReply": {
-                     *           "id": "msg_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *           "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *           "direction": "inbound",
-                     *           "type": "text",
-                     *           "content": "Hello! Could we have two extra towels, please?",
-                     *           "sender": {
-                     *             "type": "guest",
-                     *             "id": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n"
-                     *           },
-                     *           "deliveryStatus": "received",
-                     *           "externalId": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *           "error": {
-                     *             "code": "CHANNEL_NOT_CONFIGURED",
-                     *             "message": "email: must match format \"email\""
-                     *           },
-                     *           "sentAt": "2026-11-22T06:33:12.000Z",
-                     *           "deliveredAt": "2026-11-22T06:33:12.000Z",
-                     *           "readAt": "2026-11-22T06:33:12.000Z",
-                     *           "createdAt": "2026-11-22T06:33:12.000Z"
-                     *         }
+                     *         "autoReply": null
                      *       }
                      *     }
                      */
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
+                        /**
+                         * @example {
+                         *       "message": {
+                         *         "id": "msg_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                         *         "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                         *         "direction": "inbound",
+                         *         "type": "text",
+                         *         "content": "Hello! Could we have two extra towels, please?",
+                         *         "sender": {
+                         *           "type": "guest",
+                         *           "id": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n"
+                         *         },
+                         *         "deliveryStatus": "received",
+                         *         "externalId": "widget-msg-7f3a9c",
+                         *         "error": null,
+                         *         "sentAt": null,
+                         *         "deliveredAt": null,
+                         *         "readAt": null,
+                         *         "createdAt": "2026-11-22T06:33:12.000Z"
+                         *       },
+                         *       "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                         *       "guestId": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                         *       "guestCreated": false,
+                         *       "conversationCreated": true,
+                         *       "duplicate": false,
+                         *       "autoReply": null
+                         *     }
+                         */
                         data: {
                             message: components["schemas"]["Message"];
                             /** @example cnv_01jd8x3k5q7w9e2r4t6y8v0m1n */
@@ -15065,13 +15249,13 @@ export interface operations {
                      *       "data": [
                      *         {
                      *           "id": "key_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *           "name": "Ana Lopes",
+                     *           "name": "PMS sync",
                      *           "scopes": [
                      *             "conversations:read"
                      *           ],
-                     *           "expiresAt": "2026-11-22T06:33:12.000Z",
-                     *           "lastUsedAt": "2026-11-22T06:33:12.000Z",
-                     *           "revokedAt": "2026-11-22T06:33:12.000Z",
+                     *           "expiresAt": "2030-01-01T09:00:00.000Z",
+                     *           "lastUsedAt": null,
+                     *           "revokedAt": null,
                      *           "createdAt": "2026-11-22T06:33:12.000Z",
                      *           "updatedAt": "2026-11-22T06:33:12.000Z"
                      *         }
@@ -15244,15 +15428,18 @@ export interface operations {
             content: {
                 /**
                  * @example {
-                 *       "name": "Ana Lopes",
+                 *       "name": "PMS sync",
                  *       "scopes": [
                  *         "conversations:read"
                  *       ],
-                 *       "expiresAt": "2026-11-22T06:33:12.000Z"
+                 *       "expiresAt": "2030-01-01T09:00:00.000Z"
                  *     }
                  */
                 "application/json": {
-                    /** @description What the key is for (e.g. "PMS sync") */
+                    /**
+                     * @description What the key is for (e.g. "PMS sync")
+                     * @example PMS sync
+                     */
                     name: string;
                     /** @description What the key may do. `<resource>:write` includes `<resource>:read`. Each operation names the scope it needs (`x-scopes`); a key without it gets 403 FORBIDDEN naming the scope. */
                     scopes: ("conversations:read" | "conversations:write" | "guests:read" | "guests:write" | "tasks:read" | "tasks:write" | "knowledge:read" | "knowledge:write" | "staff:read" | "staff:write" | "settings:read" | "settings:write" | "webhooks:read" | "webhooks:write" | "events:read" | "reports:read" | "channels:inbound")[];
@@ -15286,16 +15473,16 @@ export interface operations {
                      *       "success": true,
                      *       "data": {
                      *         "id": "key_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *         "name": "Ana Lopes",
+                     *         "name": "PMS sync",
                      *         "scopes": [
                      *           "conversations:read"
                      *         ],
-                     *         "expiresAt": "2026-11-22T06:33:12.000Z",
-                     *         "lastUsedAt": "2026-11-22T06:33:12.000Z",
-                     *         "revokedAt": "2026-11-22T06:33:12.000Z",
+                     *         "expiresAt": "2030-01-01T09:00:00.000Z",
+                     *         "lastUsedAt": null,
+                     *         "revokedAt": null,
                      *         "createdAt": "2026-11-22T06:33:12.000Z",
                      *         "updatedAt": "2026-11-22T06:33:12.000Z",
-                     *         "key": "hotel"
+                     *         "key": "gma_key_01jd8x3k5q7w9e2r4t6y8v0m1n_q3Jx9TzW0vLb5N2mYc8Hd4Rk7Ps1Ga6Ue0Fo3Vi9Qn2"
                      *       }
                      *     }
                      */
@@ -15509,7 +15696,10 @@ export interface operations {
                 "If-None-Match"?: string;
             };
             path: {
-                /** @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise */
+                /**
+                 * @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise
+                 * @example key_01jd8x3k5q7w9e2r4t6y8v0m1n
+                 */
                 id: string;
             };
             cookie?: never;
@@ -15537,13 +15727,13 @@ export interface operations {
                      *       "success": true,
                      *       "data": {
                      *         "id": "key_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *         "name": "Ana Lopes",
+                     *         "name": "PMS sync",
                      *         "scopes": [
                      *           "conversations:read"
                      *         ],
-                     *         "expiresAt": "2026-11-22T06:33:12.000Z",
-                     *         "lastUsedAt": "2026-11-22T06:33:12.000Z",
-                     *         "revokedAt": "2026-11-22T06:33:12.000Z",
+                     *         "expiresAt": "2030-01-01T09:00:00.000Z",
+                     *         "lastUsedAt": null,
+                     *         "revokedAt": null,
                      *         "createdAt": "2026-11-22T06:33:12.000Z",
                      *         "updatedAt": "2026-11-22T06:33:12.000Z"
                      *       }
@@ -15704,7 +15894,10 @@ export interface operations {
                 "If-Match"?: string;
             };
             path: {
-                /** @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise */
+                /**
+                 * @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise
+                 * @example key_01jd8x3k5q7w9e2r4t6y8v0m1n
+                 */
                 id: string;
             };
             cookie?: never;
@@ -15729,7 +15922,7 @@ export interface operations {
                      * @example {
                      *       "success": true,
                      *       "data": {
-                     *         "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *         "id": "key_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "deleted": true
                      *       }
                      *     }
@@ -15895,7 +16088,10 @@ export interface operations {
                 "If-Match"?: string;
             };
             path: {
-                /** @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise */
+                /**
+                 * @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise
+                 * @example key_01jd8x3k5q7w9e2r4t6y8v0m1n
+                 */
                 id: string;
             };
             cookie?: never;
@@ -15904,14 +16100,17 @@ export interface operations {
             content: {
                 /**
                  * @example {
-                 *       "name": "Ana Lopes",
+                 *       "name": "PMS sync",
                  *       "scopes": [
                  *         "conversations:read"
                  *       ]
                  *     }
                  */
                 "application/json": {
-                    /** @description What the key is for (e.g. "PMS sync") */
+                    /**
+                     * @description What the key is for (e.g. "PMS sync")
+                     * @example PMS sync
+                     */
                     name?: string;
                     /** @description What the key may do. `<resource>:write` includes `<resource>:read`. Each operation names the scope it needs (`x-scopes`); a key without it gets 403 FORBIDDEN naming the scope. */
                     scopes?: ("conversations:read" | "conversations:write" | "guests:read" | "guests:write" | "tasks:read" | "tasks:write" | "knowledge:read" | "knowledge:write" | "staff:read" | "staff:write" | "settings:read" | "settings:write" | "webhooks:read" | "webhooks:write" | "events:read" | "reports:read" | "channels:inbound")[];
@@ -15940,13 +16139,13 @@ export interface operations {
                      *       "success": true,
                      *       "data": {
                      *         "id": "key_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *         "name": "Ana Lopes",
+                     *         "name": "PMS sync",
                      *         "scopes": [
                      *           "conversations:read"
                      *         ],
-                     *         "expiresAt": "2026-11-22T06:33:12.000Z",
-                     *         "lastUsedAt": "2026-11-22T06:33:12.000Z",
-                     *         "revokedAt": "2026-11-22T06:33:12.000Z",
+                     *         "expiresAt": "2030-01-01T09:00:00.000Z",
+                     *         "lastUsedAt": null,
+                     *         "revokedAt": null,
                      *         "createdAt": "2026-11-22T06:33:12.000Z",
                      *         "updatedAt": "2026-11-22T06:33:12.000Z"
                      *       }
@@ -16160,7 +16359,10 @@ export interface operations {
                 "Idempotency-Key"?: string;
             };
             path: {
-                /** @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise */
+                /**
+                 * @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise
+                 * @example key_01jd8x3k5q7w9e2r4t6y8v0m1n
+                 */
                 id: string;
             };
             cookie?: never;
@@ -16206,16 +16408,16 @@ export interface operations {
                      *       "success": true,
                      *       "data": {
                      *         "id": "key_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *         "name": "Ana Lopes",
+                     *         "name": "PMS sync",
                      *         "scopes": [
                      *           "conversations:read"
                      *         ],
-                     *         "expiresAt": "2026-11-22T06:33:12.000Z",
-                     *         "lastUsedAt": "2026-11-22T06:33:12.000Z",
-                     *         "revokedAt": "2026-11-22T06:33:12.000Z",
+                     *         "expiresAt": "2030-01-01T09:00:00.000Z",
+                     *         "lastUsedAt": null,
+                     *         "revokedAt": null,
                      *         "createdAt": "2026-11-22T06:33:12.000Z",
                      *         "updatedAt": "2026-11-22T06:33:12.000Z",
-                     *         "key": "hotel"
+                     *         "key": "gma_key_01jd8x3k5q7w9e2r4t6y8v0m1n_q3Jx9TzW0vLb5N2mYc8Hd4Rk7Ps1Ga6Ue0Fo3Vi9Qn2"
                      *       }
                      *     }
                      */
@@ -16465,16 +16667,16 @@ export interface operations {
                      *           "id": "aud_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *           "action": "auth.login",
                      *           "actor": {
-                     *             "type": "text",
+                     *             "type": "staff",
                      *             "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n"
                      *           },
                      *           "target": {
-                     *             "type": "text",
+                     *             "type": "staff",
                      *             "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n"
                      *           },
-                     *           "ip": "text",
-                     *           "userAgent": "text",
-                     *           "requestId": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *           "ip": "203.0.113.7",
+                     *           "userAgent": "hotel-pms/2.3",
+                     *           "requestId": "req-5f2c9a1e",
                      *           "createdAt": "2026-11-22T06:33:12.000Z"
                      *         }
                      *       ],

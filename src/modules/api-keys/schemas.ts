@@ -1,10 +1,15 @@
 // Owns the API key resource's request and response schemas.
 import { type Static, Type } from 'typebox';
 import { SCOPES } from '../../lib/auth.js';
-import { Nullable, PageQuery, RecordId } from '../../lib/schemas.js';
+import { exampleId, Nullable, PageQuery, RecordId } from '../../lib/schemas.js';
 
 const DateTime = Type.String({ format: 'date-time', maxLength: 30 });
-const Name = Type.String({ minLength: 1, maxLength: 200, description: 'What the key is for (e.g. "PMS sync")' });
+const Name = Type.String({
+  minLength: 1,
+  maxLength: 200,
+  description: 'What the key is for (e.g. "PMS sync")',
+  examples: ['PMS sync'],
+});
 const Scopes = Type.Array(Type.Enum([...SCOPES]), {
   minItems: 1,
   maxItems: SCOPES.length,
@@ -17,7 +22,7 @@ const Scopes = Type.Array(Type.Enum([...SCOPES]), {
 export const ApiKey = Type.Object(
   {
     id: RecordId('key'),
-    name: Type.String({ maxLength: 200 }),
+    name: Type.String({ maxLength: 200, examples: ['PMS sync'] }),
     scopes: Type.Array(Type.Enum([...SCOPES]), { maxItems: SCOPES.length }),
     expiresAt: Nullable({ ...DateTime, description: 'After this the key answers 401 TOKEN_EXPIRED; null: never' }),
     lastUsedAt: Nullable({ ...DateTime, description: 'Last authenticated use, to the minute' }),
@@ -35,6 +40,7 @@ export const ApiKeyWithSecret = Type.Object(
     key: Type.String({
       maxLength: 100,
       description: 'The key, shown only in this response: send it as `Authorization: Bearer gma_…`',
+      examples: [`gma_${exampleId('key')}_q3Jx9TzW0vLb5N2mYc8Hd4Rk7Ps1Ga6Ue0Fo3Vi9Qn2`],
     }),
   },
   { $id: 'ApiKeyWithSecret' },

@@ -97,7 +97,7 @@ export const channelsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: {
           200: {
             description: 'Stored (or already stored): an empty TwiML response',
-            content: { 'text/xml': { schema: Type.String({ maxLength: 100 }) } },
+            content: { 'text/xml': { schema: Type.String({ maxLength: 100 }), example: EMPTY_TWIML } },
           },
           ...PROVIDER_ERRORS,
           ...BODY_ERRORS,
@@ -193,7 +193,7 @@ export const channelsRoutes: FastifyPluginAsyncTypebox = async (app) => {
           response: {
             200: {
               description: 'The challenge, as sent',
-              content: { 'text/plain': { schema: Type.String({ maxLength: 512 }) } },
+              content: { 'text/plain': { schema: Type.String({ maxLength: 512 }), example: '1158201444' } },
             },
             ...PROVIDER_ERRORS,
           },

@@ -2,7 +2,8 @@
 // widget's backend send (inbound e-mail relays: email-schemas.ts), what they get back, and the
 // route options every provider route shares.
 import { type Static, Type } from 'typebox';
-import { errorResponse, Nullable, RefId, RefIdInput, STANDARD_ERRORS } from '../../lib/schemas.js';
+import { EXAMPLE_TIME } from '../../lib/openapi-examples.js';
+import { errorResponse, exampleId, Nullable, RefId, RefIdInput, STANDARD_ERRORS } from '../../lib/schemas.js';
 import { Message } from '../conversations/schemas.js';
 import type { InboundResult } from './inbound.js';
 
@@ -21,6 +22,16 @@ export const PROVIDER_ERRORS = {
 const Text = (maxLength: number, description?: string) =>
   Type.String({ maxLength, ...(description ? { description } : {}) });
 
+/**
+ * The examples' numbers: the guest's, and the hotel's own (TWILIO_SMS_FROM; WhatsApp Cloud's
+ * phone number id, WHATSAPP_PHONE_NUMBER_ID), as a provider would send them.
+ */
+const GUEST_PHONE = '+351912345678';
+export const EXAMPLE_HOTEL_NUMBER = '+14155550100';
+export const EXAMPLE_PHONE_NUMBER_ID = '106540352242922';
+const TWILIO_SID = 'SM3f9c2a7e5b1d4c8a9e0f6b2d7c1a5e9f';
+const HELLO = 'Hello! Could we have two extra towels, please?';
+
 /** Twilio's form parameters the API reads; Twilio sends more, which are signed and ignored. */
 export const TwilioInboundForm = Type.Object(
   {
@@ -31,7 +42,10 @@ export const TwilioInboundForm = Type.Object(
     NumMedia: Type.Optional(Text(4)),
     ProfileName: Type.Optional(Text(256, 'WhatsApp: the name on the sender’s profile')),
   },
-  { additionalProperties: true },
+  {
+    additionalProperties: true,
+    examples: [{ MessageSid: TWILIO_SID, From: GUEST_PHONE, To: EXAMPLE_HOTEL_NUMBER, Body: HELLO, NumMedia: '0' }],
+  },
 );
 
 export const TwilioStatusForm = Type.Object(
@@ -42,14 +56,21 @@ export const TwilioStatusForm = Type.Object(
     ErrorCode: Type.Optional(Text(16)),
     ErrorMessage: Type.Optional(Text(1000)),
   },
-  { additionalProperties: true },
+  {
+    additionalProperties: true,
+    examples: [{ MessageSid: TWILIO_SID, MessageStatus: 'delivered', From: EXAMPLE_HOTEL_NUMBER }],
+  },
 );
 export type TwilioStatusForm = Static<typeof TwilioStatusForm>;
 
 export const WhatsAppVerifyQuery = Type.Object({
-  'hub.mode': Type.Optional(Text(32)),
-  'hub.verify_token': Type.Optional(Text(512)),
-  'hub.challenge': Type.Optional(Text(512)),
+  'hub.mode': Type.Optional(Type.String({ maxLength: 32, description: 'subscribe', examples: ['subscribe'] })),
+  'hub.verify_token': Type.Optional(
+    Type.String({ maxLength: 512, description: 'WHATSAPP_VERIFY_TOKEN', examples: ['your-verify-token'] }),
+  ),
+  'hub.challenge': Type.Optional(
+    Type.String({ maxLength: 512, description: 'Answered back as the body', examples: ['1158201444'] }),
+  ),
 });
 
 /** Meta's webhook envelope; the entries are read field by field (unknown parts are skipped). */
@@ -58,7 +79,42 @@ export const WhatsAppWebhookBody = Type.Object(
     object: Text(64, 'whatsapp_business_account'),
     entry: Type.Array(Type.Object({}, { additionalProperties: true }), { maxItems: 1000 }),
   },
-  { additionalProperties: true },
+  {
+    additionalProperties: true,
+    // A guest's text, as WhatsApp Cloud sends it to the number WHATSAPP_PHONE_NUMBER_ID names.
+    examples: [
+      {
+        object: 'whatsapp_business_account',
+        entry: [
+          {
+            id: '102290129340398',
+            changes: [
+              {
+                field: 'messages',
+                value: {
+                  messaging_product: 'whatsapp',
+                  metadata: {
+                    display_phone_number: EXAMPLE_HOTEL_NUMBER.slice(1),
+                    phone_number_id: EXAMPLE_PHONE_NUMBER_ID,
+                  },
+                  contacts: [{ profile: { name: 'Ana Lopes' }, wa_id: GUEST_PHONE.slice(1) }],
+                  messages: [
+                    {
+                      from: GUEST_PHONE.slice(1),
+                      id: 'wamid.HBgMMzUxOTEyMzQ1Njc4FQIAEhggQjVGRjE5NkQ3',
+                      timestamp: '1795329192',
+                      type: 'text',
+                      text: { body: HELLO },
+                    },
+                  ],
+                },
+              },
+            ],
+          },
+        ],
+      },
+    ],
+  },
 );
 
 const Phone = Type.String({
@@ -134,18 +190,48 @@ export const WebInboundBody = Type.Object(
 );
 export type WebInboundBody = Static<typeof WebInboundBody>;
 
-export const InboundReceipt = Type.Object({
-  message: Message,
-  conversationId: RefId('cnv'),
-  guestId: RefId('gst'),
-  guestCreated: Type.Boolean({ description: 'The sender was unknown and became a new guest' }),
-  conversationCreated: Type.Boolean({ description: 'The message started a new conversation' }),
-  duplicate: Type.Literal(false, { description: 'Always false here: this call stored the message' }),
-  // The same shape as Message, inline: a schema may hold one copy of an $id.
-  autoReply: Nullable(
-    Type.Object(Message.properties, { description: 'The auto reply this message caused (outside business hours)' }),
-  ),
-});
+export const InboundReceipt = Type.Object(
+  {
+    message: Message,
+    conversationId: RefId('cnv'),
+    guestId: RefId('gst'),
+    guestCreated: Type.Boolean({ description: 'The sender was unknown and became a new guest' }),
+    conversationCreated: Type.Boolean({ description: 'The message started a new conversation' }),
+    duplicate: Type.Literal(false, { description: 'Always false here: this call stored the message' }),
+    // The same shape as Message, inline: a schema may hold one copy of an $id.
+    autoReply: Nullable(
+      Type.Object(Message.properties, { description: 'The auto reply this message caused (outside business hours)' }),
+    ),
+  },
+  {
+    // A guest's first web message: a new conversation with a guest matched by e-mail.
+    examples: [
+      {
+        message: {
+          id: exampleId('msg'),
+          conversationId: exampleId('cnv'),
+          direction: 'inbound',
+          type: 'text',
+          content: HELLO,
+          sender: { type: 'guest', id: exampleId('gst') },
+          deliveryStatus: 'received',
+          externalId: 'widget-msg-7f3a9c',
+          error: null,
+          sentAt: null,
+          deliveredAt: null,
+          readAt: null,
+          createdAt: EXAMPLE_TIME,
+        },
+        conversationId: exampleId('cnv'),
+        guestId: exampleId('gst'),
+        guestCreated: false,
+        conversationCreated: true,
+        duplicate: false,
+        autoReply: null,
+      },
+    ],
+  },
+);
 
 /** A repeat of a message already stored: its id and nothing else (not its content, nor its guest). */
 export const DuplicateReceipt = Type.Object({

@@ -1,6 +1,8 @@
 // Owns the request and response schemas of conversations and their messages.
 import { type Static, Type } from 'typebox';
-import { Nullable, PageQuery, RecordId, RefId, RefIdInput } from '../../lib/schemas.js';
+import { EXAMPLE_TIME } from '../../lib/openapi-examples.js';
+import { documentedRule } from '../../lib/openapi-rules.js';
+import { exampleId, Nullable, PageQuery, RecordId, RefId, RefIdInput } from '../../lib/schemas.js';
 
 // Enums rather than unions of literals: a bad value then reads "must be one of: …" once.
 const CHANNELS = ['whatsapp', 'sms', 'email', 'web'] as const;
@@ -64,7 +66,38 @@ export const Message = Type.Object(
     readAt: Nullable(Timestamp),
     createdAt: Timestamp,
   },
-  { $id: 'Message' },
+  {
+    $id: 'Message',
+    ...documentedRule(
+      'An inbound message is from the guest and `received`; an outbound one never is.',
+      { properties: { direction: { const: 'inbound' } } },
+      { properties: { deliveryStatus: { const: 'received' }, sender: { properties: { type: { const: 'guest' } } } } },
+      {
+        properties: {
+          deliveryStatus: { not: { const: 'received' } },
+          sender: { properties: { type: { not: { const: 'guest' } } } },
+        },
+      },
+    ),
+    // A reply a staff member just sent: queued for the channel, nothing heard back yet.
+    examples: [
+      {
+        id: exampleId('msg'),
+        conversationId: exampleId('cnv'),
+        direction: 'outbound',
+        type: 'text',
+        content: 'Of course! Two towels are on their way to room 412.',
+        sender: { type: 'staff', id: exampleId('stf') },
+        deliveryStatus: 'queued',
+        externalId: null,
+        error: null,
+        sentAt: null,
+        deliveredAt: null,
+        readAt: null,
+        createdAt: EXAMPLE_TIME,
+      },
+    ],
+  },
 );
 export type MessageView = Static<typeof Message>;
 
@@ -96,7 +129,18 @@ export const CreateConversationBody = Type.Object(
     ),
     content: Type.Optional(content('The first message, sent to the guest as an outbound text')),
   },
-  { additionalProperties: false },
+  {
+    additionalProperties: false,
+    examples: [
+      {
+        guestId: exampleId('gst'),
+        channel: 'email',
+        subject: 'Late check-out',
+        assignee: exampleId('stf'),
+        content: 'Hello Ana, we can offer you a late check-out at 14:00 on your last day.',
+      },
+    ],
+  },
 );
 export type CreateConversationInput = Static<typeof CreateConversationBody>;
 
@@ -109,7 +153,10 @@ export const UpdateConversationBody = Type.Object(changes, { additionalPropertie
 export type ConversationChanges = Static<typeof UpdateConversationBody>;
 
 export const BulkUpdateItem = Type.Object(
-  { id: Type.String({ minLength: 1, maxLength: 64 }), ...changes },
+  {
+    id: Type.String({ minLength: 1, maxLength: 64, description: 'A conversation id', examples: [exampleId('cnv')] }),
+    ...changes,
+  },
   { additionalProperties: false, minProperties: 2, description: 'id and at least one of status, assignee' },
 );
 export type BulkUpdateItem = Static<typeof BulkUpdateItem>;
@@ -144,6 +191,15 @@ export const SendMessageBody = Type.Object(
       ),
     ),
   },
-  { additionalProperties: false },
+  {
+    additionalProperties: false,
+    ...documentedRule(
+      'A text or note has `content` and no `template`; a template has `template` and no `content`.',
+      { properties: { type: { const: 'template' } }, required: ['type'] },
+      { required: ['template'], not: { required: ['content'] } },
+      { required: ['content'], not: { required: ['template'] } },
+    ),
+    examples: [{ content: 'Of course! Two towels are on their way to room 412.', type: 'text' }],
+  },
 );
 export type SendMessageInput = Static<typeof SendMessageBody>;

@@ -1,7 +1,8 @@
 // Owns the event vocabulary: every event type, the event as the feed, the stream and webhooks
 // show it, and the feed's query and answer.
 import { type Static, Type } from 'typebox';
-import { Nullable, RefId } from '../../lib/schemas.js';
+import { EXAMPLE_TIME } from '../../lib/openapi-examples.js';
+import { exampleId, Nullable, RefId } from '../../lib/schemas.js';
 
 /** Types a write path emits; webhooks may subscribe to any of them (or "*"). */
 export const EVENT_TYPES = [
@@ -91,7 +92,31 @@ export const Event = Type.Object(
       }),
     ),
   },
-  { $id: 'Event' },
+  {
+    $id: 'Event',
+    examples: [
+      {
+        id: '1042',
+        type: 'knowledge.updated',
+        occurredAt: EXAMPLE_TIME,
+        actor: { type: 'staff', id: exampleId('stf') },
+        data: {
+          id: exampleId('kb'),
+          title: 'Breakfast hours',
+          content: 'Breakfast is served from 07:00 to 10:30 in the Atrium.',
+          category: 'dining',
+          createdAt: EXAMPLE_TIME,
+          updatedAt: EXAMPLE_TIME,
+        },
+        changes: {
+          content: {
+            from: 'Breakfast is served from 07:00 to 10:00.',
+            to: 'Breakfast is served from 07:00 to 10:30 in the Atrium.',
+          },
+        },
+      },
+    ],
+  },
 );
 export type EventView = Static<typeof Event>;
 

@@ -78,7 +78,10 @@ export const guestsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         tags: ['guests'],
         operationId: 'bulkCreateGuests',
         summary: 'Create 1–100 guests; each item is validated and created on its own, results in item order',
-        body: BulkBody(CreateGuestBody),
+        body: BulkBody(CreateGuestBody, [
+          { name: 'Rui Costa', email: 'rui.costa@example.com', phone: '+351913456789', tags: ['returning'] },
+          { name: 'Mia Schmidt', email: 'mia.schmidt@example.de', notes: 'Arrives late, around 23:00' },
+        ]),
         response: { 200: BulkResponse(Guest), ...STANDARD_ERRORS, ...BODY_ERRORS },
       },
     },

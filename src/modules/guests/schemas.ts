@@ -54,7 +54,12 @@ export const UpdateGuestBody = Type.Object(
     tags: Type.Optional(Tags),
     notes: Type.Optional(Nullable(Notes)),
   },
-  { additionalProperties: false, minProperties: 1 },
+  {
+    additionalProperties: false,
+    minProperties: 1,
+    // Only what changes: an update naming the guest's own e-mail and phone again is no example.
+    examples: [{ tags: ['vip', 'returning'], notes: 'Prefers a quiet room away from the lift' }],
+  },
 );
 
 export const ListGuestsQuery = Type.Object(

@@ -4,11 +4,15 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type } from 'typebox';
 import { ADMIN, ADMIN_MANAGER } from '../../lib/auth.js';
 import type { Current } from '../../lib/etag.js';
-import { BODY_ERRORS, errorResponse, Nullable, Ok, ok, RefId, STANDARD_ERRORS } from '../../lib/schemas.js';
+import { EXAMPLE_TIME } from '../../lib/openapi-examples.js';
+import { BODY_ERRORS, errorResponse, exampleId, Nullable, Ok, ok, RefId, STANDARD_ERRORS } from '../../lib/schemas.js';
 import { auditTrail } from '../audit/trail.js';
 import { isKnownKey, KEY_PATTERN, MAX_CUSTOM_KEYS, SETTINGS } from './registry.js';
 import { getSetting as findSetting, listSettings } from './repository.js';
 import { getSetting, resetSetting, setSetting } from './service.js';
+
+/** The example key's (`hotel`) value, as a hotel would set it. */
+const HOTEL = { name: 'Hotel Aurora', timezone: 'Europe/Lisbon', locale: 'pt-PT' };
 
 const Setting = Type.Object(
   {
@@ -23,7 +27,10 @@ const Setting = Type.Object(
       ),
     ),
   },
-  { $id: 'Setting' },
+  {
+    $id: 'Setting',
+    examples: [{ key: 'hotel', value: HOTEL, updatedAt: EXAMPLE_TIME, updatedBy: exampleId('stf') }],
+  },
 );
 const KeyParams = Type.Object({
   key: Type.String({
@@ -33,7 +40,10 @@ const KeyParams = Type.Object({
     examples: ['hotel'],
   }),
 });
-const PutBody = Type.Object({ value: Type.Unknown() }, { additionalProperties: false, required: ['value'] });
+const PutBody = Type.Object(
+  { value: Type.Unknown({ examples: [HOTEL] }) },
+  { additionalProperties: false, required: ['value'] },
+);
 
 /** A setting as GET /settings/:key shows it (its default when never set), for If-Match. */
 const CURRENT_SETTING: Current = {

@@ -33,7 +33,11 @@ export const CreateStaffBody = Type.Object(
     department: Type.Optional(Nullable(Department)),
     password: Type.Optional(Password),
   },
-  { additionalProperties: false },
+  {
+    additionalProperties: false,
+    // A new colleague without a password: the answer carries a temporary one.
+    examples: [{ name: 'João Silva', email: 'joao.silva@example.com', role: 'staff', department: 'housekeeping' }],
+  },
 );
 
 export const CreatedStaff = Type.Object({
