@@ -208,8 +208,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(healthRoutes);
   await app.register(docs);
   await app.register(eventsRuntime, { eventStreams: options.eventStreams });
-  await app.register(metrics);
   await app.register(channelsRuntime);
+  await app.register(metrics);
   await app.register(
     async (api) => {
       await api.register(authRoutes, { prefix: '/auth' });

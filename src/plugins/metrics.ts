@@ -1,12 +1,16 @@
 // Owns /metrics: Prometheus text for a scraper holding METRICS_TOKEN (the route does not exist
 // without it). Request durations per route and status, rate-limit refusals, webhook delivery
-// outcomes, how far the webhook dispatcher is behind, the store's connection pool, and the
-// process's own metrics. prom-client is loaded only when metrics are on.
+// outcomes, how far the webhook dispatcher is behind, texts sent by channel and outcome and those
+// waiting, the store's connection pool, and the process's own metrics. prom-client is loaded only when metrics are on.
 import { timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { authError } from '../lib/errors.js';
+import { waitingByChannel } from '../modules/channels/sends-repository.js';
 import { nextDueAt } from '../modules/webhooks/deliveries-repository.js';
+
+/** Every channel a text can leave by: each has its series from the start, at 0 until it has texts. */
+const CHANNELS = ['email', 'sms', 'whatsapp', 'web'] as const;
 
 /** Buckets from 1 ms to 10 s: an API request, not a batch job. */
 const BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
@@ -59,9 +63,28 @@ export default fp(
         for (const [state, n] of Object.entries(use)) this.set({ state }, n);
       },
     });
+    const sends = new prom.Counter({
+      name: 'channel_sends_total',
+      help: 'Recorded outcomes of sending texts, by channel and outcome: sent, failed or retried (will be tried again)',
+      labelNames: ['channel', 'outcome'],
+      registers,
+    });
+    new prom.Gauge({
+      name: 'channel_sends_waiting',
+      help: 'Texts waiting to be sent (queued, or due again after a retryable failure), by channel',
+      labelNames: ['channel'],
+      registers,
+      async collect() {
+        const waiting = await waitingByChannel(app.ctx.store).catch(() => null);
+        if (waiting === null) return;
+        for (const channel of CHANNELS) this.set({ channel }, waiting.get(channel) ?? 0);
+      },
+    });
     const off = app.eventsRuntime.dispatcher.outcomes.on((outcome) => deliveries.inc({ outcome }));
+    const offSends = app.channelDispatcher.settled.on(({ channel, outcome }) => sends.inc({ channel, outcome }));
     app.addHook('onClose', async () => {
       off();
+      offSends();
       registry.clear();
     });
 
@@ -92,5 +115,5 @@ export default fp(
       },
     );
   },
-  { name: 'metrics', dependencies: ['gate', 'events-runtime'] },
+  { name: 'metrics', dependencies: ['gate', 'events-runtime', 'channels-runtime'] },
 );

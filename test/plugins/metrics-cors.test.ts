@@ -2,6 +2,7 @@
 // (absent without it), and CORS for the origins in CORS_ORIGINS only, on errors too.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { FAST_CHANNELS, fakeTwilio, twilioEnv, until } from '../channels/fakes.js';
 import { buildTestApp, call, createStaff } from '../helpers.js';
 
 const TOKEN = 'metrics-token-0123456789';
@@ -81,4 +82,47 @@ test('CORS is off by default: no CORS headers, OPTIONS is not a route', async (t
   });
   assert.equal(res.headers['access-control-allow-origin'], undefined);
   assert.ok(res.statusCode >= 400);
+});
+
+test('/metrics counts texts by channel and outcome, and says how many wait on each channel', async (t) => {
+  const twilio = await fakeTwilio(t);
+  const app = await buildTestApp(t, { METRICS_TOKEN: TOKEN, ...FAST_CHANNELS, ...twilioEnv(twilio) });
+  const admin = await createStaff(app, 'admin');
+  const scrape = async () =>
+    String((await call(app, 'GET', '/metrics', { headers: { authorization: `Bearer ${TOKEN}` } })).raw.body);
+  // Declared before any text: a series per channel, none waiting.
+  const before = await scrape();
+  for (const channel of ['email', 'sms', 'whatsapp', 'web']) {
+    assert.match(before, new RegExp(`channel_sends_waiting\\{channel="${channel}"\\} 0`), channel);
+  }
+  assert.match(before, /# TYPE channel_sends_total counter/);
+  const guest = await call(app, 'POST', '/guests', {
+    token: admin.token,
+    body: { name: 'Ana', email: 'ana@example.com', phone: '+14155550123' },
+  });
+  const text = async (channel: string, content: string) => {
+    const c = await call(app, 'POST', '/conversations', {
+      token: admin.token,
+      body: { guestId: guest.data.id, channel, content },
+    });
+    assert.equal(c.status, 201, JSON.stringify(c.body));
+  };
+  twilio.failNext({ status: 503 });
+  await text('sms', 'Your room is ready');
+  await text('web', 'Welcome');
+  await text('email', 'No SMTP here'); // no provider configured: failed at once
+  await until('the texts settle', async () => {
+    const m = await scrape();
+    return (
+      /channel_sends_total\{channel="sms",outcome="sent"\} 1/.test(m) &&
+      /channel_sends_total\{channel="web",outcome="sent"\} 1/.test(m) &&
+      /channel_sends_total\{channel="email",outcome="failed"\} 1/.test(m)
+    );
+  });
+  const after = await scrape();
+  assert.match(after, /channel_sends_total\{channel="sms",outcome="retried"\} 1/);
+  assert.doesNotMatch(after, /channel_sends_total\{[^}]*channel=""/);
+  for (const line of after.split('\n').filter((l) => l.startsWith('channel_sends_waiting'))) {
+    assert.match(line, /^channel_sends_waiting\{channel="(email|sms|whatsapp|web)"\} \d+$/);
+  }
 });

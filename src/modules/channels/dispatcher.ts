@@ -10,7 +10,7 @@ import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyBaseLogger } from 'fastify';
 import type { ChannelsConfig } from '../../config-channels.js';
-import type { Store } from '../../db/store.js';
+import { Signal, type Store } from '../../db/store.js';
 import { PollLoop } from '../events/poll-loop.js';
 import { retryDelayMs } from '../webhooks/dispatcher.js';
 import { loadForSend, type SendOutcome } from './delivery.js';
@@ -41,6 +41,8 @@ export interface ChannelDispatcherOptions {
 
 export class ChannelDispatcher implements LocalSender {
   readonly instance = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+  /** Each recorded outcome of a send, by its channel (the metrics count them). */
+  readonly settled = new Signal<{ channel: string; outcome: 'sent' | 'failed' | 'retried' }>();
   private readonly flights: Flights;
   /** Texts claimed at birth that found their channel's slots taken, oldest first, with when they were adopted. */
   private readonly adopted: { send: ClaimedSend; at: number }[] = [];
@@ -139,6 +141,10 @@ export class ChannelDispatcher implements LocalSender {
   }
 
   /** A text was queued unclaimed here: claim now rather than at the next poll. */
+  sentAtCommit(channel: string): void {
+    this.settled.emit({ channel, outcome: 'sent' });
+  }
+
   queued(conversationId: string): void {
     // It may wait behind a send of its conversation in flight here: claimed when that one ends.
     if (this.waiting.size >= MAX_WAITING) this.waiting.clear();
@@ -288,7 +294,16 @@ export class ChannelDispatcher implements LocalSender {
   private async settle(flight: Flight, outcome: SendOutcome): Promise<void> {
     for (let n = 0; ; n++) {
       try {
-        return await this.outcomes.record(outcome);
+        await this.outcomes.record(outcome);
+        // A text found no longer queued (settled meanwhile) records its job only: no send to count.
+        if (typeof outcome.next !== 'string' || outcome.status !== null) {
+          const next = outcome.next;
+          this.settled.emit({
+            channel: flight.send.channel,
+            outcome: typeof next === 'string' ? next : 'retried',
+          });
+        }
+        return;
       } catch (err) {
         if (flight.lost || (this.stopping && Date.now() >= flight.leaseUntil)) {
           this.o.log.error({ err, message: outcome.messageId }, 'channel send outcome could not be recorded');

@@ -38,6 +38,8 @@ export interface LocalSender {
    * claimed now, or when the send ahead of it in the conversation ends, not at the next poll.
    */
   queued(conversationId: string): void;
+  /** Told once a transaction that sent a text at commit (the web channel: no provider) committed. */
+  sentAtCommit(channel: string): void;
 }
 
 /**
@@ -305,4 +307,15 @@ export async function purgeFinishedSends(db: Executor, before: string): Promise<
     .where('finished_at', '<', before)
     .executeTakeFirst();
   return Number(r.numDeletedRows);
+}
+
+/** Texts waiting to be sent (pending jobs, due or not), by channel: for the metrics. */
+export async function waitingByChannel(db: Executor): Promise<Map<string, number>> {
+  const rows = await db
+    .selectFrom('channel_sends')
+    .where('status', '=', 'pending')
+    .select(['channel', (eb) => eb.fn.countAll<number | string>().as('n')])
+    .groupBy('channel')
+    .execute();
+  return new Map(rows.map((r) => [r.channel ?? '', Number(r.n)]));
 }

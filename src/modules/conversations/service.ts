@@ -146,7 +146,10 @@ export async function storeOutbound(
   sender: LocalSender | null = null,
 ): Promise<MessageView> {
   if (m.type !== 'text') return insertMessage(tx, m);
-  if (channel === 'web') return insertMessage(tx, { ...m, delivery_status: 'sent', sent_at: m.created_at });
+  if (channel === 'web') {
+    if (sender !== null) tx.onCommit(() => sender.sentAtCommit(channel));
+    return insertMessage(tx, { ...m, delivery_status: 'sent', sent_at: m.created_at });
+  }
   const message = await insertMessage(tx, m);
   // Claimed at birth by this instance's dispatcher when it has room: sent once this commits.
   const lease = sender?.lease(channel) ?? null;
