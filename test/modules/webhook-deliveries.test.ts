@@ -125,7 +125,7 @@ test('a delivery leaves once its event commits, without waiting for the poll; an
   const off = await startReceiver(t);
   await registerWebhook(app, admin.token, rx.url, ['guest.created']);
   await registerWebhook(app, admin.token, other.url, ['task.created']);
-  const inactive = await registerWebhook(app, admin.token, off.url, ['*']);
+  const inactive = await registerWebhook(app, admin.token, off.url);
   const patched = await call(app, 'PATCH', `/webhooks/${inactive.id}`, { token: admin.token, body: { active: false } });
   assert.equal(patched.status, 200, JSON.stringify(patched.body));
   // Let the first poll (at start) pass, so only a wake-up can deliver what follows.

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { guardedLookup, isPublicAddress } from '../../src/modules/webhooks/url-guard.js';
 import { buildTestApp, call, createStaff } from '../helpers.js';
-import { registerWebhook, signatureValid, startReceiver, WEBHOOK_ENV } from './events-helpers.js';
+import { readFeed, registerWebhook, signatureValid, startReceiver, WEBHOOK_ENV } from './events-helpers.js';
 
 test('only admins manage webhooks: managers and staff get 403 on every route', async (t) => {
   const app = await buildTestApp(t, WEBHOOK_ENV);
@@ -232,4 +232,53 @@ test('POST /webhooks/:id/test sends webhook.test to that endpoint only', async (
   const inactive = await call(app, 'POST', `/webhooks/${hookA.id}/test`, { token: admin.token });
   assert.equal(inactive.status, 409);
   assert.equal(inactive.body.error.code, 'CONFLICT');
+});
+
+test('creating, changing and deleting a webhook writes webhook.created, .updated and .deleted, never the secret', async (t) => {
+  const app = await buildTestApp(t, WEBHOOK_ENV);
+  const admin = await createStaff(app, 'admin');
+  const key = await call(app, 'POST', '/api-keys', {
+    token: admin.token,
+    body: { name: 'CRM', scopes: ['webhooks:write'] },
+  });
+  const created = await call(app, 'POST', '/webhooks', {
+    token: key.data.key,
+    body: { url: 'http://127.0.0.1:9/hook', events: ['guest.created'] },
+  });
+  assert.equal(created.status, 201);
+  const id = created.data.id;
+  await call(app, 'PATCH', `/webhooks/${id}`, { token: admin.token, body: { description: 'CRM sync' } });
+  assert.equal((await call(app, 'DELETE', `/webhooks/${id}`, { token: admin.token })).status, 200);
+  const events = (await readFeed(app, admin.token, '&types=webhook.created,webhook.updated,webhook.deleted')).filter(
+    (e) => (e.data as { id?: string }).id === id,
+  );
+  assert.deepEqual(
+    events.map((e) => [e.type, e.actor]),
+    [
+      ['webhook.created', { type: 'api_key', id: key.data.id }],
+      ['webhook.updated', { type: 'staff', id: admin.id }],
+      ['webhook.deleted', { type: 'staff', id: admin.id }],
+    ],
+  );
+  assert.deepEqual(events[1]!.changes, { description: { from: null, to: 'CRM sync' } });
+  assert.equal(
+    (events[2]!.data as { description: string }).description,
+    'CRM sync',
+    'a deletion carries the record as it was',
+  );
+  assert.ok(
+    events.every((e) => !JSON.stringify(e).includes('whsec_')),
+    'no secret in any event',
+  );
+});
+
+test('an endpoint subscribed to "*" gets its own webhook.created first, proving the path end to end', async (t) => {
+  const app = await buildTestApp(t, WEBHOOK_ENV);
+  const admin = await createStaff(app, 'admin');
+  const rx = await startReceiver(t);
+  const hook = await registerWebhook(app, admin.token, rx.url, ['*']);
+  const [first] = await rx.waitFor(1, 5_000);
+  assert.equal(first!.json.event.type, 'webhook.created');
+  assert.equal(first!.json.event.data.id, hook.id);
+  assert.ok(signatureValid(hook.secret, first!));
 });

@@ -1704,7 +1704,7 @@ export interface components {
              */
             id: string;
             /** @enum {string} */
-            type: "webhook.disabled" | "webhook.test";
+            type: "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.disabled" | "webhook.test";
             /** Format: date-time */
             occurredAt: string;
             actor: {
@@ -1726,7 +1726,7 @@ export interface components {
             /** @example whk_01jd8x3k5q7w9e2r4t6y8v0m1n */
             id: string;
             url: string;
-            events: ("*" | "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.status_changed" | "message.created" | "message.updated" | "guest.created" | "guest.updated" | "task.created" | "task.updated" | "task.completed" | "knowledge.created" | "knowledge.updated" | "knowledge.deleted" | "staff.created" | "staff.updated" | "setting.updated" | "webhook.disabled")[];
+            events: ("*" | "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.status_changed" | "message.created" | "message.updated" | "guest.created" | "guest.updated" | "task.created" | "task.updated" | "task.completed" | "knowledge.created" | "knowledge.updated" | "knowledge.deleted" | "staff.created" | "staff.updated" | "setting.updated" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.disabled")[];
             description: string | null;
             /** @description Inactive endpoints get no new deliveries and their pending ones wait */
             active: boolean;
@@ -1747,7 +1747,7 @@ export interface components {
             /** @example whk_01jd8x3k5q7w9e2r4t6y8v0m1n */
             id: string;
             url: string;
-            events: ("*" | "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.status_changed" | "message.created" | "message.updated" | "guest.created" | "guest.updated" | "task.created" | "task.updated" | "task.completed" | "knowledge.created" | "knowledge.updated" | "knowledge.deleted" | "staff.created" | "staff.updated" | "setting.updated" | "webhook.disabled")[];
+            events: ("*" | "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.status_changed" | "message.created" | "message.updated" | "guest.created" | "guest.updated" | "task.created" | "task.updated" | "task.completed" | "knowledge.created" | "knowledge.updated" | "knowledge.deleted" | "staff.created" | "staff.updated" | "setting.updated" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.disabled")[];
             description: string | null;
             /** @description Inactive endpoints get no new deliveries and their pending ones wait */
             active: boolean;
@@ -1789,7 +1789,7 @@ export interface components {
             webhookId: string;
             eventId: string;
             /** @enum {unknown} */
-            eventType: "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.status_changed" | "message.created" | "message.updated" | "guest.created" | "guest.updated" | "task.created" | "task.updated" | "task.completed" | "knowledge.created" | "knowledge.updated" | "knowledge.deleted" | "staff.created" | "staff.updated" | "setting.updated" | "webhook.disabled" | "webhook.test";
+            eventType: "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.status_changed" | "message.created" | "message.updated" | "guest.created" | "guest.updated" | "task.created" | "task.updated" | "task.completed" | "knowledge.created" | "knowledge.updated" | "knowledge.deleted" | "staff.created" | "staff.updated" | "setting.updated" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.disabled" | "webhook.test";
             /** @enum {unknown} */
             status: "pending" | "succeeded" | "failed";
             /** Format: int32 */
@@ -11438,7 +11438,7 @@ export interface operations {
                      */
                     url: string;
                     /** @description Event types to receive, or ["*"] for all (a list naming "*" names nothing else) */
-                    events: ("*" | "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.status_changed" | "message.created" | "message.updated" | "guest.created" | "guest.updated" | "task.created" | "task.updated" | "task.completed" | "knowledge.created" | "knowledge.updated" | "knowledge.deleted" | "staff.created" | "staff.updated" | "setting.updated" | "webhook.disabled")[];
+                    events: ("*" | "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.status_changed" | "message.created" | "message.updated" | "guest.created" | "guest.updated" | "task.created" | "task.updated" | "task.completed" | "knowledge.created" | "knowledge.updated" | "knowledge.deleted" | "staff.created" | "staff.updated" | "setting.updated" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.disabled")[];
                     description?: string | null;
                     /** @default true */
                     active?: boolean;
@@ -12115,7 +12115,7 @@ export interface operations {
                      */
                     url?: string;
                     /** @description Event types to receive, or ["*"] for all (a list naming "*" names nothing else) */
-                    events?: ("*" | "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.status_changed" | "message.created" | "message.updated" | "guest.created" | "guest.updated" | "task.created" | "task.updated" | "task.completed" | "knowledge.created" | "knowledge.updated" | "knowledge.deleted" | "staff.created" | "staff.updated" | "setting.updated" | "webhook.disabled")[];
+                    events?: ("*" | "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.status_changed" | "message.created" | "message.updated" | "guest.created" | "guest.updated" | "task.created" | "task.updated" | "task.completed" | "knowledge.created" | "knowledge.updated" | "knowledge.deleted" | "staff.created" | "staff.updated" | "setting.updated" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.disabled")[];
                     description?: string | null;
                     /** @description true re-activates a disabled endpoint and resets its failure count */
                     active?: boolean;

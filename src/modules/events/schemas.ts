@@ -23,6 +23,9 @@ export const EVENT_TYPES = [
   'staff.created',
   'staff.updated',
   'setting.updated',
+  'webhook.created',
+  'webhook.updated',
+  'webhook.deleted',
   'webhook.disabled',
   'webhook.test',
 ] as const;
@@ -47,6 +50,9 @@ export const EVENT_DATA: Record<EventType, string> = {
   'staff.created': 'Staff',
   'staff.updated': 'Staff',
   'setting.updated': 'Setting',
+  'webhook.created': 'Webhook',
+  'webhook.updated': 'Webhook',
+  'webhook.deleted': 'Webhook',
   'webhook.disabled': 'Webhook',
   'webhook.test': 'Webhook',
 };

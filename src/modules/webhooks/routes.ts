@@ -142,7 +142,7 @@ export const webhooksRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const { id } = request.params;
-      await deleteWebhook(db(), id, auditTrail(request));
+      await deleteWebhook(db(), request.user!, id, auditTrail(request));
       return ok({ id, deleted: true as const });
     },
   );

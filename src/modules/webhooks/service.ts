@@ -3,13 +3,14 @@
 // transaction on SQLite holds the only writer), a missing endpoint is a 404, an inactive one takes
 // no test or redelivery, an endpoint belongs to the API key that created or last changed it (an
 // admin turning it on takes it over), and the dispatcher is woken when deliveries become due.
-// Every change is one transaction with its audit entry (and events, where it has any).
+// Every change is one transaction with its audit entry and its event (webhook.created, .updated,
+// .deleted: the endpoint without its secret).
 import type { Store } from '../../db/store.js';
 import type { AuthUser } from '../../lib/auth.js';
 import { conflict, fieldError, notFound } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
 import type { AuditTrail } from '../audit/trail.js';
-import { staffActor } from '../events/emit.js';
+import { changesOf, staffActor } from '../events/emit.js';
 import { withEvents } from '../events/outbox.js';
 import { findDelivery, scheduleNow } from './deliveries-repository.js';
 import {
@@ -85,9 +86,10 @@ export async function createWebhook(
   checkEvents(events);
   await refuseBadUrl(deps, url, checked);
   const apiKeyId = user.kind === 'api_key' ? user.id : null;
-  return deps.store.transact(async (tx) => {
+  return withEvents(deps.store, async (tx, outbox) => {
     const { view, secret } = await insertWebhook(tx, { url, events, description, active, apiKeyId });
     await audit.record(tx, 'webhook.created', target(view.id));
+    outbox.add({ type: 'webhook.created', actor: staffActor(user), data: view });
     return { ...view, secret };
   });
 }
@@ -107,10 +109,15 @@ export async function updateWebhook(
   checkEvents(body.events);
   await refuseBadUrl(deps, body.url, checked);
   const apiKeyId = user.kind === 'api_key' ? user.id : body.active === true ? null : undefined;
-  const hook = await deps.store.transact(async (tx) => {
-    const changed = await updateWebhookRow(tx, id, { ...body, apiKeyId });
-    if (changed === undefined) throw missing(id);
+  const hook = await withEvents(deps.store, async (tx, outbox) => {
+    const before = await findWebhook(tx, id);
+    const changed = before === undefined ? undefined : await updateWebhookRow(tx, id, { ...body, apiKeyId });
+    if (before === undefined || changed === undefined) throw missing(id);
     await audit.record(tx, 'webhook.updated', target(id));
+    const changes = changesOf(before, changed);
+    if (Object.keys(changes).length > 0) {
+      outbox.add({ type: 'webhook.updated', actor: staffActor(user), data: changed, changes });
+    }
     return changed;
   });
   // Re-activated: its waiting deliveries are due now.
@@ -118,10 +125,12 @@ export async function updateWebhook(
   return hook;
 }
 
-export async function deleteWebhook(store: Store, id: string, audit: AuditTrail): Promise<void> {
-  await store.transact(async (tx) => {
-    if (!(await deleteWebhookRow(tx, id))) throw missing(id);
+export async function deleteWebhook(store: Store, user: AuthUser, id: string, audit: AuditTrail): Promise<void> {
+  await withEvents(store, async (tx, outbox) => {
+    const before = await findWebhook(tx, id);
+    if (before === undefined || !(await deleteWebhookRow(tx, id))) throw missing(id);
     await audit.record(tx, 'webhook.deleted', target(id));
+    outbox.add({ type: 'webhook.deleted', actor: staffActor(user), data: before });
   });
 }
 
