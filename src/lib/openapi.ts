@@ -46,6 +46,10 @@ const SUCCESS: [RegExp, string][] = [
   [/^(create|send)/, 'Created: the new record'],
   [/^(update|replace|set)/, 'The record as stored after the change'],
   [/^reset/, 'The setting as it reads after the reset'],
+  [
+    /^deleteApiKey$/,
+    'Revoked: `{ id, revoked: true, revokedAt }`; the key stays readable, and revoking it again changes nothing',
+  ],
   [/^delete/, 'Deleted: `{ id, deleted: true }`'],
   [/^(login|refreshToken|changePassword)$/, 'A bearer token, its expiry and the staff member it belongs to'],
   [/^logout$/, 'Logged out: the token is revoked'],

@@ -97,7 +97,14 @@ test('a revoked key is refused with 401 TOKEN_INVALID on the next request, also 
   const { key, id } = await makeKey(a, admin.token, { name: 'PMS', scopes: ['guests:read'] });
   for (let i = 0; i < 3; i++) assert.equal((await call(a, 'GET', '/guests', { token: key })).status, 200);
   const revoked = await call(b, 'DELETE', `/api-keys/${id}`, { token: admin.token });
-  assert.deepEqual(revoked.data, { id, deleted: true });
+  assert.equal(revoked.data.id, id);
+  assert.equal(revoked.data.revoked, true);
+  assert.match(revoked.data.revokedAt, /^20\d\d-/);
+  // Revoking it again changes nothing: the same answer, and no second api_key.revoked entry.
+  const again = await call(a, 'DELETE', `/api-keys/${id}`, { token: admin.token });
+  assert.deepEqual(again.data, revoked.data);
+  const entries = await call(a, 'GET', '/audit-log?action=api_key.revoked', { token: admin.token });
+  assert.equal(entries.data.filter((e: { target: { id: string } }) => e.target.id === id).length, 1);
   const next = await call(a, 'GET', '/guests', { token: key });
   assertError(next, 401, 'TOKEN_INVALID');
   assert.match(String(next.headers['www-authenticate']), /invalid_token/);

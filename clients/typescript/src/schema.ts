@@ -15904,7 +15904,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Deleted: `{ id, deleted: true }` */
+            /** @description Revoked: `{ id, revoked: true, revokedAt }`; the key stays readable, and revoking it again changes nothing */
             200: {
                 headers: {
                     /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
@@ -15923,7 +15923,8 @@ export interface operations {
                      *       "success": true,
                      *       "data": {
                      *         "id": "key_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                     *         "deleted": true
+                     *         "revoked": true,
+                     *         "revokedAt": "2026-11-22T06:33:12.000Z"
                      *       }
                      *     }
                      */
@@ -15933,7 +15934,9 @@ export interface operations {
                         data: {
                             id: string;
                             /** @enum {boolean} */
-                            deleted: true;
+                            revoked: true;
+                            /** Format: date-time */
+                            revokedAt: string;
                         };
                     };
                 };

@@ -103,8 +103,8 @@ export const apiKeysRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const { id } = request.params;
-      await revokeKey(db(), request.user!, id, auditTrail(request));
-      return ok({ id, deleted: true as const });
+      const revokedAt = await revokeKey(db(), request.user!, id, auditTrail(request));
+      return ok({ id, revoked: true as const, revokedAt });
     },
   );
 

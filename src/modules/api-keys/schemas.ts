@@ -86,4 +86,9 @@ export const RotateApiKeyBody = Type.Object(
 
 export const ListApiKeysQuery = Type.Object(PageQuery, { additionalProperties: false });
 
-export const RevokedApiKey = Type.Object({ id: Type.String({ maxLength: 64 }), deleted: Type.Literal(true) });
+/** A revoked key stays readable (GET shows its revokedAt): the answer says revoked, not deleted. */
+export const RevokedApiKey = Type.Object({
+  id: Type.String({ maxLength: 64 }),
+  revoked: Type.Literal(true),
+  revokedAt: Type.String({ format: 'date-time', maxLength: 30 }),
+});

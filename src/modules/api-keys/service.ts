@@ -64,17 +64,20 @@ export function updateApiKeyFields(
 /**
  * Revokes a key at once, and in the same transaction turns off every webhook it owns (each a
  * `webhook.disabled` event): once this commits, no delivery to them starts. Revoking a revoked key
- * again answers the same.
+ * again changes nothing and records nothing: it answers as the first revocation did. Returns when
+ * the key was revoked.
  */
-export function revokeKey(store: Store, user: AuthUser, id: string, audit: AuditTrail): Promise<void> {
+export function revokeKey(store: Store, user: AuthUser, id: string, audit: AuditTrail): Promise<string> {
   return withEvents(store, async (tx, outbox) => {
     const current = await findApiKey(tx, id);
     if (current === undefined) throw missing(id);
+    if (current.revokedAt !== null) return current.revokedAt;
     await revokeApiKey(tx, id);
     for (const hook of await deactivateOwnedBy(tx, id)) {
       outbox.add({ type: 'webhook.disabled', actor: staffActor(user), data: hook });
     }
     await audit.record(tx, 'api_key.revoked', { type: 'api_key', id });
+    return (await findApiKey(tx, id))!.revokedAt!;
   });
 }
 
