@@ -9,6 +9,7 @@ import test from 'node:test';
 import { htmlText } from '../../src/modules/channels/html-text.js';
 import { assertError } from '../fixtures.js';
 import { buildTestApp, call, createStaff } from '../helpers.js';
+import { FAST_CHANNELS, fakeSmtp, smtpEnv, until } from './fakes.js';
 import { basic, multipart, postmarkJson, postRelay, EMAIL_ROUTE as ROUTE, sendgridRaw } from './relays.js';
 import { EMAIL_SECRET, email, INBOUND_ENV, postEmail } from './signing.js';
 
@@ -268,4 +269,26 @@ test('the auto reply never answers automated mail: Auto-Submitted, bulk or list 
     assert.equal(res.status, 201);
     assert.equal(res.data.autoReply?.content, 'We are closed.', `${what}: answered`);
   }
+});
+
+test('our own auto reply says Auto-Submitted: auto-replied (RFC 3834); a person’s reply does not', async (t) => {
+  const smtp = await fakeSmtp(t);
+  const app = await buildTestApp(t, { ...INBOUND_ENV, ...FAST_CHANNELS, ...smtpEnv(smtp) });
+  const admin = await createStaff(app, 'admin');
+  const put = (key: string, value: unknown) =>
+    call(app, 'PUT', `/settings/${key}`, { token: admin.token, body: { value } });
+  assert.equal((await put('auto_reply', { enabled: true, message: 'We are closed.' })).status, 200);
+  const closed = { timezone: 'Europe/Lisbon', days: { mon: [], tue: [], wed: [], thu: [], fri: [], sat: [], sun: [] } };
+  assert.equal((await put('business_hours', closed)).status, 200);
+  const res = await postEmail(app, email({ from: 'guest@example.test', messageId: '<rfc3834@x>', text: 'Hello?' }));
+  assert.equal(res.data.autoReply?.content, 'We are closed.');
+  await until('the auto reply is sent', () => smtp.received.length === 1);
+  assert.match(smtp.received[0]!.raw, /^Auto-Submitted: auto-replied\r?$/im);
+  const reply = await call(app, 'POST', `/conversations/${res.data.conversationId}/messages`, {
+    token: admin.token,
+    body: { content: 'We open at 8.' },
+  });
+  assert.equal(reply.status, 201);
+  await until('the staff reply is sent', () => smtp.received.length === 2);
+  assert.doesNotMatch(smtp.received[1]!.raw, /^Auto-Submitted:/im);
 });

@@ -97,6 +97,7 @@ const forSend = prepared((db, p: Param<{ messageId: string }>) =>
       'm.delivery_status',
       'm.content',
       'm.created_at',
+      'm.sender_type',
       'c.channel',
       'c.subject',
       'c.assignee',
@@ -131,6 +132,7 @@ export async function loadForSend(db: Executor, messageId: string): Promise<Send
       subject,
       references,
       template: templateOf(row.template),
+      automatic: row.sender_type === 'system',
     },
     assignee: row.assignee,
   };

@@ -24,6 +24,8 @@ export interface Outgoing {
    * window, where free text is refused); Twilio and the record get `content`, the filled body.
    */
   template: SendTemplate | null;
+  /** Written by the API itself (an auto reply), not by a person: e-mail marks it (RFC 3834). */
+  automatic: boolean;
 }
 
 /**
@@ -108,6 +110,8 @@ export class Providers {
       text: o.content,
       messageId: id,
       ...(last ? { inReplyTo: last, references: o.references } : {}),
+      // RFC 3834 §5: a response sent automatically says so, so that other responders do not answer it.
+      ...(o.automatic ? { headers: { 'Auto-Submitted': 'auto-replied' } } : {}),
     };
     const timeouts = { sendTimeoutMs: this.c.sendTimeoutMs, answerTimeoutMs: this.c.smtpAnswerTimeoutMs };
     const r = await sendSmtp(cfg.smtpUrl, mail, timeouts, signal);

@@ -18,6 +18,7 @@ export interface SmtpMail {
   messageId: string;
   inReplyTo?: string;
   references?: string[];
+  headers?: Record<string, string>;
 }
 
 export interface SmtpTimeouts {
