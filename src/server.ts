@@ -1,6 +1,7 @@
 // Owns the process: load config, build the app, listen, and shut down gracefully on signals.
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { ConfigError, keepGeneratedSecret, loadConfig } from './config.js';
+import { ConfigError, loadConfig } from './config.js';
+import { keepGeneratedSecret } from './config-secret.js';
 
 /**
  * Opt-in (BENCH_EVENT_LOOP=1, set by `npm run bench` only): samples how late the event loop runs

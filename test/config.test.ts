@@ -5,7 +5,8 @@ import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { ConfigError, defaultMaxConnections, keepGeneratedSecret, loadConfig, openFilesLimit } from '../src/config.js';
+import { ConfigError, defaultMaxConnections, loadConfig, openFilesLimit } from '../src/config.js';
+import { keepGeneratedSecret } from '../src/config-secret.js';
 import { JWT_SECRET, type Run, runNode } from './helpers.js';
 
 test('defaults follow the contract', () => {
