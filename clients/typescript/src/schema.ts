@@ -864,7 +864,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Receive an e-mail from a guest (Mailgun’s MIME address)
+         * Receive an e-mail from a guest (Mailgun’s MIME address; 200 for a new e-mail too)
          * @description For a mail relay (an inbound-parse webhook, or a local MTA pipe), with HTTP Basic auth whose password is `EMAIL_INBOUND_SECRET`, checked before the body is read. The body (at most 10 MiB) is the raw RFC 822 message (`message/rfc822`); or SendGrid Inbound Parse in raw mode (`multipart/form-data`, the message in `email`); or Mailgun’s MIME form (the message in `body-mime`, multipart or form-encoded; Mailgun posts it only to a URL ending in `mime`, hence `/email/inbound/mime`); or Postmark’s inbound JSON (its `RawEmail` when present, else its parsed fields: `From`/`FromFull`, `Subject`, `TextBody`/`HtmlBody`, and the Message-ID, In-Reply-To, References and Auto-Submitted of `Headers`). A body in none of these is 415. The reply joins the conversation its In-Reply-To / References names when the sender is that conversation’s guest, else the sender's latest e-mail conversation, else a new one with the e-mail's subject. The text part is stored (else the text of the first 1 MiB of HTML; attachments are counted, not kept), cut at 4096 characters. The same Message-ID (without one: the same authored headers and body, or Postmark’s MessageID) is stored once, whichever way it came; a repeat answers 200 with the stored message’s id only. Automated mail (Auto-Submitted, bulk or list mail, bounces) is stored but never auto-replied to.
          */
         post: operations["receiveEmailMime"];
@@ -14484,55 +14484,6 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description Unix time in seconds when the window resets */
                     "X-RateLimit-Reset"?: number;
-                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
-                    ETag?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    /**
-                     * @example {
-                     *       "success": true,
-                     *       "data": {
-                     *         "duplicate": true,
-                     *         "message": {
-                     *           "id": "msg_01jd8x3k5q7w9e2r4t6y8v0m1n"
-                     *         }
-                     *       }
-                     *     }
-                     */
-                    "application/json": {
-                        /** @enum {boolean} */
-                        success: true;
-                        data: {
-                            /**
-                             * @description The message was already stored: nothing changed
-                             * @enum {boolean}
-                             */
-                            duplicate: true;
-                            /** @description The message stored by the first delivery */
-                            message: {
-                                /** @example msg_01jd8x3k5q7w9e2r4t6y8v0m1n */
-                                id: string;
-                            };
-                        };
-                    };
-                };
-            };
-            /** @description Success */
-            201: {
-                headers: {
-                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
-                    "X-Request-Id"?: string;
-                    /** @description Requests allowed in the current window for this bucket */
-                    "X-RateLimit-Limit"?: number;
-                    /** @description Requests left in the current window */
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description Unix time in seconds when the window resets */
-                    "X-RateLimit-Reset"?: number;
-                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
-                    ETag?: string;
-                    /** @description The created record's URL (its GET), as a path on this server */
-                    Location?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -14570,34 +14521,6 @@ export interface operations {
                     "application/json": {
                         /** @enum {boolean} */
                         success: true;
-                        /**
-                         * @example {
-                         *       "message": {
-                         *         "id": "msg_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                         *         "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                         *         "direction": "inbound",
-                         *         "type": "text",
-                         *         "content": "Hello! Could we have two extra towels, please?",
-                         *         "sender": {
-                         *           "type": "guest",
-                         *           "id": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n"
-                         *         },
-                         *         "deliveryStatus": "received",
-                         *         "externalId": "widget-msg-7f3a9c",
-                         *         "error": null,
-                         *         "sentAt": null,
-                         *         "deliveredAt": null,
-                         *         "readAt": null,
-                         *         "createdAt": "2026-11-22T06:33:12.000Z"
-                         *       },
-                         *       "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                         *       "guestId": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                         *       "guestCreated": false,
-                         *       "conversationCreated": true,
-                         *       "duplicate": false,
-                         *       "autoReply": null
-                         *     }
-                         */
                         data: {
                             message: components["schemas"]["Message"];
                             /** @example cnv_01jd8x3k5q7w9e2r4t6y8v0m1n */
@@ -14652,6 +14575,17 @@ export interface operations {
                                 /** Format: date-time */
                                 createdAt: string;
                             } | null;
+                        } | {
+                            /**
+                             * @description The message was already stored: nothing changed
+                             * @enum {boolean}
+                             */
+                            duplicate: true;
+                            /** @description The message stored by the first delivery */
+                            message: {
+                                /** @example msg_01jd8x3k5q7w9e2r4t6y8v0m1n */
+                                id: string;
+                            };
                         };
                     };
                 };

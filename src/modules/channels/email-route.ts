@@ -7,6 +7,7 @@
 import multipart from '@fastify/multipart';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
 import { AppError, validation } from '../../lib/errors.js';
 import { errorResponse, Ok, ok } from '../../lib/schemas.js';
 import { readEmail, readPostmark } from './email-read.js';
@@ -86,7 +87,11 @@ export const emailInboundRoute: FastifyPluginAsyncTypebox = async (mail) => {
     if (!known) throw new AppError('UNSUPPORTED_MEDIA_TYPE', ACCEPTED);
   };
 
-  const route = (url: string, operationId: string, summary: string) =>
+  /**
+   * `created`: the status of a newly stored e-mail. Mailgun takes only 200 as success and retries any
+   * other code for 8 hours, so its address answers 200 for a new e-mail too (with the whole receipt).
+   */
+  const route = (url: string, operationId: string, summary: string, created: 200 | 201) =>
     mail.post(
       url,
       {
@@ -109,8 +114,9 @@ export const emailInboundRoute: FastifyPluginAsyncTypebox = async (mail) => {
             },
           },
           response: {
-            200: Ok(DuplicateReceipt),
-            201: Ok(InboundReceipt),
+            ...(created === 201
+              ? { 200: Ok(DuplicateReceipt), 201: Ok(InboundReceipt) }
+              : { 200: Ok(Type.Union([InboundReceipt, DuplicateReceipt])) }),
             ...PROVIDER_ERRORS,
             413: errorResponse('PAYLOAD_TOO_LARGE: the e-mail is larger than 10 MiB', 413),
             415: errorResponse('UNSUPPORTED_MEDIA_TYPE: the body is in none of the accepted forms', 415),
@@ -121,12 +127,17 @@ export const emailInboundRoute: FastifyPluginAsyncTypebox = async (mail) => {
         const inbound = await inboundOf(request.body, mediaTypeOf(request));
         if (inbound === null) throw validation([{ field: 'body', message: 'has no From address' }]);
         const r = await receiveInbound(mail.ctx.store, inbound, mail.channelDispatcher);
-        reply.code(r.stored ? 201 : 200);
+        reply.code(r.stored ? created : 200);
         return ok(receiptOf(r));
       },
     );
-  route('/email/inbound', 'receiveEmail', 'Receive an e-mail from a guest');
-  route('/email/inbound/mime', 'receiveEmailMime', 'Receive an e-mail from a guest (Mailgun’s MIME address)');
+  route('/email/inbound', 'receiveEmail', 'Receive an e-mail from a guest', 201);
+  route(
+    '/email/inbound/mime',
+    'receiveEmailMime',
+    'Receive an e-mail from a guest (Mailgun’s MIME address; 200 for a new e-mail too)',
+    200,
+  );
 };
 
 /** The e-mail a body holds, in whichever accepted form it came. */
