@@ -2,6 +2,7 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { type ChannelsConfig, parseChannels } from './config-channels.js';
+import { ConfigError } from './config-error.js';
 
 export type StoreConfig = { kind: 'sqlite'; path: string } | { kind: 'postgres'; url: string };
 
@@ -76,16 +77,8 @@ export interface Config {
   readonly channels: ChannelsConfig;
 }
 
-/** Thrown for a bad or missing variable; start-up prints its message on one line and exits 1. */
-export class ConfigError extends Error {
-  constructor(
-    readonly variable: string,
-    message: string,
-  ) {
-    super(`${variable}: ${message}`);
-    this.name = 'ConfigError';
-  }
-}
+// The parsers share ConfigError from its own module; callers keep importing it from here.
+export { ConfigError };
 
 type Env = Record<string, string | undefined>;
 
