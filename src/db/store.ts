@@ -19,9 +19,9 @@ import type pg from 'pg';
 import type { StoreConfig } from '../config.js';
 import { loadPg } from '../lib/optional-deps.js';
 import { checkpointOffLoop } from './checkpointer.js';
-import { type Executor, executor, joining, type RunSql, type Tx, transaction } from './executor.js';
+import { type Executor, executor, type RunSql, type Tx, transaction } from './executor.js';
 import { GroupCommitter } from './group-commit.js';
-import { joinRequestTx, requestTx } from './request-tx.js';
+import { joining, joinRequestTx, requestTx } from './request-tx.js';
 import type { Database, Db } from './types.js';
 
 export type { DialectName } from './executor.js';
