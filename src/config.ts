@@ -85,7 +85,7 @@ type Env = Record<string, string | undefined>;
 /**
  * A URL as an error may quote it: with its user name and password replaced by `***`, or null when it
  * does not parse (a malformed URL's password cannot be told apart from the rest, so none of it is
- * shown). Configuration errors and logs never show a URL's password (CONTRACT §16).
+ * shown). Configuration errors and logs never show a URL's password (README, Configuration).
  */
 export function shownUrl(raw: string): string | null {
   let url: URL;
