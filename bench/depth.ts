@@ -1,4 +1,4 @@
-// Owns the depth figures (issue 20): for each list, timed from the client one request at a time on
+// Owns the depth figures (targets: docs/performance.md §3): for each list, timed from the client one request at a time on
 // a kept-alive connection: the first page, a page past the end,
 // the page at 80 % depth, the cursor page at that depth (its cursor taken from the page before),
 // and a walk of the whole list by cursor, 100 rows a page, in rows per second.

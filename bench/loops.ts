@@ -1,4 +1,4 @@
-// Owns the open-loop measurements (issues 16 and 20): for a workload, its closed-loop maximum with
+// Owns the open-loop measurements: for a workload, its closed-loop maximum with
 // the bench's own client, then an open loop at a fraction of that maximum (latency from the
 // scheduled send), with the server's event-loop delay over the open loop when the server reports
 // it (BENCH_EVENT_LOOP=1, src/server.ts).

@@ -1,4 +1,4 @@
-// Owns the realistic mix (issues 16 and 20): 20 staff and managers (the seeded demo accounts, each
+// Owns the realistic mix (docs/performance.md §3): 20 staff and managers (the seeded demo accounts, each
 // logged in, users sharing an account in turn), 80 % reads of conversations, messages, tasks and
 // guests with random filters and shallow pages (some walking on by cursor), 20 % writes (messages,
 // conversation status, task status), each staff member on the conversations and tasks assigned to

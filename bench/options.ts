@@ -42,7 +42,7 @@ export interface BenchOptions {
   walkRows: number;
   /** The mix, with the server under --cpu-prof; prints the profile's top costs. */
   profileMix: boolean;
-  /** The live-stream fan-out section (issue #21): streams per run, each on each store. */
+  /** The live-stream fan-out section: streams per run, each on each store. */
   streamSizes: number[];
 }
 

@@ -94,7 +94,7 @@ function contention(rows: ScenarioResult[]): string {
 
 export function formatVerdicts(verdicts: Verdict[]): string {
   if (verdicts.length === 0) return '';
-  const lines = ['\nTargets (issues 4, 16, 20, 21):'];
+  const lines = ['\nTargets (docs/performance.md §3):'];
   for (const v of verdicts) {
     const verdict = v.pass === null ? 'NOTE' : v.pass ? 'PASS' : 'FAIL';
     lines.push(`  ${verdict}  ${v.target.padEnd(58)} ${v.scope.padEnd(26)} ${v.measured}`);

@@ -11,7 +11,7 @@ import { sendsBacklog } from './sends.js';
 
 const say = (text: string) => process.stdout.write(`${text}\n`);
 
-/** The share of the maximum each open loop offers (issue 16: half; issue 20's mix: 0.8). */
+/** The share of the maximum each open loop offers (docs/performance.md §3: the fresh list at half, the mix at 0.8). */
 export const LIST_FRACTION = 0.5;
 export const MIX_FRACTION = 0.8;
 /** Connections of the closed loops that find a single request's maximum, as the scenarios use. */

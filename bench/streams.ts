@@ -1,4 +1,4 @@
-// Owns the live-stream fan-out figures (issue #21): N open GET /events/stream connections on a
+// Owns the live-stream fan-out figures (targets: docs/performance.md §3): N open GET /events/stream connections on a
 // fresh store, then M writes at R per second; the deliveries made, the p50/p99 from each write's
 // answer to each stream's arrival, and the servers' RSS (before the streams, idle with them open,
 // peak), hence the memory per idle stream. SQLite: one instance. PostgreSQL + Redis: three
@@ -24,7 +24,7 @@ const EMAIL = 'bench-streams@hotel.test';
 const PASSWORD = 'bench streams password 0123456789';
 const say = (text: string) => process.stdout.write(`${text}\n`);
 
-/** Issue #21, point 4: judged on one instance at 5,000 streams; other sizes and PostgreSQL are reported. */
+/** Judged on one instance at 5,000 streams (docs/performance.md §3); other sizes and PostgreSQL are reported. */
 export const FANOUT_TARGETS = { streams: 5000, messages: 100, rate: 20, p99Ms: 100, rssMiB: 200 } as const;
 export const FANOUT_SIZES = [1000, 5000, 10_000] as const;
 /** Descriptors the bench process needs besides the streams (stdio, logs, the store, the writes). */
@@ -331,10 +331,7 @@ const f0 = (n: number) => (Number.isNaN(n) ? '-' : n.toFixed(0));
 export function formatFanOut(rows: FanOutFigures[]): string {
   const head =
     'store                  streams  deliveries          p50 ms  p99 ms  RSS before  idle  peak MiB  KiB/stream  µs/deliv srv cli  load before/after';
-  const lines = [
-    "\nLive-stream fan-out (issue #21): N streams × M messages at R/s, latency from the POST's answer",
-    head,
-  ];
+  const lines = ["\nLive-stream fan-out: N streams × M messages at R/s, latency from the POST's answer", head];
   for (const r of rows) {
     const name = r.instances === 1 ? `${r.store}, 1 instance` : `${r.store}+redis, ${r.instances} inst.`;
     if (r.skipped !== null) {

@@ -1,5 +1,5 @@
-// Owns the targets of issues 20 (pages at any depth, a mix without stalls) and 16 (the fresh list
-// against bare Fastify, open-loop latency), judged per store and size; SQLite's are the bar,
+// Owns the list targets of docs/performance.md §3 (pages at any depth, a mix without stalls, the
+// fresh list against bare Fastify, open-loop latency), judged per store and size; SQLite's are the bar,
 // PostgreSQL's are judged alike and reported beside them.
 import type { LoopFigures } from './loops.js';
 import { ms } from './scenarios.js';
@@ -64,7 +64,7 @@ function depthVerdicts(run: StoreRun): Verdict[] {
 
 const ceilingAt = (run: StoreRun, fraction: number) => run.ceilingLoops?.find((c) => c.fraction === fraction);
 
-/** PostgreSQL + Redis: p99 at half the measured maximum ≤ 15 ms (issue #17); SQLite: 10 ms. */
+/** PostgreSQL + Redis: p99 at half the measured maximum ≤ 15 ms; SQLite: 10 ms (docs/performance.md §3). */
 const PG_OPEN_P99_MS = 15;
 
 function openVerdict(run: StoreRun, l: LoopFigures, what: string): Verdict {

@@ -24,7 +24,7 @@ export interface StoreRun {
   rssHighWaterMiB: number | null;
   /** SQLite runs: each statement of the read paths timed alone on the seeded file. */
   sqlCosts?: StatementCost[];
-  /** The depth figures of each list (issue 20). */
+  /** The depth figures of each list. */
   depth?: DepthFigures[];
   /** The fresh list and the mix: closed-loop maximum, then an open loop at a share of it. */
   loops?: LoopFigures[];
@@ -53,7 +53,7 @@ export const TARGETS = {
   rssMiB: 200,
 } as const;
 
-/** PostgreSQL + Redis has targets of its own (issue #17): the fresh list and the durable POST. */
+/** PostgreSQL + Redis has targets of its own (docs/performance.md §3): the fresh list and the durable POST. */
 const PG_TARGETS = { listRatio: 0.1, postPerSec: 2000 } as const;
 
 /** The list and POST targets a run is judged by: SQLite's, or PostgreSQL's own. */

@@ -1,4 +1,4 @@
-// Owns the realistic mix's twin (issue 20): how much of the mix's open-loop p99 its requests' own
+// Owns the realistic mix's twin (docs/performance.md §3): how much of the mix's open-loop p99 its requests' own
 // costs explain. The mix's requests are first timed one at a time against the API (bench/mix.ts,
 // measureAlone). The twin is a bare Fastify route (bench/ceiling-server.ts, /spin) that, for each
 // of those requests in turn, holds its event loop for that request's time alone less one offset

@@ -2,7 +2,7 @@
 // WhatsApp Cloud), their base URLs, the public URL callbacks are signed against, and the
 // dispatcher's timing. Credentials come from the environment only and are never logged.
 import { createHmac } from 'node:crypto';
-import { ConfigError } from './config.js';
+import { ConfigError } from './config-error.js';
 
 type Env = Record<string, string | undefined>;
 

@@ -2,6 +2,7 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { type ChannelsConfig, parseChannels } from './config-channels.js';
+import { ConfigError } from './config-error.js';
 
 export type StoreConfig = { kind: 'sqlite'; path: string } | { kind: 'postgres'; url: string };
 
@@ -76,23 +77,15 @@ export interface Config {
   readonly channels: ChannelsConfig;
 }
 
-/** Thrown for a bad or missing variable; start-up prints its message on one line and exits 1. */
-export class ConfigError extends Error {
-  constructor(
-    readonly variable: string,
-    message: string,
-  ) {
-    super(`${variable}: ${message}`);
-    this.name = 'ConfigError';
-  }
-}
+// The parsers share ConfigError from its own module; callers keep importing it from here.
+export { ConfigError };
 
 type Env = Record<string, string | undefined>;
 
 /**
  * A URL as an error may quote it: with its user name and password replaced by `***`, or null when it
  * does not parse (a malformed URL's password cannot be told apart from the rest, so none of it is
- * shown). Configuration errors and logs never show a URL's password (CONTRACT §16).
+ * shown). Configuration errors and logs never show a URL's password (README, Configuration).
  */
 export function shownUrl(raw: string): string | null {
   let url: URL;

@@ -1,4 +1,4 @@
-// The first admin (CONTRACT §1): the CLI migrates and creates admins on a real store, and an
+// The first admin (README): the CLI migrates and creates admins on a real store, and an
 // empty store gets its admin from ADMIN_EMAIL/ADMIN_PASSWORD (or a generated one) at start-up.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';

@@ -1,4 +1,4 @@
-// Configuration (CONTRACT §1): defaults, and a bad variable stops start-up with one line naming it,
+// Configuration (README, Configuration): defaults, and a bad variable stops start-up with one line naming it,
 // exit code 1 and nothing half-started.
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';

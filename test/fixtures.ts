@@ -98,7 +98,7 @@ export async function openConversation(app: FastifyInstance, token: string, body
 export const login = (app: FastifyInstance, email: string, password: string): Promise<Res> =>
   call(app, 'POST', '/auth/login', { body: { email, password } });
 
-/** An error in the envelope (CONTRACT §2): status, code, a message, JSON, and the request id. */
+/** An error in the envelope: status, code, a message, JSON, and the request id. */
 export function assertError(res: Res, status: number, code: string, what = '') {
   assert.equal(res.status, status, `${what} ${JSON.stringify(res.body)}`);
   assert.equal(res.body?.success, false, what);

@@ -1,4 +1,4 @@
-// CONTRACT §17: every example in the served document is one the server accepts and would answer.
+// Every example in the served document is one the server accepts and would answer.
 // Each example satisfies the schema it illustrates; each request example, replayed in document
 // order against one app with fixture ids and the credentials its operation names, gets a 2xx (or a
 // 409 naming a record an earlier example made), every item of a bulk example succeeds; date-times

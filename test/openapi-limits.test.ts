@@ -1,4 +1,4 @@
-// The limits the served document states are the ones the server enforces (issue #18): each
+// The limits the served document states are the ones the server enforces (docs/decisions.md): each
 // pattern refuses what the server refuses (400 VALIDATION_ERROR naming the field) and takes what it
 // takes, so a client or fuzzer generated from the document neither sends what will be refused nor
 // holds back what would be taken.

@@ -1,4 +1,4 @@
-// The API description (CONTRACT §9 docs): an OpenAPI 3.1 document that lists exactly the routes
+// The API description: an OpenAPI 3.1 document that lists exactly the routes
 // the app serves, each secured, with a typed success response and its errors; /docs served locally.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';

@@ -1,5 +1,5 @@
 // Every response the HTTP suite receives through `call()` is checked against the OpenAPI document
-// the same app serves (issue #18): its status must be documented for the operation, its media type
+// the same app serves (docs/reliability.md): its status must be documented for the operation, its media type
 // too, and a JSON body must validate against the documented schema. Validation is done by
 // @hyperjump/json-schema's OpenAPI 3.1 dialect, not by anything written here; this file only finds
 // the operation a request reached. RESPONSE_VALIDATION=0 turns it off (a quick local run).

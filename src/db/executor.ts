@@ -4,20 +4,32 @@
 // store executes its own way: a cached prepared statement run at once on SQLite, a named
 // statement on PostgreSQL, the batch's connection inside a group commit. Nothing is looked up in
 // a registry: what runs a statement is the object it is called on.
+//
+// The executor and the prepared statement it runs are declared together here because each names the
+// other; src/db/prepared.ts makes prepared statements and src/db/request-tx.ts joins an open
+// request transaction, both building on this file rather than it on them.
 import type { CompiledQuery, Kysely, QueryResult, Transaction } from 'kysely';
-import type { Prepared } from './prepared.js';
-import { requestTx } from './request-tx.js';
-import type { Database } from './types.js';
+import type { Database } from './tables.js';
 
 export type DialectName = 'sqlite' | 'postgres';
 
 /** Runs compiled SQL with its parameters and returns the rows (none for a write). */
 export type RunSql = <R>(sql: string, parameters: readonly unknown[]) => Promise<R[]>;
 
-type Builder = Pick<
+export type Builder = Pick<
   Kysely<Database>,
   'selectFrom' | 'insertInto' | 'updateTable' | 'deleteFrom' | 'selectNoFrom' | 'with' | 'fn' | 'getExecutor'
 >;
+
+/** A query written once and run with new values on any executor (made by src/db/prepared.ts). */
+export interface Prepared<P, R> {
+  /** The SQL for `x`'s dialect and its parameter values for `params` (run it with `x.run`). */
+  statement(x: Executor, params: P): { sql: string; parameters: unknown[] };
+  /** The SQL as compiled for `x`'s dialect (tests, plans). */
+  sql(x: Executor): string;
+  /** Never set: carries the row type. */
+  readonly row?: R;
+}
 
 /** The store, or one of its transactions: where a query runs. */
 export interface Executor extends Builder {
@@ -74,28 +86,6 @@ export function executor(db: Kysely<Database> | Transaction<Database>, dialect: 
     first: async (q, params) => (await x.run(q, params))[0],
   };
   return x;
-}
-
-/**
- * `root`, except that while a request transaction is open (src/db/request-tx.ts) every statement
- * runs in it: the store's own executor, so code written against the store needs no change.
- */
-export function joining(root: Executor): Executor {
-  const on = (): Executor => requestTx() ?? root;
-  return {
-    dialect: root.dialect,
-    selectFrom: ((...a: Parameters<Builder['selectFrom']>) => on().selectFrom(...a)) as Builder['selectFrom'],
-    insertInto: ((...a: Parameters<Builder['insertInto']>) => on().insertInto(...a)) as Builder['insertInto'],
-    updateTable: ((...a: Parameters<Builder['updateTable']>) => on().updateTable(...a)) as Builder['updateTable'],
-    deleteFrom: ((...a: Parameters<Builder['deleteFrom']>) => on().deleteFrom(...a)) as Builder['deleteFrom'],
-    selectNoFrom: ((...a: Parameters<Builder['selectNoFrom']>) => on().selectNoFrom(...a)) as Builder['selectNoFrom'],
-    with: ((...a: Parameters<Builder['with']>) => on().with(...a)) as Builder['with'],
-    fn: root.fn,
-    getExecutor: () => on().getExecutor(),
-    executeQuery: (query) => on().executeQuery(query),
-    run: (q, params) => on().run(q, params),
-    first: (q, params) => on().first(q, params),
-  };
 }
 
 /** A transaction's executor, collecting the listeners to call after it commits. */

@@ -1,6 +1,6 @@
 // Owns the one list primitive every paginated route uses: a list is described once (its table,
 // filters, row columns, order and count) and `paginate` answers a numbered page or a cursor page
-// of it, at a cost that does not grow with depth (CONTRACT §7):
+// of it, at a cost that does not grow with depth (docs/decisions.md, Requests and responses):
 // - the first page reads its rows and carries the total in the same statement;
 // - a deeper page reads only the ordering index up to its offset and the rows of the page alone
 //   (a deferred join), and reads nothing at all when the offset is past the total;
@@ -59,7 +59,7 @@ export interface ListSpec<F, R> {
   values(f: F): Record<string, unknown>;
   /**
    * Ranked results (a search's relevance order): numbered pages only, read with their total in
-   * one statement at any offset; no cursor (CONTRACT §7).
+   * one statement at any offset; no cursor (a cursor is a 400).
    */
   readonly ranked?: boolean;
 }

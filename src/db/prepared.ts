@@ -6,7 +6,7 @@
 // or as a named statement parsed and planned once per connection (PostgreSQL); in a transaction,
 // on its connection.
 import { type Compilable, type SelectQueryBuilder, sql } from 'kysely';
-import type { DialectName, Executor } from './executor.js';
+import type { DialectName, Executor, Prepared } from './executor.js';
 
 /** A placeholder value no caller could pass: NUL never reaches the store (src/plugins/input.ts). */
 const MARK = '\u0000param:';
@@ -17,14 +17,8 @@ interface Template {
   slots: Slot[];
 }
 
-export interface Prepared<P, R> {
-  /** The SQL for `x`'s dialect and its parameter values for `params` (run it with `x.run`). */
-  statement(x: Executor, params: P): { sql: string; parameters: unknown[] };
-  /** The SQL as compiled for `x`'s dialect (tests, plans). */
-  sql(x: Executor): string;
-  /** Never set: carries the row type. */
-  readonly row?: R;
-}
+// Declared beside the executor that runs it; callers keep importing it from here.
+export type { Prepared };
 
 export type Param<P> = <K extends keyof P & string>(name: K) => P[K];
 

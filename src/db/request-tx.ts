@@ -8,7 +8,7 @@
 // changes.
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { CompiledQuery } from 'kysely';
-import type { Tx } from './executor.js';
+import type { Builder, Executor, Tx } from './executor.js';
 
 interface Scope {
   tx: Tx;
@@ -59,4 +59,25 @@ export async function joinRequestTx<T>(work: (tx: Tx) => Promise<T>): Promise<T>
   await raw(`release savepoint ${name}`);
   for (const fn of listeners) outer.onCommit(fn);
   return value;
+}
+
+/**
+ * `root`, except that while a request transaction is open every statement runs in it: the store's own executor, so code written against the store needs no change.
+ */
+export function joining(root: Executor): Executor {
+  const on = (): Executor => requestTx() ?? root;
+  return {
+    dialect: root.dialect,
+    selectFrom: ((...a: Parameters<Builder['selectFrom']>) => on().selectFrom(...a)) as Builder['selectFrom'],
+    insertInto: ((...a: Parameters<Builder['insertInto']>) => on().insertInto(...a)) as Builder['insertInto'],
+    updateTable: ((...a: Parameters<Builder['updateTable']>) => on().updateTable(...a)) as Builder['updateTable'],
+    deleteFrom: ((...a: Parameters<Builder['deleteFrom']>) => on().deleteFrom(...a)) as Builder['deleteFrom'],
+    selectNoFrom: ((...a: Parameters<Builder['selectNoFrom']>) => on().selectNoFrom(...a)) as Builder['selectNoFrom'],
+    with: ((...a: Parameters<Builder['with']>) => on().with(...a)) as Builder['with'],
+    fn: root.fn,
+    getExecutor: () => on().getExecutor(),
+    executeQuery: (query) => on().executeQuery(query),
+    run: (q, params) => on().run(q, params),
+    first: (q, params) => on().first(q, params),
+  };
 }

@@ -18,31 +18,15 @@ import {
 import type pg from 'pg';
 import type { StoreConfig } from '../config.js';
 import { loadPg } from '../lib/optional-deps.js';
+import { Signal } from '../lib/signal.js';
+import type { EventsCommitted } from '../modules/events/committed.js';
 import { checkpointOffLoop } from './checkpointer.js';
-import { type Executor, executor, joining, type RunSql, type Tx, transaction } from './executor.js';
+import { type Executor, executor, type RunSql, type Tx, transaction } from './executor.js';
 import { GroupCommitter } from './group-commit.js';
-import { joinRequestTx, requestTx } from './request-tx.js';
+import { joining, joinRequestTx, requestTx } from './request-tx.js';
 import type { Database, Db } from './types.js';
 
 export type { DialectName } from './executor.js';
-
-/** Listeners told of something, each until it unsubscribes. */
-export class Signal<T> {
-  private readonly listeners = new Set<(value: T) => void>();
-  /** Subscribes `fn`; returns the unsubscribe function. */
-  on(fn: (value: T) => void): () => void {
-    this.listeners.add(fn);
-    return () => this.listeners.delete(fn);
-  }
-  emit(value: T): void {
-    for (const fn of this.listeners) fn(value);
-  }
-}
-
-/** What a commit that wrote events wrote: how many webhook deliveries it queued. */
-export interface EventsCommitted {
-  deliveries: number;
-}
 
 /**
  * The store: an executor for queries outside a transaction (src/db/executor.ts), the way to run a

@@ -1,5 +1,5 @@
 // Owns object-level access: a staff-role caller may only touch what is assigned to them.
-// A record they may not see answers 403 if it exists and 404 if it does not (CONTRACT §4).
+// A record they may not see answers 403 if it exists and 404 if it does not.
 import type { AuthUser } from './auth.js';
 import { forbidden, notFound } from './errors.js';
 

@@ -6,7 +6,7 @@ export type Role = 'admin' | 'manager' | 'staff';
 
 /** Who may call a route: anyone, or callers holding one of these roles. */
 export type Access = 'public' | readonly Role[];
-/** Resources an API key may be scoped to read or write (CONTRACT §11). */
+/** Resources an API key may be scoped to read or write (docs/integrations.md, API keys). */
 export const SCOPED_RESOURCES = [
   'conversations',
   'guests',

@@ -1,4 +1,4 @@
-// Owns bulk operations (CONTRACT §8): a body of 1–100 items, each validated against the single
+// Owns bulk operations: a body of 1–100 items, each validated against the single
 // item's schema and carried out on its own, atomically; the answer lists every item's outcome.
 import type { FastifyBaseLogger } from 'fastify';
 import { type TSchema, Type } from 'typebox';

@@ -1,4 +1,4 @@
-// Owns entity tags (CONTRACT §11): the ETag of a record as the API shows it, comparing it with
+// Owns entity tags (docs/integrations.md, "Concurrent edits"): the ETag of a record as the API shows it, comparing it with
 // If-Match and If-None-Match, and what a write route declares so its If-Match can be checked: the
 // record as a GET of it shows it, read in the write's own transaction.
 import { createHash } from 'node:crypto';

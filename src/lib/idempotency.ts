@@ -1,4 +1,4 @@
-// Owns Idempotency-Key records (CONTRACT §11): what identifies one (caller, route, key), the
+// Owns Idempotency-Key records (docs/integrations.md, "Retrying safely"): what identifies one (caller, route, key), the
 // fingerprint of the request it answered, reading and writing the record, and sealing its answer
 // (AES-256-GCM under a key derived from the server's secrets: an answer may carry a secret shown
 // once, such as a new API key, which the store must not keep readable).
@@ -9,7 +9,7 @@ import type { Executor } from '../db/types.js';
 /** How long an answer is kept and replayed. */
 export const KEEP_MS = 24 * 3600_000;
 
-/** 1–255 visible ASCII characters (CONTRACT §11). */
+/** 1–255 visible ASCII characters, as docs/integrations.md says. */
 export const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/;
 
 export interface RecordId {

@@ -1,4 +1,4 @@
-// Owns what the OpenAPI document says about the integration-safety headers of CONTRACT §11 that a
+// Owns what the OpenAPI document says about the integration-safety headers (docs/integrations.md) that a
 // route's own schema cannot: Idempotency-Key on the operations that take one (with its replay
 // header and its 409 / 422), ETag on one-record answers, If-None-Match and 304 on one-record GETs,
 // If-Match and 412 on the writes that check it. src/lib/openapi.ts merges them into each route.

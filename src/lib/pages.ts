@@ -1,5 +1,5 @@
 // Owns how a list request asks for a page and how its answer says where the next one is
-// (CONTRACT §7): `page` or `cursor` (never both), `meta` with `nextCursor`, and a `Link: rel="next"`
+// (docs/decisions.md, Requests and responses): `page` or `cursor` (never both), `meta` with `nextCursor`, and a `Link: rel="next"`
 // header. A cursor is opaque to clients: the last row's order values, signed with an HMAC keyed
 // from JWT_SECRET over them and the list's scope (its name, path and filters), so a forged,
 // truncated or re-filtered cursor is a VALIDATION_ERROR (never an SQL error) and a cursor stays valid across restarts and

@@ -8,7 +8,7 @@ import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
 
 /**
  * Query parameters whose values are secrets, or may be: Meta's verify token, and credentials a
- * client puts in a URL although none is read there (CONTRACT §3). Compared by decoded name.
+ * client puts in a URL although none is read there: a token is read from the Authorization header only. Compared by decoded name.
  */
 const SECRET_PARAMS = new Set([
   'hub.verify_token',

@@ -187,7 +187,7 @@ export const RefIdInput = (prefixes: IdPrefix | readonly IdPrefix[], description
 
 /**
  * A record's id in the path. Not held to the id pattern: a path naming no record is 404 NOT_FOUND
- * (CONTRACT §2), whatever its form.
+ * (docs/decisions.md, Requests and responses), whatever its form.
  */
 export const IdParams = Type.Object({
   id: Type.String({

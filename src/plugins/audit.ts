@@ -1,4 +1,4 @@
-// Owns the audit entries that record no change of their own (CONTRACT §11, §16): logins, succeeded
+// Owns the audit entries that record no change of their own (docs/integrations.md, the audit log): logins, succeeded
 // and failed, and requests refused with 403 (access.denied). Each is written in its own transaction
 // before the answer is sent; a failure to write one is logged and never fails the answer. Every
 // entry of a change (staff, settings, API keys, webhooks, logout, password) is written by its

@@ -1,4 +1,4 @@
-// Owns ETags (CONTRACT §11). Every success answer holding one record (a GET of it, a create, an
+// Owns ETags (docs/integrations.md, "Concurrent edits"). Every success answer holding one record (a GET of it, a create, an
 // update) carries `ETag`, a digest of the record as answered; a GET whose If-None-Match names it is
 // answered 304 with no body. A PATCH, PUT or DELETE route declaring `config.current` checks
 // If-Match: the record is locked (PostgreSQL: FOR UPDATE; SQLite has one writer), read as its GET

@@ -22,7 +22,7 @@ declare module 'fastify' {
     /** Who may call the route; every route under /api/v1 must say. */
     access?: Access;
     /**
-     * The scope an API key needs to call the route (CONTRACT §11); without one, API keys are
+     * The scope an API key needs to call the route (docs/integrations.md, API keys); without one, API keys are
      * refused (403) and only staff tokens get in.
      */
     scope?: Scope;

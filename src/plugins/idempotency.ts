@@ -1,4 +1,4 @@
-// Owns Idempotency-Key (CONTRACT §11) on every authenticated POST and on routes declaring
+// Owns Idempotency-Key (docs/integrations.md, "Retrying safely") on every authenticated POST and on routes declaring
 // `config.idempotent`: the handler of a request carrying a key runs in one request transaction
 // (src/db/request-tx.ts), which the services' own transactions join, and its answer is written in
 // that transaction before it commits: a crash can never keep the change without the answer. A

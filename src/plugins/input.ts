@@ -28,7 +28,7 @@ function bodyCoding(headers: Record<string, string | string[] | undefined>): str
 function parseJson(body: string, bulk: boolean): unknown {
   if (body === '') throw new AppError('VALIDATION_ERROR', 'The body is empty; send a JSON object');
   try {
-    // A bulk body's items stand alone (CONTRACT §8): a poisoned key fails its item only, when the
+    // A bulk body's items stand alone: a poisoned key fails its item only, when the
     // item is checked against its schema (`runBulk`), which allows no such key. JSON.parse makes
     // `__proto__` an own, inert data property; nothing copies an item before it passes its schema.
     if (bulk) return JSON.parse(body);

@@ -1,4 +1,4 @@
-// Owns the Location header of a 201 (CONTRACT §17): the URL of the created record's GET. By default
+// Owns the Location header of a 201: the URL of the created record's GET. By default
 // that is the request's path and the record's id (POST /guests → /guests/<id>, POST
 // /conversations/<id>/messages → /conversations/<id>/messages/<mid>); a route whose answer is not the
 // record itself says where its record lives with `config.location`. It is set before serialization,

@@ -1,4 +1,4 @@
-// The bearer-token attack matrix (CONTRACT §3): every forged, tampered, expired, revoked or
+// The bearer-token attack matrix (docs/decisions.md, Authentication): every forged, tampered, expired, revoked or
 // misplaced token is refused with the right 401 code and challenge; rotation and demotion hold.
 import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';

@@ -1,4 +1,4 @@
-// Login, the current user and password change (CONTRACT §3): shapes, no enumeration, the
+// Login, the current user and password change (docs/decisions.md, Authentication): shapes, no enumeration, the
 // per-IP+email attempt limit, and a password change that ends every earlier session.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';

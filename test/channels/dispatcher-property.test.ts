@@ -1,4 +1,4 @@
-// A property of the channel dispatcher (CONTRACT §16, "at most once per send the API decides on"),
+// A property of the channel dispatcher ("at most once per send the API decides on", docs/channels.md),
 // on the store under test: texts are written, dispatchers send them to a Twilio-shaped fake that
 // answers each request at random (2xx with an id, 2xx without, 4xx, 5xx, no answer, the connection
 // dropped once the body is in), and a dispatcher is made to crash at random points (its store is

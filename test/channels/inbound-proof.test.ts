@@ -1,4 +1,4 @@
-// Inbound is trusted only as far as it is proven (CONTRACT §16): a widget's externalId belongs to
+// Inbound is trusted only as far as it is proven (docs/decisions.md, Channels): a widget's externalId belongs to
 // its caller, an e-mail joins a thread only from that thread's guest, our Message-IDs cannot be
 // guessed, and messages for numbers that are not ours are acknowledged and ignored.
 import assert from 'node:assert/strict';

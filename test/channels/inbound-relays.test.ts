@@ -1,4 +1,4 @@
-// Inbound e-mail the way relays post it (CONTRACT §17): SendGrid's raw form (`email`), Mailgun's
+// Inbound e-mail the way relays post it (docs/channels.md): SendGrid's raw form (`email`), Mailgun's
 // MIME form (`body-mime`) and Postmark's JSON (`RawEmail`, or its parsed fields), on the route and
 // Basic auth of raw mail, with raw mail's guarantees: one message per Message-ID (whichever way it
 // came), the thread rule, the text, and no auto reply to automated mail.

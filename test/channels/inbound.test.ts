@@ -1,4 +1,4 @@
-// Guests reaching the hotel (CONTRACT §10): signed Twilio, WhatsApp Cloud and e-mail requests and
+// Guests reaching the hotel (docs/channels.md): signed Twilio, WhatsApp Cloud and e-mail requests and
 // the web widget's backend, each landing once in the right conversation, forged ones changing
 // nothing; provider statuses moving a text forward only; the auto reply outside business hours.
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// A text reaches a guest at most once per send the API decides on (CONTRACT §16), against real
+// A text reaches a guest at most once per send the API decides on (docs/channels.md, "Sent once"), against real
 // servers on loopback: a provider's 2xx without an id is accepted; an outcome the store refuses is
 // recorded again under a renewed lease, never sent again, and a crash loop ends `failed`; an SMTP
 // server that answers late is waited for; a hanging provider delays only its own channel; a retry

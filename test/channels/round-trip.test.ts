@@ -1,4 +1,4 @@
-// Issue #14's "done when", as a new user would try it against local fakes: a text leaves through
+// The channels' round trip (docs/channels.md), as a new user would try it against local fakes: a text leaves through
 // the provider and comes back `delivered` on the provider's signed callback while a forged one
 // changes nothing; the guest's answer, delivered twice, lands once in the same conversation; an
 // unknown number becomes a new guest with a conversation. For Twilio (SMS) and WhatsApp Cloud.

@@ -1,4 +1,4 @@
-// The rules that follow a guest's message (CONTRACT §10): WhatsApp's 24-hour window for free text,
+// The rules that follow a guest's message (docs/channels.md): WhatsApp's 24-hour window for free text,
 // template messages from the whatsapp_templates setting, and the business-hours arithmetic the
 // auto reply relies on (test/channels/inbound.test.ts has the auto reply itself).
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// Anonymous web visitors (CONTRACT §17): a widget names a visitor by its own id, with no e-mail or
+// Anonymous web visitors (docs/channels.md, Web chat): a widget names a visitor by its own id, with no e-mail or
 // phone, and the same id is the same guest, for its caller only; the document states the rules of
 // the body (exactly one of guestId and guest; a guest known by e-mail, phone or visitorId).
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// Tests what a list page costs, by the store's own account rather than by timing (CONTRACT §7,
+// Tests what a list page costs, by the store's own account rather than by timing (docs/decisions.md,
 // src/db/paginate.ts): on SQLite by the query plan (a deep page's ids come from the ordering index
 // alone and its rows by primary key; a cursor page seeks to its key), on PostgreSQL by EXPLAIN
 // ANALYZE (a page past the end reads no row of the table; a deep page reads full rows for the

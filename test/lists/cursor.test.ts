@@ -1,4 +1,4 @@
-// Tests walking lists by cursor (CONTRACT §7, src/lib/pages.ts, src/db/paginate.ts) through HTTP on
+// Tests walking lists by cursor (docs/decisions.md, src/lib/pages.ts, src/db/paginate.ts) through HTTP on
 // whichever store is under test: a walk returns exactly the numbered pages' rows in order, with
 // Link headers and meta as promised; rows that were neither inserted nor updated during a walk are
 // seen exactly once, in order; a cursor that was not given by this list for these filters is a 400.

@@ -1,4 +1,4 @@
-// API keys (CONTRACT §11): an admin makes them, a key works within its scopes only, and revoking,
+// API keys (docs/integrations.md): an admin makes them, a key works within its scopes only, and revoking,
 // narrowing, expiring and rotating it hold from the next request, on every instance.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';

@@ -1,4 +1,4 @@
-// The audit log (CONTRACT §11): logins (failed too), logouts, password, staff, settings and API key
+// The audit log (docs/integrations.md): logins (failed too), logouts, password, staff, settings and API key
 // changes, webhook secret rotations and 403 refusals, with actor, IP, user agent and request id;
 // readable by an admin only, filtered and paged, and never editable.
 import assert from 'node:assert/strict';

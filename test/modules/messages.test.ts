@@ -6,7 +6,7 @@ import { newId } from '../../src/lib/ids.js';
 import { insertGuest, openConversation } from '../fixtures.js';
 import { assertPagesAgree, buildTestApp, call, createStaff, settledMessage } from '../helpers.js';
 
-/** A guest's message through the web widget's route (CONTRACT §10); returns the receipt. */
+/** A guest's message through the web widget's route (docs/channels.md); returns the receipt. */
 async function inbound(app: FastifyInstance, token: string, body: object) {
   const res = await call(app, 'POST', '/channels/web/inbound', { token, body });
   assert.equal(res.status, 201, JSON.stringify(res.body));

@@ -1,4 +1,4 @@
-// Settings rules (CONTRACT §4, §6): who may read and write, every known key's default and value
+// Settings rules (docs/decisions.md, Staff and settings): who may read and write, every known key's default and value
 // schema, custom.<name> keys, listing and reset.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';

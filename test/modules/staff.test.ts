@@ -1,4 +1,4 @@
-// Staff rules (CONTRACT §4, §6): who may list, read, create and change staff members, what a
+// Staff rules: who may list, read, create and change staff members, what a
 // create accepts, and that the last active admin cannot be lost.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';

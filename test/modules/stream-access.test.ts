@@ -1,4 +1,4 @@
-// Lost access ends an open event stream (CONTRACT §16), over real HTTP: a stream closes within 5 s
+// Lost access ends an open event stream (docs/decisions.md, Connections), over real HTTP: a stream closes within 5 s
 // of its key being revoked, narrowed or rotated away, its token logged out, refreshed or outdated by
 // a password change, or its staff member deactivated or given another role, also when the change is
 // made on another instance; a key's stream lives at most the key stream cap (24 h), a token's until

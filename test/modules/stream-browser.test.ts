@@ -1,4 +1,4 @@
-// The live stream from a real browser (CONTRACT §17): headless Chromium loads a page the test serves
+// The live stream from a real browser (docs/events.md): headless Chromium loads a page the test serves
 // on another origin (allowed by CORS_ORIGINS), whose script makes a stream ticket with fetch, follows
 // GET /events/stream?ticket= with EventSource, and, when the server ends the stream, makes a new
 // ticket and reopens after the last event id it saw: the pattern docs/events.md shows. The page

@@ -1,4 +1,4 @@
-// Stream tickets (CONTRACT §17), over real HTTP: `POST /events/stream-tickets` gives a one-use,
+// Stream tickets (docs/events.md), over real HTTP: `POST /events/stream-tickets` gives a one-use,
 // short-lived ticket bound to its caller and their access, and `GET /events/stream?ticket=` then
 // needs no Authorization header (a browser's EventSource cannot send one). A used, unknown or
 // expired ticket is 401 TOKEN_INVALID, also under a race and across instances sharing the store; a

@@ -1,4 +1,4 @@
-// A webhook URL is resolved and checked before the write's transaction opens (issue #33 point 7):
+// A webhook URL is resolved and checked before the write's transaction opens (docs/decisions.md):
 // with an Idempotency-Key or If-Match the whole handler runs in one transaction, and on SQLite that
 // transaction holds the only writer, so a DNS answer taking seconds would stall every other write.
 // The resolver is the app's own (BuildOptions.resolveHost), held by the test until it lets go.

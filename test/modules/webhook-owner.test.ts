@@ -1,4 +1,4 @@
-// A webhook made (or last changed) with an API key belongs to that key (CONTRACT §16): revoking the
+// A webhook made (or last changed) with an API key belongs to that key (docs/integrations.md): revoking the
 // key turns the webhook off in the revocation's own transaction, so nothing is sent to it after; a
 // webhook whose key has expired is sent nothing either; an admin turning it on takes it over.
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// A webhook URL the document's pattern admits is one the server takes (issue #34: a fuzzer built
+// A webhook URL the document's pattern admits is one the server takes (a fuzzer once built
 // URLs from the pattern that the server's own URL check refused, control characters among them).
 import assert from 'node:assert/strict';
 import test from 'node:test';

@@ -1,4 +1,4 @@
-// The envelope and the error codes every failure maps to (CONTRACT §2): routing, body parsing,
+// The envelope and the error codes every failure maps to (docs/decisions.md, Requests and responses): routing, body parsing,
 // validation without coercion, prototype poisoning, request ids and hidden internals.
 import assert from 'node:assert/strict';
 import { Readable } from 'node:stream';

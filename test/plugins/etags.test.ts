@@ -1,4 +1,4 @@
-// ETags (CONTRACT §11): one-record answers carry an ETag, If-None-Match gives 304, and If-Match on
+// ETags (docs/integrations.md): one-record answers carry an ETag, If-None-Match gives 304, and If-Match on
 // a write is checked in the write's own transaction, so of two writers with one ETag one gets 412.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';

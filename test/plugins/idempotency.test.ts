@@ -1,4 +1,4 @@
-// Idempotency-Key (CONTRACT §11): a retried request makes its change once and replays the first
+// Idempotency-Key (docs/integrations.md): a retried request makes its change once and replays the first
 // answer; the answer is written in the transaction of the change.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';

@@ -1,4 +1,4 @@
-// Every 201 that creates a record carries Location, the URL of that record's GET (CONTRACT §17),
+// Every 201 that creates a record carries Location, the URL of that record's GET,
 // on the first answer and on its idempotent replay; the document says so.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';

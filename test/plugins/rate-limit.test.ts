@@ -1,4 +1,4 @@
-// Rate limits (spec §8, CONTRACT §8): headers on every response, 429 past the limit, buckets
+// Rate limits (docs/decisions.md, Rate limits): headers on every response, 429 past the limit, buckets
 // per staff member or per IP, the limit from the environment, and one budget across instances.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';

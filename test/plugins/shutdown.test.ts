@@ -1,4 +1,4 @@
-// The real server (CONTRACT §1): it starts on a port, creates the first admin from ADMIN_EMAIL and
+// The real server (README): it starts on a port, creates the first admin from ADMIN_EMAIL and
 // ADMIN_PASSWORD on an empty store, answers over HTTP, and on SIGTERM exits 0 within 10 s.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';

@@ -1,4 +1,4 @@
-// Validation messages speak to people (CONTRACT §17): a pattern names what it wants, never the raw
+// Validation messages speak to people: a pattern names what it wants, never the raw
 // regular expression; a format says what a good value looks like; a rule's message names the field.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';

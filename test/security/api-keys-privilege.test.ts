@@ -1,7 +1,7 @@
-// No API key reaches an admin's power (CONTRACT §16, issue #33 point 1), tried as an attacker holding
+// No API key reaches an admin's power (docs/decisions.md, Integration safety), tried as an attacker holding
 // a key with every scope: it manages staff members of role `staff` only, never sets a password, never
 // touches an admin or a manager, and none of the routes a session or an admin owns lets it in. Staff
-// tokens keep the role rules of CONTRACT §4 (test/modules/staff.test.ts).
+// tokens keep the role rules of staff (test/modules/staff.test.ts).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { FastifyInstance } from 'fastify';

@@ -1,4 +1,4 @@
-// The scope matrix of API keys (CONTRACT §11), like the JWT attack matrix: the routes and the scope
+// The scope matrix of API keys (docs/integrations.md), like the JWT attack matrix: the routes and the scope
 // each needs are read from the OpenAPI document, whose `x-scopes` come from each route's own
 // `config.scope` (the declaration the gate enforces), so a new route is covered the day it is added.
 // Every route × a key holding every scope but its own → 403 naming it; × a key holding only its
@@ -28,7 +28,7 @@ test('every route refuses a key without its scope (403 naming it) and lets in a 
     return key;
   };
   const scoped = ops.filter((o) => o.op['x-scopes'].length > 0);
-  // What CONTRACT §11 names, as a floor.
+  // The scopes docs/integrations.md names, as a floor.
   for (const [name, scope] of [
     ['GET /api/v1/guests', 'guests:read'],
     ['POST /api/v1/guests', 'guests:write'],

@@ -1,5 +1,5 @@
 // OWASP API1:2023 Broken Object Level Authorization. A staff-role caller may touch only what is
-// assigned to them (CONTRACT §4): someone else's object is 403, a missing one 404, and nothing
+// assigned to them: someone else's object is 403, a missing one 404, and nothing
 // changes. Single cases per module are in test/modules/{conversations,messages,tasks,guests,
 // staff}.test.ts ("a staff member cannot read … assigned to someone else"); here every operation
 // with an object id in its path, discovered from the OpenAPI document, is swept, and bulk items.

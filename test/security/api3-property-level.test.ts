@@ -144,7 +144,7 @@ test('no GET response anywhere carries a password, a password hash or an argon2 
   const check = async (url: string, token: string) => {
     const res = await call(app, 'GET', url, { token });
     assert.equal(res.status, 200, `${url}: ${res.raw.body}`);
-    // The audit log's action name (CONTRACT §11) says a password changed, not what it is.
+    // The audit log's action name (docs/integrations.md) says a password changed, not what it is.
     assert.doesNotMatch(res.raw.body.replaceAll('"auth.password_changed"', '""'), SECRET, url);
     walked++;
     return res;

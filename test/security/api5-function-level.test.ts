@@ -15,7 +15,7 @@ test('every route closed to a role answers that role 403 FORBIDDEN and changes n
   const restricted = ops.filter((o) => Array.isArray(o.roles) && o.roles.length < 3);
   const adminOnly = restricted.filter((o) => o.roles.length === 1);
   const adminManager = restricted.filter((o) => o.roles.length === 2);
-  // What CONTRACT §4 says, as a floor: the document must know at least these restrictions.
+  // The role rules, as a floor: the document must know at least these restrictions.
   for (const [list, name] of [
     [adminOnly, 'POST /api/v1/staff'],
     [adminOnly, 'PATCH /api/v1/staff/{id}'],

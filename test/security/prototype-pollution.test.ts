@@ -40,7 +40,7 @@ test('poisoned keys in bodies are 400 (or inert data) on every kind of write, an
       const res = await call(app, method as 'POST', url, { token: admin.token, body });
       assert.equal(polluted(), false, `${method} ${url} polluted Object.prototype`);
       const what = `${method} ${url} ${body}: ${res.status} ${res.raw.body}`;
-      // Bulk items stand alone (CONTRACT §8): the poisoned item fails, the others are applied.
+      // Bulk items stand alone: the poisoned item fails, the others are applied.
       if (url.endsWith('/bulk') && !body.startsWith('{"__proto__"')) {
         assert.equal(res.status, 200, what);
         const items = JSON.parse(body).items as unknown[];

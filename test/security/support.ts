@@ -59,7 +59,7 @@ export async function openapi(app: FastifyInstance): Promise<any> {
 }
 
 /**
- * Provider callbacks (CONTRACT §10): called by Twilio, Meta or a mail relay, which prove who they
+ * Provider callbacks (docs/channels.md): called by Twilio, Meta or a mail relay, which prove who they
  * are by a signature over the exact request (or a shared secret), not by a staff token. Sweeps
  * built for token-authenticated JSON routes leave them out; test/channels covers them, and
  * api5-function-level checks that they are exactly these and refuse an unsigned call.

@@ -1,4 +1,4 @@
-// Owns the schema of API keys (CONTRACT §11): one row per key, its secret kept only as a keyed hash
+// Owns the schema of API keys (docs/integrations.md): one row per key, its secret kept only as a keyed hash
 // (and, during a rotation's grace period, the previous secret's hash until it ends), and events
 // that may name a key as their actor.
 import { type Kysely, sql } from 'kysely';

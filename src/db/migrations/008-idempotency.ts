@@ -1,4 +1,4 @@
-// Owns the schema of Idempotency-Key records (CONTRACT §11): the answer of a request, written in
+// Owns the schema of Idempotency-Key records (docs/integrations.md): the answer of a request, written in
 // the same transaction as its change, kept 24 hours per caller, route and key.
 import type { MigrationDef } from './helpers.js';
 

@@ -1,4 +1,4 @@
-// Owns the schema of the audit log (CONTRACT §11): one row per security-relevant action, kept 365
+// Owns the schema of the audit log (docs/integrations.md): one row per security-relevant action, kept 365
 // days and never editable: the store itself refuses an UPDATE, and a DELETE of a row younger than
 // 365 days (only the retention purge deletes).
 import { sql } from 'kysely';

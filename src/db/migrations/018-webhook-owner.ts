@@ -1,4 +1,4 @@
-// Owns the owner of a webhook (CONTRACT §16): the API key that created or last changed it, null
+// Owns the owner of a webhook (docs/integrations.md): the API key that created or last changed it, null
 // when staff made it or an admin took it over. Revoking the key turns its webhooks off, and a
 // webhook whose key has expired is sent nothing (src/modules/webhooks). Keys are never deleted
 // (a revoked key stays listed), so the reference always names a row.

@@ -1,4 +1,4 @@
-// Owns the schema behind "a text reaches a guest once" (CONTRACT §16): a send job names its
+// Owns the schema behind "a text reaches a guest once" (docs/channels.md, "Sent once"): a send job names its
 // channel, so each channel is claimed for its own slots (a provider that hangs delays only its
 // channel), and a finished job records when it finished (purged after a retention); provider
 // statuses that arrive before their text's `sent` is recorded are kept in `channel_statuses`

@@ -1,4 +1,4 @@
-// Owns the schema of event stream tickets (CONTRACT §17): one row per ticket not yet used, kept
+// Owns the schema of event stream tickets (docs/events.md): one row per ticket not yet used, kept
 // under the SHA-256 of the ticket (never the ticket itself), with what admitted the caller who made
 // it, so the stream it opens is bound to that caller and its access. A use deletes the row.
 import { sql } from 'kysely';

@@ -1,6 +1,12 @@
 // Owns the column types that differ between SQLite and PostgreSQL, so each migration is written once.
 import type { ColumnDataType, Kysely } from 'kysely';
-import type { DialectName } from '../store.js';
+
+/**
+ * The dialects migrations are written for. Named here rather than imported from the store: a
+ * migration imports no live code. The migrator passes the store's dialect in, so a dialect the
+ * store gains and the migrations do not know fails to compile there.
+ */
+export type DialectName = 'sqlite' | 'postgres';
 
 export interface ColumnTypes {
   dialect: DialectName;

@@ -1,6 +1,7 @@
 // Owns the rules of API keys: an expiry must lie in the future, a revoked key can be neither
 // changed nor rotated (409), a missing one is a 404, and revoking a key turns off the webhooks it
-// owns (CONTRACT §16). Every write is one transaction of the store, its audit entry written inside it.
+// owns (docs/integrations.md, "Webhooks made with a key"). Every write is one transaction of the
+// store, its audit entry written inside it.
 import type { Store } from '../../db/store.js';
 import type { AuthUser } from '../../lib/auth.js';
 import { conflict, fieldError, notFound } from '../../lib/errors.js';

@@ -1,6 +1,6 @@
 // Owns how a request's audit entries are made: who acted (the caller, a staff member or an API key),
 // from where (IP, user agent) and under which request id. A service that changes something records
-// its entry through an AuditTrail inside the transaction of that change (CONTRACT §16), so the entry
+// its entry through an AuditTrail inside the transaction of that change (docs/decisions.md, Integration safety), so the entry
 // commits with the change and only with it: a rolled-back change leaves none, an idempotent replay
 // (which runs no handler) adds none. Entries with no change of their own (a failed login, a 403) are
 // written by src/plugins/audit.ts.

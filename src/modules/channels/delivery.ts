@@ -18,8 +18,8 @@ import type { Outbox } from '../events/outbox.js';
 import type { Actor } from '../events/schemas.js';
 import { SETTINGS } from '../settings/registry.js';
 import { getSetting } from '../settings/repository.js';
-import type { Channel, Outgoing } from './providers.js';
-import { recordSend, type SendTemplate } from './sends-repository.js';
+import type { Channel, Outgoing, SendTemplate } from './providers.js';
+import { recordSend } from './sends-repository.js';
 
 type Status = MessageView['deliveryStatus'];
 const RANK: Record<Status, number> = { received: -1, queued: 0, sent: 1, delivered: 2, read: 3, failed: 4 };

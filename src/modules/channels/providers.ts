@@ -5,10 +5,16 @@
 import { createHmac } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import type { ChannelsConfig } from '../../config-channels.js';
-import type { SendTemplate } from './sends-repository.js';
 import { sendSmtp } from './smtp.js';
 
 export type Channel = 'email' | 'sms' | 'whatsapp' | 'web';
+
+/** What a template send carries besides its text (Meta sends the template by name); kept on its job. */
+export interface SendTemplate {
+  name: string;
+  language: string;
+  parameters: string[];
+}
 
 export interface Outgoing {
   channel: Channel;

@@ -3,8 +3,9 @@
 // template messages, allowed at any time, rendered from the `whatsapp_templates` setting.
 import { toIso } from '../../db/store.js';
 import type { Executor } from '../../db/types.js';
-import { conflict, type FieldError, validation } from '../../lib/errors.js';
+import { conflict, validation } from '../../lib/errors.js';
 import { getSetting } from '../settings/repository.js';
+import { placeholders, type WhatsAppTemplate } from './templates.js';
 
 export const WINDOW_MS = 24 * 60 * 60 * 1000;
 
@@ -48,17 +49,6 @@ export interface RenderedTemplate {
   content: string;
 }
 
-export interface WhatsAppTemplate {
-  name: string;
-  language: string;
-  body: string;
-}
-
-/** The distinct placeholder numbers a body uses ({{1}}, {{2}} …). */
-export function placeholders(body: string): number[] {
-  return [...new Set([...body.matchAll(/\{\{(\d+)\}\}/g)].map((m) => Number(m[1])))].sort((a, b) => a - b);
-}
-
 /**
  * The template named by the request, from the `whatsapp_templates` setting, with its parameters
  * filled in; VALIDATION_ERROR for an unknown name and language or a wrong number of parameters.
@@ -89,20 +79,4 @@ export async function renderTemplate(db: Executor, t: TemplateRequest): Promise<
     throw validation([{ field: 'template.parameters', message: 'make the message longer than 4096 characters' }]);
   }
   return { name: found.name, language: found.language, parameters: params, content };
-}
-
-/** Problems of a `whatsapp_templates` value JSON Schema cannot express. */
-export function templateProblems(list: WhatsAppTemplate[]): FieldError[] {
-  const out: FieldError[] = [];
-  const seen = new Set<string>();
-  list.forEach((t, i) => {
-    const key = `${t.name}\u0000${t.language}`;
-    if (seen.has(key)) out.push({ field: `value.${i}`, message: `"${t.name}" in ${t.language} is listed twice` });
-    seen.add(key);
-    const nums = placeholders(t.body);
-    if (nums.some((n, j) => n !== j + 1)) {
-      out.push({ field: `value.${i}.body`, message: 'placeholders must be numbered {{1}}, {{2}} … without gaps' });
-    }
-  });
-  return out;
 }

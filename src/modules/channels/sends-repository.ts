@@ -6,18 +6,11 @@ import { CompiledQuery, sql } from 'kysely';
 import { type Param, prepared } from '../../db/prepared.js';
 import { nowIso, toIso, toJson } from '../../db/store.js';
 import type { Executor } from '../../db/types.js';
-import type { Channel } from './providers.js';
+import type { Channel, SendTemplate } from './providers.js';
 
 /** The channels that send through a provider, each with its own slots (`web` texts have no job). */
 export type SendChannel = Exclude<Channel, 'web'>;
 export const SEND_CHANNELS: readonly SendChannel[] = ['email', 'sms', 'whatsapp'];
-
-/** What a template send carries besides its text (Meta sends the template by name). */
-export interface SendTemplate {
-  name: string;
-  language: string;
-  parameters: string[];
-}
 
 /** A lease on a send for one dispatcher (src/modules/channels/dispatcher.ts). */
 export interface SendLease {

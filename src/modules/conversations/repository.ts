@@ -76,7 +76,7 @@ const shapeOf = (f: ConversationFilter): string =>
     f.onlyAssignee !== undefined,
   ].join();
 
-/** Conversations, latest activity first (CONTRACT §5: lastMessageAt newest first, then id). */
+/** Conversations, latest activity first (lastMessageAt newest first, then id). */
 export const listConversations = paginate<ConversationFilter, ConversationListRow>({
   name: 'conversations',
   from: (db) => db.selectFrom('conversations as c'),

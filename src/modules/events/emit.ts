@@ -7,7 +7,7 @@ import type { TaskView } from '../tasks/schemas.js';
 import type { Outbox } from './outbox.js';
 import type { Actor, Changes } from './schemas.js';
 
-/** Who made a change: the staff member, or the API key (CONTRACT §11) that called. */
+/** Who made a change: the staff member, or the API key (docs/integrations.md) that called. */
 export const staffActor = (user: { id: string; kind?: 'staff' | 'api_key' }): Actor => ({
   type: user.kind === 'api_key' ? 'api_key' : 'staff',
   id: user.id,

@@ -30,6 +30,8 @@ export interface Outbox {
 }
 
 // Arbitrary, fixed: the advisory lock that orders event commits on PostgreSQL (see writeEvents).
+// Migrations 016 and 017 write this number into write_events; change it only with a migration that
+// defines that function again.
 export const EVENTS_LOCK = 727_465_001;
 
 /**

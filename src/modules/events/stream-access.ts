@@ -1,5 +1,5 @@
 // Owns checking, for as long as an event stream is open, that its caller still has the access that
-// opened it (CONTRACT §16), and how long a stream may live at most. Each open stream is registered
+// opened it (docs/decisions.md, Connections), and how long a stream may live at most. Each open stream is registered
 // with what admitted it: a staff token, or an API key and the stored hash its secret matched (also
 // when a stream ticket admitted it: the stream is then watched as the ticket's maker). One timer per
 // instance reads the current state of every distinct caller of its open streams in a few batched
@@ -27,8 +27,8 @@ export interface StreamAccessOptions {
 }
 
 /**
- * Every 2 s: a change is seen by the check after it, which ends the stream well within the 5 s the
- * contract allows. One check serves every stream of the instance, whatever their number.
+ * Every 2 s: a change is seen by the check after it, which ends the stream well within the 5 s
+ * docs/decisions.md promises (Connections). One check serves every stream of the instance, whatever their number.
  */
 const CHECK_EVERY_MS = 2_000;
 /** A key never expiring would otherwise keep its stream for ever; a token's lasts its own lifetime. */
@@ -36,7 +36,7 @@ const KEY_STREAM_MAX_MS = 86_400_000;
 /**
  * Access that cannot be confirmed is not assumed: a caller whose streams no check has confirmed for
  * this many check intervals (the store failing or not answering; at the default interval, the 5 s
- * the contract allows) has them ended, and the reconnect goes through the gate. A check that is
+ * promised) has them ended, and the reconnect goes through the gate. A check that is
  * merely slow, up to about an interval, ends nothing.
  */
 const UNCONFIRMED_MAX_CHECKS = 2.5;

@@ -1,4 +1,4 @@
-// Owns event stream tickets (CONTRACT §17): a browser's EventSource cannot send an Authorization
+// Owns event stream tickets (docs/events.md, "From a browser"): a browser's EventSource cannot send an Authorization
 // header, so a caller with `events:read` makes a ticket (POST /events/stream-tickets) and the page
 // opens GET /events/stream?ticket=… with it. A ticket is 256 random bits, opens one stream, lapses
 // after 60 s (or when the credential that made it does, if sooner), and carries what admitted its

@@ -2,7 +2,7 @@
 // for `custom.<name>` keys (any JSON value up to 64 KiB).
 import { type TSchema, Type } from 'typebox';
 import type { FieldError } from '../../lib/errors.js';
-import { templateProblems, type WhatsAppTemplate } from '../channels/rules.js';
+import { templateProblems, type WhatsAppTemplate } from '../channels/templates.js';
 
 const MAX_CUSTOM_BYTES = 64 * 1024;
 export const CUSTOM_KEY = /^custom\.[A-Za-z0-9_.-]{1,64}$/;

@@ -1,5 +1,5 @@
 // Owns the rules of staff accounts: who may see whom (a staff-role caller: only themselves), what an
-// API key may do to staff (members of role staff only, never a password: CONTRACT §16), that a
+// API key may do to staff (members of role staff only, never a password: docs/decisions.md, Integration safety), that a
 // department is one the `departments` setting lists, that an e-mail is used once, and that the last
 // active admin cannot be demoted or deactivated. Every write is one transaction with its events.
 import type { Static } from 'typebox';

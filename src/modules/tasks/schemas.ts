@@ -71,7 +71,7 @@ export const UpdateTaskBody = Type.Object(
 );
 export type UpdateTaskInput = Static<typeof UpdateTaskBody>;
 
-/** The fields a staff-role caller may change on their own task (CONTRACT §4). */
+/** The fields a staff-role caller may change on their own task; the others are a manager's or an admin's. */
 export const STAFF_UPDATABLE: ReadonlySet<string> = new Set(['status', 'notes']);
 
 export const ListTasksQuery = Type.Object(

@@ -5,7 +5,8 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { FastifyBaseLogger } from 'fastify';
-import { Signal, type Store } from '../../db/store.js';
+import type { Store } from '../../db/store.js';
+import { Signal } from '../../lib/signal.js';
 import { SYSTEM } from '../events/emit.js';
 import { withEvents } from '../events/outbox.js';
 import { PollLoop } from '../events/poll-loop.js';
