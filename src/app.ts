@@ -25,6 +25,7 @@ import type { EventStreamOptions } from './modules/events/runtime.js';
 import eventsRuntime from './modules/events/runtime.js';
 import { guestsRoutes } from './modules/guests/routes.js';
 import { healthRoutes } from './modules/health/routes.js';
+import jobsRuntime from './modules/jobs/runtime.js';
 import { knowledgeRoutes } from './modules/knowledge/routes.js';
 import { settingsRoutes } from './modules/settings/routes.js';
 import { staffRoutes } from './modules/staff/routes.js';
@@ -209,6 +210,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(docs);
   await app.register(eventsRuntime, { eventStreams: options.eventStreams });
   await app.register(channelsRuntime);
+  await app.register(jobsRuntime);
   await app.register(metrics);
   await app.register(
     async (api) => {
