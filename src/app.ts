@@ -20,6 +20,7 @@ import { authRoutes } from './modules/auth/routes.js';
 import { channelsRoutes } from './modules/channels/routes.js';
 import channelsRuntime from './modules/channels/runtime.js';
 import { conversationsRoutes } from './modules/conversations/routes.js';
+import snooze from './modules/conversations/snooze.js';
 import { eventsRoutes } from './modules/events/routes.js';
 import type { EventStreamOptions } from './modules/events/runtime.js';
 import eventsRuntime from './modules/events/runtime.js';
@@ -211,6 +212,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(eventsRuntime, { eventStreams: options.eventStreams });
   await app.register(channelsRuntime);
   await app.register(jobsRuntime);
+  await app.register(snooze);
   await app.register(metrics);
   await app.register(
     async (api) => {

@@ -54,6 +54,8 @@ export interface ConversationTable {
   message_count: number;
   created_at: Timestamp;
   updated_at: Timestamp;
+  /** While snoozed (status pending): when a job wakes it (migration 024). */
+  snoozed_until: Timestamp | null;
 }
 
 export interface MessageTable {

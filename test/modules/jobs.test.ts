@@ -191,6 +191,10 @@ test('jobs are counted per kind on /metrics, and finished ones are purged after 
   assert.equal(res.status, 200);
   assert.match(res.raw.body, /jobs_runs_total\{kind="test\.metered",outcome="done"\} 1/);
   assert.match(res.raw.body, /jobs_waiting\{kind="test\.metered"\} 1/);
+  // Kinds the app registers have their series from the start.
+  assert.match(res.raw.body, /jobs_runs_total\{kind="conversation\.wake",outcome="done"\} 0/);
+  assert.match(res.raw.body, /jobs_runs_total\{kind="channel\.send",outcome="done"\} 0/);
+  assert.match(res.raw.body, /jobs_runs_total\{kind="webhook\.delivery",outcome="done"\} 0/);
   assert.equal(await app.jobs.purge(Date.now() + 6 * 86_400_000), 0, 'kept 7 days');
   assert.equal(await app.jobs.purge(Date.now() + 8 * 86_400_000), 1, 'then purged');
   const left = await app.ctx.store.db.selectFrom('jobs').select('status').execute();
