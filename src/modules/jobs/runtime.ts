@@ -15,8 +15,12 @@ declare module 'fastify' {
 }
 
 const PURGE_EVERY_MS = 3_600_000;
-/** Longer than a run of any kind takes between two renewals; a crashed instance's jobs return after it. */
-const LEASE_MS = 60_000;
+/**
+ * How long a claim holds a job unless renewed (every quarter of it while the run lasts): a crashed
+ * instance's jobs run again this long after, so it is short. A run whose renewals fail is aborted,
+ * and a handler that records its end in its own transaction then rolls back (docs/jobs.md).
+ */
+const LEASE_MS = 10_000;
 
 export default fp(
   async function jobsRuntime(app: FastifyInstance) {
