@@ -1,7 +1,8 @@
 // Owns /metrics: Prometheus text for a scraper holding METRICS_TOKEN (the route does not exist
 // without it). Request durations per route and status, rate-limit refusals, webhook delivery
 // outcomes, how far the webhook dispatcher is behind, texts sent by channel and outcome and those
-// waiting, the store's connection pool, and the process's own metrics. prom-client is loaded only when metrics are on.
+// waiting, runs of every kind of background work (docs/jobs.md), the store's connection pool, and the
+// process's own metrics. prom-client is loaded only when metrics are on.
 import { timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
