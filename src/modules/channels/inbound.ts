@@ -131,7 +131,7 @@ async function receive(tx: Tx, outbox: Outbox, m: Inbound, sender: LocalSender |
   const after = (await findConversation(tx, conversationId))!;
   if (target === undefined) conversationEvents(outbox, actor, null, after);
   messageCreated(outbox, actor, message, after.assignee);
-  if (target !== undefined && target.status !== after.status) {
+  if (target !== undefined && target.status !== 'open' && after.status === 'open') {
     // Reopened (closed) or woken (snoozed): a snoozed conversation's wake-up job is not needed now.
     if (target.status === 'pending') await cancelJob(tx, WAKE_KIND, conversationId);
     conversationStatusChanged(outbox, actor, after, target.status);
