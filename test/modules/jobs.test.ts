@@ -203,3 +203,28 @@ test('jobs are counted per kind on /metrics, and finished ones are purged after 
     ['pending'],
   );
 });
+
+test('stopping hands running jobs back uncounted: another instance runs them at once, not after the lease', async (t) => {
+  const store = await sharedStore(t);
+  const first = await store.start();
+  let started = false;
+  first.jobs.register({
+    kind: 'test.stop',
+    run: (_job, ctx) =>
+      new Promise((_resolve, reject) => {
+        started = true;
+        ctx.signal.addEventListener('abort', () => reject(new Error('interrupted')));
+      }),
+  });
+  const id = await enqueue(first, { kind: 'test.stop' });
+  await until(() => started, 5000, 'the run to start');
+  await first.close();
+  const second = await store.start();
+  const row = await jobRow(second, id);
+  assert.deepEqual([row.status, row.locked_by, Number(row.attempts)], ['pending', null, 0]);
+  const at = Date.now();
+  let ranAt = 0;
+  second.jobs.register({ kind: 'test.stop', run: async () => void (ranAt = Date.now()) });
+  await until(() => ranAt > 0, 5000, 'the other instance to run it');
+  assert.ok(ranAt - at < 2000, `ran ${ranAt - at} ms after the other instance registered it`);
+});
