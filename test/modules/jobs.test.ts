@@ -224,7 +224,12 @@ test('stopping hands running jobs back uncounted: another instance runs them at 
   assert.deepEqual([row.status, row.locked_by, Number(row.attempts)], ['pending', null, 0]);
   const at = Date.now();
   let ranAt = 0;
-  second.jobs.register({ kind: 'test.stop', run: async () => void (ranAt = Date.now()) });
+  second.jobs.register({
+    kind: 'test.stop',
+    run: async () => {
+      ranAt = Date.now();
+    },
+  });
   await until(() => ranAt > 0, 5000, 'the other instance to run it');
   assert.ok(ranAt - at < 2000, `ran ${ranAt - at} ms after the other instance registered it`);
 });
