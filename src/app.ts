@@ -20,11 +20,13 @@ import { authRoutes } from './modules/auth/routes.js';
 import { channelsRoutes } from './modules/channels/routes.js';
 import channelsRuntime from './modules/channels/runtime.js';
 import { conversationsRoutes } from './modules/conversations/routes.js';
+import snooze from './modules/conversations/snooze.js';
 import { eventsRoutes } from './modules/events/routes.js';
 import type { EventStreamOptions } from './modules/events/runtime.js';
 import eventsRuntime from './modules/events/runtime.js';
 import { guestsRoutes } from './modules/guests/routes.js';
 import { healthRoutes } from './modules/health/routes.js';
+import jobsRuntime from './modules/jobs/runtime.js';
 import { knowledgeRoutes } from './modules/knowledge/routes.js';
 import { settingsRoutes } from './modules/settings/routes.js';
 import { staffRoutes } from './modules/staff/routes.js';
@@ -209,6 +211,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(docs);
   await app.register(eventsRuntime, { eventStreams: options.eventStreams });
   await app.register(channelsRuntime);
+  await app.register(jobsRuntime);
+  await app.register(snooze);
   await app.register(metrics);
   await app.register(
     async (api) => {

@@ -54,6 +54,8 @@ export interface ConversationTable {
   message_count: number;
   created_at: Timestamp;
   updated_at: Timestamp;
+  /** While snoozed (status pending): when a job wakes it (migration 024). */
+  snoozed_until: Timestamp | null;
 }
 
 export interface MessageTable {
@@ -300,6 +302,24 @@ export interface StaffGuestCountTable {
   n: number;
 }
 
+/** Work due at a time, claimed under a lease (src/modules/jobs/, migration 024). */
+export interface JobTable {
+  id: Generated<number>;
+  kind: string;
+  key: string | null;
+  payload: string;
+  status: 'pending' | 'done' | 'failed' | 'cancelled';
+  run_at: Timestamp;
+  attempts: Generated<number>;
+  version: Generated<number>;
+  locked_by: string | null;
+  locked_until: Timestamp | null;
+  last_error: string | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+  finished_at: Timestamp | null;
+}
+
 export interface Database {
   conversation_counts: ConversationCountTable;
   task_counts: TaskCountTable;
@@ -326,4 +346,5 @@ export interface Database {
   idempotency_keys: IdempotencyKeyTable;
   stream_tickets: StreamTicketTable;
   audit_log: AuditTable;
+  jobs: JobTable;
 }

@@ -1,12 +1,14 @@
 // Owns /metrics: Prometheus text for a scraper holding METRICS_TOKEN (the route does not exist
 // without it). Request durations per route and status, rate-limit refusals, webhook delivery
 // outcomes, how far the webhook dispatcher is behind, texts sent by channel and outcome and those
-// waiting, the store's connection pool, and the process's own metrics. prom-client is loaded only when metrics are on.
+// waiting, runs of every kind of background work (docs/jobs.md), the store's connection pool, and the
+// process's own metrics. prom-client is loaded only when metrics are on.
 import { timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { authError } from '../lib/errors.js';
 import { waitingByChannel } from '../modules/channels/sends-repository.js';
+import { jobsWaiting } from '../modules/jobs/repository.js';
 import { nextDueAt } from '../modules/webhooks/deliveries-repository.js';
 
 /** Every channel a text can leave by: each has its series from the start, at 0 until it has texts. */
@@ -80,11 +82,61 @@ export default fp(
         for (const channel of CHANNELS) this.set({ channel }, waiting.get(channel) ?? 0);
       },
     });
-    const off = app.eventsRuntime.dispatcher.outcomes.on((outcome) => deliveries.inc({ outcome }));
-    const offSends = app.channelDispatcher.settled.on(({ channel, outcome }) => sends.inc({ channel, outcome }));
+    // Every kind of work run after commit, one series per kind (docs/jobs.md): the jobs table's
+    // kinds, texts sent (channel.send) and webhook deliveries (webhook.delivery).
+    const runs = new prom.Counter({
+      name: 'jobs_runs_total',
+      help: 'Runs of background work by kind and outcome: done, retried (due again later), failed, released',
+      labelNames: ['kind', 'outcome'],
+      registers,
+    });
+    for (const kind of [...app.jobs.kinds(), 'channel.send', 'webhook.delivery'])
+      runs.inc({ kind, outcome: 'done' }, 0);
+    const waitingJobs = async () => (await jobsWaiting(app.ctx.store).catch(() => null)) ?? new Map();
+    new prom.Gauge({
+      name: 'jobs_waiting',
+      help: 'Jobs not yet done (due or not, running included), by kind',
+      labelNames: ['kind'],
+      registers,
+      async collect() {
+        const waiting = await waitingJobs();
+        for (const kind of new Set([...app.jobs.kinds(), ...waiting.keys()])) {
+          this.set({ kind }, waiting.get(kind)?.waiting ?? 0);
+        }
+      },
+    });
+    new prom.Gauge({
+      name: 'jobs_lag_seconds',
+      help: 'How long the oldest due job of a kind has been waiting (0 when none is due), by kind',
+      labelNames: ['kind'],
+      registers,
+      async collect() {
+        const waiting = await waitingJobs();
+        for (const kind of new Set([...app.jobs.kinds(), ...waiting.keys()])) {
+          this.set({ kind }, waiting.get(kind)?.lagSeconds ?? 0);
+        }
+      },
+    });
+    const OUTCOME = {
+      succeeded: 'done',
+      retry: 'retried',
+      failed: 'failed',
+      sent: 'done',
+      retried: 'retried',
+    } as const;
+    const offJobs = app.jobs.settled.on(({ bucket, outcome }) => runs.inc({ kind: bucket, outcome }));
+    const off = app.eventsRuntime.dispatcher.outcomes.on((outcome) => {
+      deliveries.inc({ outcome });
+      runs.inc({ kind: 'webhook.delivery', outcome: OUTCOME[outcome] });
+    });
+    const offSends = app.channelDispatcher.settled.on(({ channel, outcome }) => {
+      sends.inc({ channel, outcome });
+      runs.inc({ kind: 'channel.send', outcome: OUTCOME[outcome] });
+    });
     app.addHook('onClose', async () => {
       off();
       offSends();
+      offJobs();
       registry.clear();
     });
 
@@ -115,5 +167,5 @@ export default fp(
       },
     );
   },
-  { name: 'metrics', dependencies: ['gate', 'events-runtime', 'channels-runtime'] },
+  { name: 'metrics', dependencies: ['gate', 'events-runtime', 'channels-runtime', 'jobs-runtime'] },
 );

@@ -71,6 +71,17 @@ function overrides(s: State): Overrides {
   };
 }
 
+/**
+ * A snooze is a moment ahead, at most 90 days, sent with status pending (docs/jobs.md): a generated
+ * date-time becomes one, kept apart by the date generated.
+ */
+function snoozeRule(body: unknown): unknown {
+  const b = body as Record<string, unknown> | undefined;
+  if (typeof b?.snoozedUntil !== 'string') return body;
+  const ahead = 60_000 + (Math.abs(Date.parse(b.snoozedUntil)) % (80 * 86_400_000));
+  return { ...b, status: 'pending', snoozedUntil: new Date(Date.now() + ahead).toISOString() };
+}
+
 /** A task may name a conversation only of the guest it names. */
 function consistentTask(s: State, body: unknown): unknown {
   const b = body as Record<string, unknown>;
@@ -176,7 +187,7 @@ function shape(op: Operation, ops: Operation[], s: State): Shape | null {
           required: ['id'],
           minProperties: 2,
         };
-        return { ...base, bulkItem: item };
+        return { ...base, bulkItem: item, fix: snoozeRule };
       }
       if (name === 'POST /api/v1/conversations/{id}/messages') {
         // WhatsApp's 24-hour window refuses free text to guests who never wrote (the seeded ones),
@@ -195,7 +206,9 @@ function shape(op: Operation, ops: Operation[], s: State): Shape | null {
           },
         };
       }
-      if (op.path.includes('{id}')) return { ...base, path: id(() => s.conversations.map((c) => c.id)) };
+      if (op.path.includes('{id}')) {
+        return { ...base, path: id(() => s.conversations.map((c) => c.id)), fix: snoozeRule };
+      }
       return {
         ...base,
         // Generated guests may lack the channel's address (a VALIDATION_ERROR by rule): use a seeded one.

@@ -40,6 +40,7 @@ test('creating a conversation with a first message stores it as an outbound text
       createdAt: undefined,
       updatedAt: undefined,
       lastMessageAt: undefined,
+      snoozedUntil: null,
     },
   );
   assert.equal(c.lastMessageAt, c.createdAt);

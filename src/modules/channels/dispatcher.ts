@@ -13,7 +13,7 @@ import type { ChannelsConfig } from '../../config-channels.js';
 import type { Store } from '../../db/store.js';
 import { Signal } from '../../lib/signal.js';
 import { PollLoop } from '../events/poll-loop.js';
-import { retryDelayMs } from '../webhooks/dispatcher.js';
+import { retryDelayMs } from '../jobs/backoff.js';
 import { loadForSend, type SendOutcome } from './delivery.js';
 import { type Flight, Flights } from './flights.js';
 import { OutcomeRecorder } from './outcomes.js';

@@ -16,9 +16,11 @@ import {
 } from '../conversations/repository.js';
 import type { MessageView } from '../conversations/schemas.js';
 import { storeOutbound } from '../conversations/service.js';
+import { WAKE_KIND } from '../conversations/snooze.js';
 import { conversationEvents, conversationStatusChanged, messageCreated, SYSTEM } from '../events/emit.js';
 import { type Outbox, withEvents } from '../events/outbox.js';
 import type { Actor } from '../events/schemas.js';
+import { cancelJob } from '../jobs/repository.js';
 import { getSetting } from '../settings/repository.js';
 import { type BusinessHours, closedSince, isOpen } from './hours.js';
 import type { Channel } from './providers.js';
@@ -129,7 +131,11 @@ async function receive(tx: Tx, outbox: Outbox, m: Inbound, sender: LocalSender |
   const after = (await findConversation(tx, conversationId))!;
   if (target === undefined) conversationEvents(outbox, actor, null, after);
   messageCreated(outbox, actor, message, after.assignee);
-  if (target?.status === 'closed' && after.status === 'open') conversationStatusChanged(outbox, actor, after, 'closed');
+  if (target !== undefined && target.status !== 'open' && after.status === 'open') {
+    // Reopened (closed) or woken (snoozed): a snoozed conversation's wake-up job is not needed now.
+    if (target.status === 'pending') await cancelJob(tx, WAKE_KIND, conversationId);
+    conversationStatusChanged(outbox, actor, after, target.status);
+  }
   const autoReply =
     m.automated === true
       ? null

@@ -19,6 +19,7 @@ const COLUMNS = [
   'c.message_count',
   'c.created_at',
   'c.updated_at',
+  'c.snoozed_until',
 ] as const;
 
 type ConversationListRow = ConversationRow & { guest_name: string };
@@ -36,6 +37,7 @@ export function toConversation(row: ConversationListRow): ConversationView {
     messageCount: Number(row.message_count),
     createdAt: toIso(row.created_at),
     updatedAt: toIso(row.updated_at),
+    snoozedUntil: row.snoozed_until === null ? null : toIso(row.snoozed_until),
   };
 }
 
@@ -148,7 +150,7 @@ export async function insertConversation(db: Executor, c: NewConversation): Prom
 export async function updateConversationRow(
   db: Executor,
   id: string,
-  c: { status?: ConversationStatus; assignee?: string | null },
+  c: { status?: ConversationStatus; assignee?: string | null; snoozedUntil?: string | null },
   at: string,
 ): Promise<void> {
   await db
@@ -156,6 +158,7 @@ export async function updateConversationRow(
     .set({
       ...(c.status !== undefined && { status: c.status }),
       ...(c.assignee !== undefined && { assignee: c.assignee }),
+      ...(c.snoozedUntil !== undefined && { snoozed_until: c.snoozedUntil }),
       updated_at: at,
     })
     .where('id', '=', id)
@@ -172,14 +175,16 @@ function touched(
     last_message_at: at,
     message_count: eb('message_count', '+', 1),
     updated_at: at,
+    // A guest writing reopens a closed conversation and wakes a snoozed one (docs/jobs.md).
     ...(reopenClosed && {
       status: eb
         .case()
-        .when('status', '=', 'closed')
+        .when(eb.or([eb('status', '=', 'closed'), eb('snoozed_until', 'is not', null)]))
         .then('open')
         .else(eb.ref('status'))
         .end()
         .$castTo<ConversationStatus>(),
+      snoozed_until: null,
     }),
   };
 }

@@ -68,7 +68,7 @@ export const conversationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       return runBulk<BulkUpdateItem, ConversationView>(
         request.body.items,
         BulkUpdateItemSchema,
-        ({ id, ...changes }) => updateConversation(db(), user, id, changes),
+        ({ id, ...changes }) => updateConversation(db(), user, id, changes, app.jobs),
         request.log,
       );
     },
@@ -133,7 +133,7 @@ export const conversationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: Ok(Conversation), ...STANDARD_ERRORS, ...BODY_ERRORS },
       },
     },
-    async (request) => ok(await updateConversation(db(), request.user!, request.params.id, request.body)),
+    async (request) => ok(await updateConversation(db(), request.user!, request.params.id, request.body, app.jobs)),
   );
 
   await app.register(messagesRoutes);

@@ -31,6 +31,15 @@ export const Conversation = Type.Object(
     messageCount: Type.Integer({ format: 'int64', minimum: 0, maximum: Number.MAX_SAFE_INTEGER }),
     createdAt: Timestamp,
     updatedAt: Timestamp,
+    snoozedUntil: Nullable(
+      Type.String({
+        format: 'date-time',
+        maxLength: 30,
+        description:
+          'While snoozed (status pending): when it opens again on its own; null otherwise. A guest message ' +
+          'opens it at once; any status change clears it',
+      }),
+    ),
   },
   { $id: 'Conversation' },
 );
@@ -147,6 +156,15 @@ export type CreateConversationInput = Static<typeof CreateConversationBody>;
 const changes = {
   status: Type.Optional(Type.Enum(STATUSES, { description: 'Any status may move to any other' })),
   assignee: Type.Optional(Nullable(staffId('An active staff id, or null to unassign (admin and manager only)'))),
+  snoozedUntil: Type.Optional(
+    Type.Union([Type.String({ format: 'date-time', maxLength: 30 }), Type.Null()], {
+      description:
+        'Snooze: with status pending, a moment in the future (at most 90 days ahead) when the conversation ' +
+        'opens again on its own (within 5 s of it); a guest message opens it sooner. null un-snoozes it. ' +
+        'A staff-role caller may snooze their own conversations',
+      examples: [null],
+    }),
+  ),
 };
 
 export const UpdateConversationBody = Type.Object(changes, { additionalProperties: false, minProperties: 1 });

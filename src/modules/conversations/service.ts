@@ -30,6 +30,7 @@ import type {
   MessageView,
   SendMessageInput,
 } from './schemas.js';
+import { checkSnooze, type Jobs, scheduleWake, snoozeAfter } from './snooze.js';
 
 const WHAT = 'Conversation';
 
@@ -112,6 +113,7 @@ export async function createConversation(
       messageCount: hasFirst ? 1 : 0,
       createdAt: at,
       updatedAt: at,
+      snoozedUntil: null,
     };
     conversationEvents(outbox, staffActor(user), null, created);
     if (first) messageCreated(outbox, staffActor(user), first, assignee);
@@ -236,7 +238,13 @@ export async function sendMessage(
  * Applies a status and/or assignee change. A staff-role caller may change only the status of
  * their own conversations: naming `assignee` at all, even themselves, is refused.
  */
-export async function updateConversation(store: Store, user: AuthUser, id: string, changes: ConversationChanges) {
+export async function updateConversation(
+  store: Store,
+  user: AuthUser,
+  id: string,
+  changes: ConversationChanges,
+  jobs: Jobs = null,
+) {
   return withEvents(store, async (tx, outbox): Promise<ConversationView> => {
     await visibleConversationRef(tx, user, id);
     if (changes.assignee !== undefined && !isElevated(user)) {
@@ -244,8 +252,11 @@ export async function updateConversation(store: Store, user: AuthUser, id: strin
     }
     const bad = await assigneeProblem(tx, changes.assignee);
     if (bad) throw validation([bad]);
+    checkSnooze(changes);
     const before = (await findConversation(tx, id))!;
-    await updateConversationRow(tx, id, changes, nowIso());
+    const snoozedUntil = snoozeAfter(changes, before);
+    await updateConversationRow(tx, id, { ...changes, snoozedUntil }, nowIso());
+    if (snoozedUntil !== undefined) await scheduleWake(tx, jobs, id, before.snoozedUntil, snoozedUntil);
     const after = (await findConversation(tx, id))!;
     conversationEvents(outbox, staffActor(user), before, after);
     return after;

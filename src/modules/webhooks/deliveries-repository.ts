@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { paginate } from '../../db/paginate.js';
 import { nowIso, toBool, toIso } from '../../db/store.js';
 import type { Executor, WebhookDeliveryRow } from '../../db/types.js';
@@ -142,12 +143,11 @@ function claimable(db: Executor, at: string) {
             .select('o.id')
             .whereRef('o.webhook_id', '=', 'd.webhook_id')
             .where('o.status', '=', 'pending')
-            .where((o) =>
-              o.or([
-                o('o.event_id', '<', o.ref('d.event_id')),
-                o.and([o('o.event_id', '=', o.ref('d.event_id')), o('o.id', '<', o.ref('d.id'))]),
-              ]),
-            ),
+            // A row-value comparison is a range of the webhook's index (webhook, status, event,
+            // id): one step finds an earlier delivery or none, as the send claim does
+            // (src/modules/channels/sends-repository.ts). The same test written with OR read every
+            // pending delivery of the webhook for its oldest one.
+            .where(sql<boolean>`(o.event_id, o.id) < (d.event_id, d.id)`),
         ),
       ),
     );

@@ -1,0 +1,67 @@
+// Owns the job runner's life in one instance: made and started with the app (modules register
+// their kinds on `app.jobs`), woken at once when another instance commits a job (Redis pub/sub,
+// as the event feed's wake-ups: src/modules/events/runtime.ts; without Redis the poll finds it),
+// finished jobs purged hourly past their retention, and stopped, its leases handed back, on close.
+import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+import type { Redis } from 'ioredis';
+import { loadRedis } from '../../lib/optional-deps.js';
+import { JobRunner } from './runner.js';
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    jobs: JobRunner;
+  }
+}
+
+const PURGE_EVERY_MS = 3_600_000;
+/**
+ * How long a claim holds a job unless renewed (every quarter of it while the run lasts): a crashed
+ * instance's jobs run again this long after, so it is short. A run whose renewals fail is aborted,
+ * and a handler that records its end in its own transaction then rolls back (docs/jobs.md).
+ */
+const LEASE_MS = 10_000;
+
+export default fp(
+  async function jobsRuntime(app: FastifyInstance) {
+    const { config, store } = app.ctx;
+    // The feed's poll interval (1 s by default): with the timer to the next due job, a job due
+    // with no other traffic runs well within 5 s, and another instance's job within one poll.
+    const runner = new JobRunner({ db: store, log: app.log, pollMs: config.eventPollIntervalMs, leaseMs: LEASE_MS });
+    app.decorate('jobs', runner);
+
+    // Own connections, as the event feed has: one to publish, one in subscriber mode; the channel
+    // carries the key prefix so deployments sharing a Redis do not wake each other.
+    const channel = `${config.redisKeyPrefix}jobs`;
+    let publisher: Redis | null = null;
+    let subscriber: Redis | null = null;
+    if (config.redisUrl !== null) {
+      const options = { enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 2000 } as const;
+      publisher = new (loadRedis())(config.redisUrl, options);
+      subscriber = new (loadRedis())(config.redisUrl, { ...options, enableOfflineQueue: true });
+      // The poll carries on while Redis is away.
+      publisher.on('error', () => {});
+      subscriber.on('error', () => {});
+      subscriber.on('message', () => runner.wake());
+      subscriber.subscribe(channel).catch(() => {});
+    }
+    const off = runner.enqueued.on(() => {
+      publisher?.publish(channel, '1').catch(() => {});
+    });
+
+    const purge = setInterval(() => {
+      runner.purge().catch((err: unknown) => app.log.warn({ err }, 'job purge failed'));
+    }, PURGE_EVERY_MS);
+    purge.unref();
+    runner.start();
+
+    app.addHook('onClose', async () => {
+      off();
+      clearInterval(purge);
+      await runner.stop();
+      publisher?.disconnect();
+      subscriber?.disconnect();
+    });
+  },
+  { name: 'jobs-runtime' },
+);
