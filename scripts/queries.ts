@@ -9,6 +9,7 @@ import { type DialectName, type Executor, executor } from '../src/db/executor.js
 import type { Database } from '../src/db/types.js';
 import { listApiKeys } from '../src/modules/api-keys/repository.js';
 import { listAudit } from '../src/modules/audit/repository.js';
+import { labelPages } from '../src/modules/conversations/labels.js';
 import { listMessages } from '../src/modules/conversations/messages-repository.js';
 import { listConversations } from '../src/modules/conversations/repository.js';
 import { guestPages, staffGuestPages, staffSearchPages, tagGuestPages } from '../src/modules/guests/repository.js';
@@ -37,6 +38,15 @@ const CATALOG: [Pages<never>, unknown[]][] = [
       { assignee: null },
       { onlyAssignee: 'stf' },
       { status: 'open', channel: 'web', assignee: 'stf', onlyAssignee: 'stf' },
+    ],
+  ],
+  [
+    labelPages as never,
+    [
+      { labels: ['vip'] },
+      { labels: ['vip'], status: 'open', channel: 'web', assignee: 'stf', onlyAssignee: 'stf' },
+      { labels: ['vip', 'spa'] },
+      { labels: ['vip', 'spa'], status: 'open', assignee: null },
     ],
   ],
   [listMessages as never, [{ conversationId: 'cnv' }]],

@@ -11,6 +11,27 @@ export const Channel = Type.Enum(CHANNELS);
 export const ConversationStatus = Type.Enum(STATUSES);
 export type ConversationStatus = Static<typeof ConversationStatus>;
 
+export const MAX_LABELS = 20;
+export const MAX_LABEL_LENGTH = 50;
+
+/** Labels a PATCH or bulk item sets (src/modules/conversations/labels.ts normalises and checks them). */
+const LabelsInput = Type.Array(
+  Type.String({
+    minLength: 1,
+    maxLength: MAX_LABEL_LENGTH,
+    pattern: '^[^,]+$',
+    'x-pattern-message': 'must not contain a comma (the label filter separates labels with commas)',
+  }),
+  {
+    maxItems: 100,
+    description:
+      `Replaces the conversation's labels: each 1–${MAX_LABEL_LENGTH} characters, stored trimmed and lower-case, ` +
+      `each once (at most ${MAX_LABELS} after that); [] removes them all. When the \`labels\` setting lists labels, ` +
+      'only those are allowed.',
+    examples: [['vip', 'late-checkout']],
+  },
+);
+
 const staffId = (description: string) => RefIdInput('stf', description);
 const Timestamp = Type.String({ format: 'date-time', maxLength: 30 });
 
@@ -29,6 +50,11 @@ export const Conversation = Type.Object(
       description: 'Time of the latest message; the creation time while there is none',
     }),
     messageCount: Type.Integer({ format: 'int64', minimum: 0, maximum: Number.MAX_SAFE_INTEGER }),
+    labels: Type.Array(Type.String({ minLength: 1, maxLength: MAX_LABEL_LENGTH }), {
+      maxItems: MAX_LABELS,
+      description: 'Lower-case labels, each once, in the order they were set',
+      examples: [['vip', 'late-checkout']],
+    }),
     createdAt: Timestamp,
     updatedAt: Timestamp,
   },
@@ -110,6 +136,15 @@ export const ListConversationsQuery = Type.Object(
     status: Type.Optional(ConversationStatus),
     channel: Type.Optional(Channel),
     assignee: Type.Optional(RefIdInput('stf', 'A staff id, or `unassigned` for those with none', 'unassigned')),
+    label: Type.Optional(
+      Type.String({
+        maxLength: 1100,
+        description:
+          `Comma-separated labels (up to ${MAX_LABELS}): conversations carrying any of them, compared lower-cased. ` +
+          'Empty: no filter.',
+        examples: ['vip,late-checkout'],
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -147,6 +182,7 @@ export type CreateConversationInput = Static<typeof CreateConversationBody>;
 const changes = {
   status: Type.Optional(Type.Enum(STATUSES, { description: 'Any status may move to any other' })),
   assignee: Type.Optional(Nullable(staffId('An active staff id, or null to unassign (admin and manager only)'))),
+  labels: Type.Optional(LabelsInput),
 };
 
 export const UpdateConversationBody = Type.Object(changes, { additionalProperties: false, minProperties: 1 });
@@ -157,7 +193,7 @@ export const BulkUpdateItem = Type.Object(
     id: Type.String({ minLength: 1, maxLength: 64, description: 'A conversation id', examples: [exampleId('cnv')] }),
     ...changes,
   },
-  { additionalProperties: false, minProperties: 2, description: 'id and at least one of status, assignee' },
+  { additionalProperties: false, minProperties: 2, description: 'id and at least one of status, assignee, labels' },
 );
 export type BulkUpdateItem = Static<typeof BulkUpdateItem>;
 

@@ -13,6 +13,7 @@ import { assertWhatsAppWindow, type RenderedTemplate, renderTemplate } from '../
 import { insertSend, type LocalSender } from '../channels/sends-repository.js';
 import { conversationEvents, messageCreated, staffActor } from '../events/emit.js';
 import { withEvents } from '../events/outbox.js';
+import { checkedLabels, writeLabels } from './labels.js';
 import { insertMessage, type NewMessage } from './messages-repository.js';
 import {
   advanceConversationRef,
@@ -110,6 +111,7 @@ export async function createConversation(
       subject: body.subject ?? null,
       lastMessageAt: at,
       messageCount: hasFirst ? 1 : 0,
+      labels: [],
       createdAt: at,
       updatedAt: at,
     };
@@ -233,8 +235,8 @@ export async function sendMessage(
 }
 
 /**
- * Applies a status and/or assignee change. A staff-role caller may change only the status of
- * their own conversations: naming `assignee` at all, even themselves, is refused.
+ * Applies a status, assignee and/or labels change. A staff-role caller may change only the status
+ * and labels of their own conversations: naming `assignee` at all, even themselves, is refused.
  */
 export async function updateConversation(store: Store, user: AuthUser, id: string, changes: ConversationChanges) {
   return withEvents(store, async (tx, outbox): Promise<ConversationView> => {
@@ -244,8 +246,11 @@ export async function updateConversation(store: Store, user: AuthUser, id: strin
     }
     const bad = await assigneeProblem(tx, changes.assignee);
     if (bad) throw validation([bad]);
+    const { labels, ...row } = changes;
+    const stored = labels === undefined ? undefined : await checkedLabels(tx, labels);
     const before = (await findConversation(tx, id))!;
-    await updateConversationRow(tx, id, changes, nowIso());
+    await updateConversationRow(tx, id, row, nowIso());
+    if (stored !== undefined) await writeLabels(tx, id, stored);
     const after = (await findConversation(tx, id))!;
     conversationEvents(outbox, staffActor(user), before, after);
     return after;
