@@ -9,6 +9,7 @@ import { type DialectName, type Executor, executor } from '../src/db/executor.js
 import type { Database } from '../src/db/types.js';
 import { listApiKeys } from '../src/modules/api-keys/repository.js';
 import { listAudit } from '../src/modules/audit/repository.js';
+import { byShortcode, cannedBestFirst } from '../src/modules/canned-responses/repository.js';
 import { labelPages } from '../src/modules/conversations/labels.js';
 import { listMessages } from '../src/modules/conversations/messages-repository.js';
 import { listConversations } from '../src/modules/conversations/repository.js';
@@ -83,6 +84,8 @@ const CATALOG: [Pages<never>, unknown[]][] = [
   [byTitle as never, [{}, { category: 'c' }]],
   [bestFirst as never, [{ tokens: ['spa', 'hours'] }, { tokens: ['spa'], category: 'c' }]],
   [listStaff as never, [{}, { role: 'staff', department: 'd', active: true, onlyId: 'stf' }]],
+  [byShortcode as never, [{}]],
+  [cannedBestFirst as never, [{ tokens: ['late', 'checkout'] }]],
   [listWebhooks as never, [{}]],
   [listApiKeys as never, [{}]],
   [listAudit as never, [{}, { action: 'auth.login' }, { actor: 'stf', action: 'auth.login', from: 't', to: 't' }]],

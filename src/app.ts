@@ -17,6 +17,7 @@ import { apiKeysRoutes } from './modules/api-keys/routes.js';
 import { SecretHasher } from './modules/api-keys/secret.js';
 import { auditRoutes } from './modules/audit/routes.js';
 import { authRoutes } from './modules/auth/routes.js';
+import { cannedResponsesRoutes } from './modules/canned-responses/routes.js';
 import { channelsRoutes } from './modules/channels/routes.js';
 import channelsRuntime from './modules/channels/runtime.js';
 import { conversationsRoutes } from './modules/conversations/routes.js';
@@ -224,6 +225,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       await api.register(channelsRoutes, { prefix: '/channels' });
       await api.register(apiKeysRoutes, { prefix: '/api-keys' });
       await api.register(auditRoutes, { prefix: '/audit-log' });
+      await api.register(cannedResponsesRoutes, { prefix: '/canned-responses' });
     },
     { prefix: '/api/v1' },
   );

@@ -19,7 +19,7 @@ const LabelsInput = Type.Array(
   Type.String({
     minLength: 1,
     maxLength: MAX_LABEL_LENGTH,
-    pattern: '^[^,]+$',
+    pattern: '^[^,\\u0000]+$',
     'x-pattern-message': 'must not contain a comma (the label filter separates labels with commas)',
   }),
   {
@@ -201,7 +201,18 @@ export const MessagesQuery = Type.Object(PageQuery, { additionalProperties: fals
 
 export const SendMessageBody = Type.Object(
   {
-    content: Type.Optional(content('1 to 4096 characters; required for text and note, left out for template')),
+    content: Type.Optional(
+      content(
+        '1 to 4096 characters; required for text and note unless cannedResponseId is given, left out for template',
+      ),
+    ),
+    cannedResponseId: Type.Optional(
+      RefIdInput(
+        'cr',
+        'Instead of content (text or note): this canned response, its placeholders filled in for the conversation ' +
+          '(guest, stay, hotel, the sender’s name); an id naming none is 400 VALIDATION_ERROR',
+      ),
+    ),
     type: Type.Optional(
       Type.Enum(['text', 'note', 'template'], {
         default: 'text',
@@ -230,12 +241,16 @@ export const SendMessageBody = Type.Object(
   {
     additionalProperties: false,
     ...documentedRule(
-      'A text or note has `content` and no `template`; a template has `template` and no `content`.',
+      'A text or note has `content` or `cannedResponseId` (one of them) and no `template`; a template has ' +
+        '`template` and neither of the others.',
       { properties: { type: { const: 'template' } }, required: ['type'] },
-      { required: ['template'], not: { required: ['content'] } },
-      { required: ['content'], not: { required: ['template'] } },
+      { required: ['template'], not: { anyOf: [{ required: ['content'] }, { required: ['cannedResponseId'] }] } },
+      { oneOf: [{ required: ['content'] }, { required: ['cannedResponseId'] }], not: { required: ['template'] } },
     ),
-    examples: [{ content: 'Of course! Two towels are on their way to room 412.', type: 'text' }],
+    examples: [
+      { content: 'Of course! Two towels are on their way to room 412.', type: 'text' },
+      { cannedResponseId: exampleId('cr') },
+    ],
   },
 );
 export type SendMessageInput = Static<typeof SendMessageBody>;

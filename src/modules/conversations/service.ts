@@ -9,6 +9,7 @@ import { isElevated, visibleTo } from '../../lib/access.js';
 import type { AuthUser } from '../../lib/auth.js';
 import { type FieldError, forbidden, validation } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
+import { renderCanned } from '../canned-responses/send.js';
 import { assertWhatsAppWindow, type RenderedTemplate, renderTemplate } from '../channels/rules.js';
 import { insertSend, type LocalSender } from '../channels/sends-repository.js';
 import { conversationEvents, messageCreated, staffActor } from '../events/emit.js';
@@ -182,14 +183,22 @@ function messageParts(body: SendMessageInput, channel: string) {
     }
     if (channel !== 'whatsapp')
       problems.push({ field: 'type', message: 'template is for WhatsApp conversations only' });
+    if (body.cannedResponseId !== undefined) {
+      problems.push({ field: 'cannedResponseId', message: 'is for type text or note only' });
+    }
     if (problems.length > 0) throw validation(problems);
     return { type: 'template' as const, template: body.template! };
   }
   const problems: FieldError[] = [];
-  if (body.content === undefined) problems.push({ field: 'content', message: `is required when type is ${type}` });
+  if (body.content === undefined && body.cannedResponseId === undefined) {
+    problems.push({ field: 'content', message: `is required when type is ${type} (or cannedResponseId)` });
+  }
+  if (body.content !== undefined && body.cannedResponseId !== undefined) {
+    problems.push({ field: 'cannedResponseId', message: 'must be left out when content is given' });
+  }
   if (body.template !== undefined) problems.push({ field: 'template', message: 'is for type template only' });
   if (problems.length > 0) throw validation(problems);
-  return { type, content: body.content! };
+  return { type, content: body.content, cannedResponseId: body.cannedResponseId };
 }
 
 export async function sendMessage(
@@ -219,7 +228,10 @@ export async function sendMessage(
       template = await renderTemplate(tx, parts.template);
       content = template.content;
     } else {
-      content = parts.content;
+      // A canned response is filled in for this conversation, then sent as if its text were typed.
+      content =
+        parts.content ??
+        (await renderCanned(tx, parts.cannedResponseId!, { id: conversationId, guestId: ref.guest_id }, user));
       if (parts.type === 'text' && ref.channel === 'whatsapp') await assertWhatsAppWindow(tx, ref.guest_id);
     }
     const message = await storeOutbound(

@@ -175,7 +175,7 @@ export const SETTINGS: Record<string, KeyDef> = {
       Type.String({
         minLength: 1,
         maxLength: 50,
-        pattern: '^[^,]+$',
+        pattern: '^[^,\\u0000]+$',
         'x-pattern-message': 'must not contain a comma (the label filter separates labels with commas)',
       }),
       { maxItems: 500, uniqueItems: true },
