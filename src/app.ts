@@ -29,6 +29,7 @@ import { healthRoutes } from './modules/health/routes.js';
 import { knowledgeRoutes } from './modules/knowledge/routes.js';
 import { settingsRoutes } from './modules/settings/routes.js';
 import { staffRoutes } from './modules/staff/routes.js';
+import { suggestionsRoutes } from './modules/suggestions/routes.js';
 import { tasksRoutes } from './modules/tasks/routes.js';
 import { webhooksRoutes } from './modules/webhooks/routes.js';
 import { type ResolveHost, resolveHost } from './modules/webhooks/url-guard.js';
@@ -226,6 +227,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       await api.register(apiKeysRoutes, { prefix: '/api-keys' });
       await api.register(auditRoutes, { prefix: '/audit-log' });
       await api.register(cannedResponsesRoutes, { prefix: '/canned-responses' });
+      await api.register(suggestionsRoutes, { prefix: '/conversations' });
     },
     { prefix: '/api/v1' },
   );
