@@ -10,7 +10,7 @@ import type { Database } from '../src/db/types.js';
 import { listApiKeys } from '../src/modules/api-keys/repository.js';
 import { listAudit } from '../src/modules/audit/repository.js';
 import { byShortcode, cannedBestFirst } from '../src/modules/canned-responses/repository.js';
-import { labelPages } from '../src/modules/conversations/labels.js';
+import { labelPages } from '../src/modules/conversations/label-lists.js';
 import { listMessages } from '../src/modules/conversations/messages-repository.js';
 import { listConversations } from '../src/modules/conversations/repository.js';
 import { guestPages, staffGuestPages, staffSearchPages, tagGuestPages } from '../src/modules/guests/repository.js';
@@ -46,8 +46,7 @@ const CATALOG: [Pages<never>, unknown[]][] = [
     [
       { labels: ['vip'] },
       { labels: ['vip'], status: 'open', channel: 'web', assignee: 'stf', onlyAssignee: 'stf' },
-      { labels: ['vip', 'spa'] },
-      { labels: ['vip', 'spa'], status: 'open', assignee: null },
+      { labels: ['vip'], assignee: null },
     ],
   ],
   [listMessages as never, [{ conversationId: 'cnv' }]],

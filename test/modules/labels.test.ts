@@ -161,3 +161,44 @@ test('PATCH /conversations/bulk sets labels item by item', async (t) => {
   assert.deepEqual(res.data[2].data.labels, ['spa', 'vip']);
   assert.deepEqual(await listed(d, 'label=vip&status=pending').then((l) => [l.ids, l.total]), [[two], 1]);
 });
+
+test('any-of pages, cursors and totals agree with the labels as set, however they overlap', async (t) => {
+  const d = await desk(t);
+  const guest = await insertGuest(d.app);
+  const sets = [['a'], ['b', 'c'], ['a', 'b', 'c'], [], ['c'], ['b'], ['a', 'c'], ['d']];
+  const ids: string[] = [];
+  for (const labels of sets) {
+    const id = await insertConversation(d.app, guest);
+    await label(d, id, labels);
+    // Each one later than the one before: the newest is listed first.
+    await call(d.app, 'POST', `/conversations/${id}/messages`, {
+      token: d.manager.token,
+      body: { content: 'Noted', type: 'note' },
+    });
+    ids.push(id);
+  }
+  for (const filter of [
+    ['a', 'b'],
+    ['c', 'a', 'b'],
+    ['b', 'd'],
+    ['d', 'x'],
+  ]) {
+    const expected = ids.filter((_, i) => sets[i]!.some((l) => filter.includes(l))).reverse();
+    const query = `label=${filter.join(',')}`;
+    const all = await listed(d, query);
+    assert.deepEqual([all.ids, all.total], [expected, expected.length], query);
+    const byPage: string[] = [];
+    for (let page = 1; page <= 4; page++) byPage.push(...(await listed(d, `${query}&limit=2&page=${page}`)).ids);
+    assert.deepEqual(byPage, expected, `${query} by page`);
+    const byCursor: string[] = [];
+    let url = `/conversations?${query}&limit=2`;
+    for (;;) {
+      const res = await call(d.app, 'GET', url, { token: d.manager.token });
+      byCursor.push(...res.data.map((c: { id: string }) => c.id));
+      const next = res.body.meta.nextCursor as string | null;
+      if (next === null) break;
+      url = `/conversations?${query}&limit=2&cursor=${encodeURIComponent(next)}`;
+    }
+    assert.deepEqual(byCursor, expected, `${query} by cursor`);
+  }
+});

@@ -8,7 +8,8 @@ import { BulkBody, BulkResponse, runBulk } from '../../lib/bulk.js';
 import { currentById } from '../../lib/etag.js';
 import { listPage } from '../../lib/pages.js';
 import { BODY_ERRORS, errorResponse, IdParams, Ok, OkList, ok, STANDARD_ERRORS } from '../../lib/schemas.js';
-import { labelFilter, labelPages } from './labels.js';
+import { listLabelled } from './label-lists.js';
+import { labelFilter } from './labels.js';
 import { messagesRoutes } from './messages-routes.js';
 import { findConversation, listConversations, toConversation } from './repository.js';
 import {
@@ -51,7 +52,7 @@ export const conversationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       };
       const labels = labelFilter(label);
       if (labels !== undefined) {
-        const read = (req: PageRequest) => labelPages(db(), { ...filter, labels }, req);
+        const read = (req: PageRequest) => listLabelled(db(), { ...filter, labels }, req);
         return listPage(request, reply, 'conversations', read, toConversation);
       }
       return listPage(request, reply, 'conversations', (req) => listConversations(db(), filter, req), toConversation);
