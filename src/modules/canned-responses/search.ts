@@ -26,15 +26,20 @@ export function cannedHits(dialect: DialectName, tokens: readonly string[]): Ali
 
 export type CannedSuggestion = Pick<Row, 'id' | 'shortcode' | 'title'> & { score: number };
 
-/** Canned responses matching any of the tokens, as `hits` with a positive `score`, higher is better. */
+/**
+ * The `limit` canned responses best matching any of the tokens, as `hits` with a positive `score`,
+ * higher is better (picked inside the full-text index on SQLite, as anyWordHits does).
+ */
 export function anyWordCanned(
   dialect: DialectName,
   tokens: readonly string[],
+  limit: number,
 ): AliasedRawBuilder<CannedSuggestion, 'hits'> {
   if (dialect === 'sqlite') {
-    return sql<CannedSuggestion>`(select r.id, r.shortcode, r.title, -bm25(canned_fts, 10.0, 10.0, 1.0) as score
-      from canned_fts cross join canned_responses r on r.rowid = canned_fts.rowid
-      where canned_fts match ${anyWordMatch(tokens)})`.as('hits');
+    return sql<CannedSuggestion>`(select r.id, r.shortcode, r.title, -f.r as score
+      from (select rowid, bm25(canned_fts, 10.0, 10.0, 1.0) as r from canned_fts
+        where canned_fts match ${anyWordMatch(tokens)} order by r limit ${limit}) f
+      cross join canned_responses r on r.rowid = f.rowid)`.as('hits');
   }
   const query = anyWordQuery(tokens);
   return sql<CannedSuggestion>`(select id, shortcode, title, ts_rank('{0, 0, 0.1, 1.0}'::real[], search, ${query}) as score

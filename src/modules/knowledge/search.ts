@@ -63,18 +63,22 @@ export function significantTokens(text: string): string[] {
 }
 
 /**
- * The knowledge entries matching any of the tokens (not every one, as searchHits), as `hits` with
- * a positive `score`, higher for a better match: the same engines and weights as searchHits.
+ * The `limit` knowledge entries best matching any of the tokens (not every one, as searchHits), as
+ * `hits` with a positive `score`, higher for a better match: the same engines and weights as
+ * searchHits. On SQLite the best are picked inside the full-text index, before any entry row is
+ * read, so a message whose words are in most entries reads `limit` rows, not all of them.
  */
 export function anyWordHits(
   dialect: DialectName,
   tokens: readonly string[],
+  limit: number,
 ): AliasedRawBuilder<Pick<KnowledgeRow, 'id' | 'title' | 'category'> & { score: number }, 'hits'> {
   if (dialect === 'sqlite') {
     return sql<Pick<KnowledgeRow, 'id' | 'title' | 'category'> & { score: number }>`(select e.id, e.title, e.category,
-        -bm25(knowledge_fts, 10.0, 1.0) as score
-      from knowledge_fts cross join knowledge_entries e on e.rowid = knowledge_fts.rowid
-      where knowledge_fts match ${anyWordMatch(tokens)})`.as('hits');
+        -f.r as score
+      from (select rowid, bm25(knowledge_fts, 10.0, 1.0) as r from knowledge_fts
+        where knowledge_fts match ${anyWordMatch(tokens)} order by r limit ${limit}) f
+      cross join knowledge_entries e on e.rowid = f.rowid)`.as('hits');
   }
   const query = anyWordQuery(tokens);
   return sql<Pick<KnowledgeRow, 'id' | 'title' | 'category'> & { score: number }>`(select id, title, category,

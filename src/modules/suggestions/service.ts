@@ -28,7 +28,7 @@ export async function suggestionsFor(db: Executor, conversationId: string): Prom
   const tokens = text === undefined ? [] : significantTokens(text);
   if (tokens.length === 0) return { knowledge: [], cannedResponses: [] };
   const knowledge = await db
-    .selectFrom(anyWordHits(db.dialect, tokens))
+    .selectFrom(anyWordHits(db.dialect, tokens, MAX_SUGGESTIONS))
     .select(['id', 'title', 'category', 'score'])
     .where('score', '>', 0)
     .orderBy('score', 'desc')
@@ -36,7 +36,7 @@ export async function suggestionsFor(db: Executor, conversationId: string): Prom
     .limit(MAX_SUGGESTIONS)
     .execute();
   const canned = await db
-    .selectFrom(anyWordCanned(db.dialect, tokens))
+    .selectFrom(anyWordCanned(db.dialect, tokens, MAX_SUGGESTIONS))
     .select(['id', 'shortcode', 'title', 'score'])
     .where('score', '>', 0)
     .orderBy('score', 'desc')
