@@ -41,7 +41,6 @@ export function anyWordCanned(
         where canned_fts match ${anyWordMatch(tokens)} order by r limit ${limit}) f
       cross join canned_responses r on r.rowid = f.rowid)`.as('hits');
   }
-  const query = anyWordQuery(tokens);
-  return sql<CannedSuggestion>`(select id, shortcode, title, ts_rank('{0, 0, 0.1, 1.0}'::real[], search, ${query}) as score
-    from canned_responses where search @@ ${query})`.as('hits');
+  return sql<CannedSuggestion>`(select id, shortcode, title, ts_rank('{0, 0, 0.1, 1.0}'::real[], search, w.q) as score
+    from canned_responses, (select ${anyWordQuery(tokens)} as q offset 0) w where search @@ w.q)`.as('hits');
 }
