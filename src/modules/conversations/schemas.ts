@@ -19,8 +19,8 @@ const LabelsInput = Type.Array(
   Type.String({
     minLength: 1,
     maxLength: MAX_LABEL_LENGTH,
-    pattern: '^[^,\\u0000]+$',
-    'x-pattern-message': 'must not contain a comma (the label filter separates labels with commas)',
+    pattern: '^[^,\\u0000]*[^,\\u0000\\s][^,\\u0000]*$',
+    'x-pattern-message': 'must not be blank or contain a comma (the label filter separates labels with commas)',
   }),
   {
     maxItems: 100,
@@ -139,6 +139,8 @@ export const ListConversationsQuery = Type.Object(
     label: Type.Optional(
       Type.String({
         maxLength: 1100,
+        pattern: `^[^,\\u0000]*(,[^,\\u0000]*){0,${MAX_LABELS - 1}}$`,
+        'x-pattern-message': `must be at most ${MAX_LABELS} labels separated by commas`,
         description:
           `Comma-separated labels (up to ${MAX_LABELS}): conversations carrying any of them, compared lower-cased. ` +
           'Empty: no filter.',

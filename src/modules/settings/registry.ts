@@ -175,8 +175,8 @@ export const SETTINGS: Record<string, KeyDef> = {
       Type.String({
         minLength: 1,
         maxLength: 50,
-        pattern: '^[^,\\u0000]+$',
-        'x-pattern-message': 'must not contain a comma (the label filter separates labels with commas)',
+        pattern: '^[^,\\u0000]*[^,\\u0000\\s][^,\\u0000]*$',
+        'x-pattern-message': 'must not be blank or contain a comma (the label filter separates labels with commas)',
       }),
       { maxItems: 500, uniqueItems: true },
     ),
