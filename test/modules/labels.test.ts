@@ -202,3 +202,21 @@ test('any-of pages, cursors and totals agree with the labels as set, however the
     assert.deepEqual(byCursor, expected, `${query} by cursor`);
   }
 });
+
+test('a guest writing to a closed labelled conversation reopens it in its label list and totals too', async (t) => {
+  const d = await desk(t);
+  const admin = await createStaff(d.app, 'admin');
+  const guest = await insertGuest(d.app);
+  const id = await insertConversation(d.app, guest);
+  await label(d, id, ['vip']);
+  await call(d.app, 'PATCH', `/conversations/${id}`, { token: d.manager.token, body: { status: 'closed' } });
+  assert.deepEqual(await listed(d, 'label=vip&status=open').then((l) => [l.ids, l.total]), [[], 0]);
+  const inbound = await call(d.app, 'POST', '/channels/web/inbound', {
+    token: admin.token,
+    body: { guestId: guest, content: 'One more thing', externalId: 'w-reopen' },
+  });
+  assert.equal(inbound.status, 201, JSON.stringify(inbound.body));
+  assert.equal(inbound.data.message.conversationId, id);
+  assert.deepEqual(await listed(d, 'label=vip&status=open').then((l) => [l.ids, l.total]), [[id], 1]);
+  assert.deepEqual(await listed(d, 'label=vip&status=closed').then((l) => [l.ids, l.total]), [[], 0]);
+});
