@@ -9,6 +9,8 @@ import { type DialectName, type Executor, executor } from '../src/db/executor.js
 import type { Database } from '../src/db/types.js';
 import { listApiKeys } from '../src/modules/api-keys/repository.js';
 import { listAudit } from '../src/modules/audit/repository.js';
+import { byShortcode, cannedBestFirst } from '../src/modules/canned-responses/repository.js';
+import { labelPages } from '../src/modules/conversations/label-lists.js';
 import { listMessages } from '../src/modules/conversations/messages-repository.js';
 import { listConversations } from '../src/modules/conversations/repository.js';
 import { guestPages, staffGuestPages, staffSearchPages, tagGuestPages } from '../src/modules/guests/repository.js';
@@ -37,6 +39,14 @@ const CATALOG: [Pages<never>, unknown[]][] = [
       { assignee: null },
       { onlyAssignee: 'stf' },
       { status: 'open', channel: 'web', assignee: 'stf', onlyAssignee: 'stf' },
+    ],
+  ],
+  [
+    labelPages as never,
+    [
+      { labels: ['vip'] },
+      { labels: ['vip'], status: 'open', channel: 'web', assignee: 'stf', onlyAssignee: 'stf' },
+      { labels: ['vip'], assignee: null },
     ],
   ],
   [listMessages as never, [{ conversationId: 'cnv' }]],
@@ -73,6 +83,8 @@ const CATALOG: [Pages<never>, unknown[]][] = [
   [byTitle as never, [{}, { category: 'c' }]],
   [bestFirst as never, [{ tokens: ['spa', 'hours'] }, { tokens: ['spa'], category: 'c' }]],
   [listStaff as never, [{}, { role: 'staff', department: 'd', active: true, onlyId: 'stf' }]],
+  [byShortcode as never, [{}]],
+  [cannedBestFirst as never, [{ tokens: ['late', 'checkout'] }]],
   [listWebhooks as never, [{}]],
   [listApiKeys as never, [{}]],
   [listAudit as never, [{}, { action: 'auth.login' }, { actor: 'stf', action: 'auth.login', from: 't', to: 't' }]],

@@ -17,6 +17,7 @@ import { apiKeysRoutes } from './modules/api-keys/routes.js';
 import { SecretHasher } from './modules/api-keys/secret.js';
 import { auditRoutes } from './modules/audit/routes.js';
 import { authRoutes } from './modules/auth/routes.js';
+import { cannedResponsesRoutes } from './modules/canned-responses/routes.js';
 import { channelsRoutes } from './modules/channels/routes.js';
 import channelsRuntime from './modules/channels/runtime.js';
 import { conversationsRoutes } from './modules/conversations/routes.js';
@@ -30,6 +31,7 @@ import jobsRuntime from './modules/jobs/runtime.js';
 import { knowledgeRoutes } from './modules/knowledge/routes.js';
 import { settingsRoutes } from './modules/settings/routes.js';
 import { staffRoutes } from './modules/staff/routes.js';
+import { suggestionsRoutes } from './modules/suggestions/routes.js';
 import { tasksRoutes } from './modules/tasks/routes.js';
 import { webhooksRoutes } from './modules/webhooks/routes.js';
 import { type ResolveHost, resolveHost } from './modules/webhooks/url-guard.js';
@@ -228,6 +230,8 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       await api.register(channelsRoutes, { prefix: '/channels' });
       await api.register(apiKeysRoutes, { prefix: '/api-keys' });
       await api.register(auditRoutes, { prefix: '/audit-log' });
+      await api.register(cannedResponsesRoutes, { prefix: '/canned-responses' });
+      await api.register(suggestionsRoutes, { prefix: '/conversations' });
     },
     { prefix: '/api/v1' },
   );

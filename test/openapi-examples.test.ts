@@ -98,6 +98,7 @@ async function fixtures(app: FastifyInstance, token: string, staffId: string, ho
     await new Promise((r) => setTimeout(r, 10));
   }
   const key = await post('/api-keys', { name: 'Fixture key', scopes: ['guests:read'] });
+  const canned = await post('/canned-responses', { shortcode: 'fixture', title: 'Fixture', content: 'Hello!' });
   return {
     stf: staffId,
     gst: guest.id,
@@ -108,6 +109,7 @@ async function fixtures(app: FastifyInstance, token: string, staffId: string, ho
     whk: webhook.id,
     whd: delivery.id,
     key: key.id,
+    cr: canned.id,
   };
 }
 

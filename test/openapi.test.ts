@@ -142,9 +142,12 @@ test('every request body and success answer has an example, and each create link
   const doc = await spec(app);
   for (const { path, method, op } of operations(doc)) {
     const name = `${method.toUpperCase()} ${path}`;
-    const body = (op as { requestBody?: { content: Record<string, { example?: unknown }> } }).requestBody;
-    const exampleOf = (content: Record<string, { example?: unknown }> | undefined) =>
-      content?.['application/json']?.example ?? Object.values(content ?? {})[0]?.example;
+    type Media = { example?: unknown; examples?: Record<string, { value: unknown }> };
+    const body = (op as { requestBody?: { content: Record<string, Media> } }).requestBody;
+    // One example is `example`; several (a message's text and its canned response) are named `examples`.
+    const first = (m: Media | undefined) => m?.example ?? Object.values(m?.examples ?? {})[0]?.value;
+    const exampleOf = (content: Record<string, Media> | undefined) =>
+      first(content?.['application/json']) ?? first(Object.values(content ?? {})[0]);
     if (body) assert.ok(exampleOf(body.content) !== undefined, `${name}: no request example`);
     for (const [status, res] of Object.entries(op.responses ?? {})) {
       if (!status.startsWith('2') || status === '204' || path === '/api/v1/events/stream') continue;

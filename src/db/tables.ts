@@ -52,6 +52,8 @@ export interface ConversationTable {
   subject: string | null;
   last_message_at: Timestamp;
   message_count: number;
+  /** JSON array of lower-case labels, in the order given (migration 028). */
+  labels: Generated<string | string[]>;
   created_at: Timestamp;
   updated_at: Timestamp;
   /** While snoozed (status pending): when a job wakes it (migration 024). */
@@ -297,6 +299,36 @@ export interface WebVisitorTable {
   created_at: Timestamp;
 }
 
+/** A canned response (migration 028); its full-text index is the store's own (canned_fts or `search`). */
+export interface CannedResponseTable {
+  id: string;
+  shortcode: string;
+  title: string;
+  content: string;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+}
+
+/** One row per label of a conversation, with a copy of its list columns kept by a trigger (migration 028). */
+export interface ConversationLabelTable {
+  conversation_id: string;
+  label: string;
+  last_message_at: Timestamp;
+  status: string;
+  channel: string;
+  assignee: string | null;
+}
+
+/** Per label and (status, channel, assignee), the conversations carrying it (migration 028). */
+export interface ConversationLabelCountTable {
+  label: string;
+  status: string;
+  channel: string;
+  assignee_key: string;
+  slot: number;
+  n: number;
+}
+
 export interface StaffGuestCountTable {
   staff_id: string;
   n: number;
@@ -347,4 +379,7 @@ export interface Database {
   stream_tickets: StreamTicketTable;
   audit_log: AuditTable;
   jobs: JobTable;
+  canned_responses: CannedResponseTable;
+  conversation_labels: ConversationLabelTable;
+  conversation_label_counts: ConversationLabelCountTable;
 }

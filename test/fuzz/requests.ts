@@ -91,11 +91,22 @@ function consistentTask(s: State, body: unknown): unknown {
   return b;
 }
 
+/** Labels count once trimmed and lower-cased (at most 20): a valid body keeps the first 20. */
+function fewLabels(body: unknown): unknown {
+  const b = body as { labels?: unknown };
+  if (Array.isArray(b.labels)) b.labels = b.labels.slice(0, 20);
+  return b;
+}
+
 /** Setting values satisfy the checks JSON Schema cannot state. */
 function settingValue(key: string, value: unknown): unknown {
   if (key === 'departments') {
     // Tasks and staff made later must still find their departments.
     return [...new Set([...DEFAULT_DEPARTMENTS, ...(value as string[])])].slice(0, 100);
+  }
+  if (key === 'labels') {
+    // Conversations labelled later must still find their labels: an empty list allows any.
+    return [];
   }
   if (key === 'business_hours') {
     const v = value as { days: Record<string, { open: string; close: string }[]> };
@@ -187,27 +198,33 @@ function shape(op: Operation, ops: Operation[], s: State): Shape | null {
           required: ['id'],
           minProperties: 2,
         };
-        return { ...base, bulkItem: item, fix: snoozeRule };
+        return { ...base, bulkItem: item, fix: (b: unknown) => fewLabels(snoozeRule(b)) };
       }
       if (name === 'POST /api/v1/conversations/{id}/messages') {
         // WhatsApp's 24-hour window refuses free text to guests who never wrote (the seeded ones),
         // and a template needs the whatsapp_templates setting: test/channels/rules.test.ts has both.
+        // A canned response's id names none here: test/modules/canned-responses.test.ts sends them.
         return {
           ...base,
           path: id(() => s.conversations.filter((c) => c.channel !== 'whatsapp').map((c) => c.id)),
           fix: (b) => {
             const {
               template: _t,
+              cannedResponseId: _c,
               type,
               content,
               ...rest
-            } = b as { template?: unknown; type?: string; content?: string };
+            } = b as { template?: unknown; cannedResponseId?: string; type?: string; content?: string };
             return { ...rest, type: type === 'template' ? 'text' : type, content: content ?? 'Fuzzed message' };
           },
         };
       }
       if (op.path.includes('{id}')) {
-        return { ...base, path: id(() => s.conversations.map((c) => c.id)), fix: snoozeRule };
+        return {
+          ...base,
+          path: id(() => s.conversations.map((c) => c.id)),
+          fix: (b: unknown) => fewLabels(snoozeRule(b)),
+        };
       }
       return {
         ...base,

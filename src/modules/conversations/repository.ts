@@ -3,7 +3,7 @@
 import { type ExpressionBuilder, type RawBuilder, sql } from 'kysely';
 import { paginate } from '../../db/paginate.js';
 import { type Param, type Prepared, prepared } from '../../db/prepared.js';
-import { nowIso, toBool, toIso } from '../../db/store.js';
+import { fromJson, nowIso, toBool, toIso } from '../../db/store.js';
 import type { ConversationRow, Database, Executor } from '../../db/types.js';
 import type { ConversationStatus, ConversationView } from './schemas.js';
 
@@ -17,12 +17,13 @@ const COLUMNS = [
   'c.subject',
   'c.last_message_at',
   'c.message_count',
+  'c.labels',
   'c.created_at',
   'c.updated_at',
   'c.snoozed_until',
 ] as const;
 
-type ConversationListRow = ConversationRow & { guest_name: string };
+export type ConversationListRow = ConversationRow & { guest_name: string };
 
 export function toConversation(row: ConversationListRow): ConversationView {
   return {
@@ -35,6 +36,7 @@ export function toConversation(row: ConversationListRow): ConversationView {
     subject: row.subject,
     lastMessageAt: toIso(row.last_message_at),
     messageCount: Number(row.message_count),
+    labels: fromJson<string[]>(row.labels),
     createdAt: toIso(row.created_at),
     updatedAt: toIso(row.updated_at),
     snoozedUntil: row.snoozed_until === null ? null : toIso(row.snoozed_until),

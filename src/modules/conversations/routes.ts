@@ -1,12 +1,15 @@
 // Owns /conversations: list, get, create, update and bulk update (admin and manager: all;
 // staff: only conversations assigned to them, status changes only), and mounts the messages routes.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { PageRequest } from '../../db/paginate.js';
 import { ownerFilter } from '../../lib/access.js';
 import { ANY_ROLE } from '../../lib/auth.js';
 import { BulkBody, BulkResponse, runBulk } from '../../lib/bulk.js';
 import { currentById } from '../../lib/etag.js';
 import { listPage } from '../../lib/pages.js';
 import { BODY_ERRORS, errorResponse, IdParams, Ok, OkList, ok, STANDARD_ERRORS } from '../../lib/schemas.js';
+import { listLabelled } from './label-lists.js';
+import { labelFilter } from './labels.js';
 import { messagesRoutes } from './messages-routes.js';
 import { findConversation, listConversations, toConversation } from './repository.js';
 import {
@@ -31,18 +34,27 @@ export const conversationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         tags: ['conversations'],
         operationId: 'listConversations',
         summary: 'List conversations, latest activity first (a staff-role caller sees only their own)',
+        description:
+          '`label=a,b` keeps those carrying any of the labels (compared lower-cased), with the other filters. ' +
+          'Every filter is an index range, with its total from maintained counts (several labels: counted ' +
+          'from their index ranges).',
         querystring: ListConversationsQuery,
         response: { 200: OkList(Conversation), ...STANDARD_ERRORS },
       },
     },
     async (request, reply) => {
-      const { status, channel, assignee } = request.query;
+      const { status, channel, assignee, label } = request.query;
       const filter = {
         status,
         channel,
         ...(assignee !== undefined && { assignee: assignee === 'unassigned' ? null : assignee }),
         onlyAssignee: ownerFilter(request.user!),
       };
+      const labels = labelFilter(label);
+      if (labels !== undefined) {
+        const read = (req: PageRequest) => listLabelled(db(), { ...filter, labels }, req);
+        return listPage(request, reply, 'conversations', read, toConversation);
+      }
       return listPage(request, reply, 'conversations', (req) => listConversations(db(), filter, req), toConversation);
     },
   );
@@ -57,7 +69,7 @@ export const conversationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'bulkUpdateConversations',
         summary: 'Update up to 100 conversations; each item succeeds or fails on its own',
         description:
-          'Each item is `{ id, status?, assignee? }` with at least one change and follows the rules of ' +
+          'Each item is `{ id, status?, assignee?, labels? }` with at least one change and follows the rules of ' +
           'PATCH /conversations/:id. Counts in the bulk rate-limit bucket.',
         body: BulkBody(BulkUpdateItemSchema),
         response: { 200: BulkResponse(Conversation), ...STANDARD_ERRORS, ...BODY_ERRORS },
@@ -127,7 +139,7 @@ export const conversationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       schema: {
         tags: ['conversations'],
         operationId: 'updateConversation',
-        summary: 'Change the status and/or assignee (a staff-role caller: status of their own only)',
+        summary: 'Change the status, assignee and/or labels (a staff-role caller: status and labels of their own)',
         params: IdParams,
         body: UpdateConversationBody,
         response: { 200: Ok(Conversation), ...STANDARD_ERRORS, ...BODY_ERRORS },

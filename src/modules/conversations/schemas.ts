@@ -11,6 +11,27 @@ export const Channel = Type.Enum(CHANNELS);
 export const ConversationStatus = Type.Enum(STATUSES);
 export type ConversationStatus = Static<typeof ConversationStatus>;
 
+export const MAX_LABELS = 20;
+export const MAX_LABEL_LENGTH = 50;
+
+/** Labels a PATCH or bulk item sets (src/modules/conversations/labels.ts normalises and checks them). */
+const LabelsInput = Type.Array(
+  Type.String({
+    minLength: 1,
+    maxLength: MAX_LABEL_LENGTH,
+    pattern: '^[^,\\u0000]*[^,\\u0000\\s][^,\\u0000]*$',
+    'x-pattern-message': 'must not be blank or contain a comma (the label filter separates labels with commas)',
+  }),
+  {
+    maxItems: 100,
+    description:
+      `Replaces the conversation's labels: each 1–${MAX_LABEL_LENGTH} characters, stored trimmed and lower-case, ` +
+      `each once (at most ${MAX_LABELS} after that); [] removes them all. When the \`labels\` setting lists labels, ` +
+      'only those are allowed.',
+    examples: [['vip', 'late-checkout']],
+  },
+);
+
 const staffId = (description: string) => RefIdInput('stf', description);
 const Timestamp = Type.String({ format: 'date-time', maxLength: 30 });
 
@@ -29,6 +50,11 @@ export const Conversation = Type.Object(
       description: 'Time of the latest message; the creation time while there is none',
     }),
     messageCount: Type.Integer({ format: 'int64', minimum: 0, maximum: Number.MAX_SAFE_INTEGER }),
+    labels: Type.Array(Type.String({ minLength: 1, maxLength: MAX_LABEL_LENGTH }), {
+      maxItems: MAX_LABELS,
+      description: 'Lower-case labels, each once, in the order they were set',
+      examples: [['vip', 'late-checkout']],
+    }),
     createdAt: Timestamp,
     updatedAt: Timestamp,
     snoozedUntil: Nullable(
@@ -119,6 +145,17 @@ export const ListConversationsQuery = Type.Object(
     status: Type.Optional(ConversationStatus),
     channel: Type.Optional(Channel),
     assignee: Type.Optional(RefIdInput('stf', 'A staff id, or `unassigned` for those with none', 'unassigned')),
+    label: Type.Optional(
+      Type.String({
+        maxLength: 1100,
+        pattern: `^[^,\\u0000]*(,[^,\\u0000]*){0,${MAX_LABELS - 1}}$`,
+        'x-pattern-message': `must be at most ${MAX_LABELS} labels separated by commas`,
+        description:
+          `Comma-separated labels (up to ${MAX_LABELS}): conversations carrying any of them, compared lower-cased. ` +
+          'Empty: no filter.',
+        examples: ['vip,late-checkout'],
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -165,6 +202,7 @@ const changes = {
       examples: [null],
     }),
   ),
+  labels: Type.Optional(LabelsInput),
 };
 
 export const UpdateConversationBody = Type.Object(changes, { additionalProperties: false, minProperties: 1 });
@@ -175,7 +213,7 @@ export const BulkUpdateItem = Type.Object(
     id: Type.String({ minLength: 1, maxLength: 64, description: 'A conversation id', examples: [exampleId('cnv')] }),
     ...changes,
   },
-  { additionalProperties: false, minProperties: 2, description: 'id and at least one of status, assignee' },
+  { additionalProperties: false, minProperties: 2, description: 'id and at least one of status, assignee, labels' },
 );
 export type BulkUpdateItem = Static<typeof BulkUpdateItem>;
 
@@ -183,7 +221,18 @@ export const MessagesQuery = Type.Object(PageQuery, { additionalProperties: fals
 
 export const SendMessageBody = Type.Object(
   {
-    content: Type.Optional(content('1 to 4096 characters; required for text and note, left out for template')),
+    content: Type.Optional(
+      content(
+        '1 to 4096 characters; required for text and note unless cannedResponseId is given, left out for template',
+      ),
+    ),
+    cannedResponseId: Type.Optional(
+      RefIdInput(
+        'cr',
+        'Instead of content (text or note): this canned response, its placeholders filled in for the conversation ' +
+          '(guest, stay, hotel, the sender’s name); an id naming none is 400 VALIDATION_ERROR',
+      ),
+    ),
     type: Type.Optional(
       Type.Enum(['text', 'note', 'template'], {
         default: 'text',
@@ -212,12 +261,16 @@ export const SendMessageBody = Type.Object(
   {
     additionalProperties: false,
     ...documentedRule(
-      'A text or note has `content` and no `template`; a template has `template` and no `content`.',
+      'A text or note has `content` or `cannedResponseId` (one of them) and no `template`; a template has ' +
+        '`template` and neither of the others.',
       { properties: { type: { const: 'template' } }, required: ['type'] },
-      { required: ['template'], not: { required: ['content'] } },
-      { required: ['content'], not: { required: ['template'] } },
+      { required: ['template'], not: { anyOf: [{ required: ['content'] }, { required: ['cannedResponseId'] }] } },
+      { oneOf: [{ required: ['content'] }, { required: ['cannedResponseId'] }], not: { required: ['template'] } },
     ),
-    examples: [{ content: 'Of course! Two towels are on their way to room 412.', type: 'text' }],
+    examples: [
+      { content: 'Of course! Two towels are on their way to room 412.', type: 'text' },
+      { cannedResponseId: exampleId('cr') },
+    ],
   },
 );
 export type SendMessageInput = Static<typeof SendMessageBody>;

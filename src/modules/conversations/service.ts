@@ -9,10 +9,12 @@ import { isElevated, visibleTo } from '../../lib/access.js';
 import type { AuthUser } from '../../lib/auth.js';
 import { type FieldError, forbidden, validation } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
+import { renderCanned } from '../canned-responses/send.js';
 import { assertWhatsAppWindow, type RenderedTemplate, renderTemplate } from '../channels/rules.js';
 import { insertSend, type LocalSender } from '../channels/sends-repository.js';
 import { conversationEvents, messageCreated, staffActor } from '../events/emit.js';
 import { withEvents } from '../events/outbox.js';
+import { checkedLabels, writeLabels } from './labels.js';
 import { insertMessage, type NewMessage } from './messages-repository.js';
 import {
   advanceConversationRef,
@@ -111,6 +113,7 @@ export async function createConversation(
       subject: body.subject ?? null,
       lastMessageAt: at,
       messageCount: hasFirst ? 1 : 0,
+      labels: [],
       createdAt: at,
       updatedAt: at,
       snoozedUntil: null,
@@ -182,14 +185,22 @@ function messageParts(body: SendMessageInput, channel: string) {
     }
     if (channel !== 'whatsapp')
       problems.push({ field: 'type', message: 'template is for WhatsApp conversations only' });
+    if (body.cannedResponseId !== undefined) {
+      problems.push({ field: 'cannedResponseId', message: 'is for type text or note only' });
+    }
     if (problems.length > 0) throw validation(problems);
     return { type: 'template' as const, template: body.template! };
   }
   const problems: FieldError[] = [];
-  if (body.content === undefined) problems.push({ field: 'content', message: `is required when type is ${type}` });
+  if (body.content === undefined && body.cannedResponseId === undefined) {
+    problems.push({ field: 'content', message: `is required when type is ${type} (or cannedResponseId)` });
+  }
+  if (body.content !== undefined && body.cannedResponseId !== undefined) {
+    problems.push({ field: 'cannedResponseId', message: 'must be left out when content is given' });
+  }
   if (body.template !== undefined) problems.push({ field: 'template', message: 'is for type template only' });
   if (problems.length > 0) throw validation(problems);
-  return { type, content: body.content! };
+  return { type, content: body.content, cannedResponseId: body.cannedResponseId };
 }
 
 export async function sendMessage(
@@ -219,7 +230,10 @@ export async function sendMessage(
       template = await renderTemplate(tx, parts.template);
       content = template.content;
     } else {
-      content = parts.content;
+      // A canned response is filled in for this conversation, then sent as if its text were typed.
+      content =
+        parts.content ??
+        (await renderCanned(tx, parts.cannedResponseId!, { id: conversationId, guestId: ref.guest_id }, user));
       if (parts.type === 'text' && ref.channel === 'whatsapp') await assertWhatsAppWindow(tx, ref.guest_id);
     }
     const message = await storeOutbound(
@@ -235,8 +249,8 @@ export async function sendMessage(
 }
 
 /**
- * Applies a status and/or assignee change. A staff-role caller may change only the status of
- * their own conversations: naming `assignee` at all, even themselves, is refused.
+ * Applies a status, assignee and/or labels change. A staff-role caller may change only the status
+ * and labels of their own conversations: naming `assignee` at all, even themselves, is refused.
  */
 export async function updateConversation(
   store: Store,
@@ -253,10 +267,13 @@ export async function updateConversation(
     const bad = await assigneeProblem(tx, changes.assignee);
     if (bad) throw validation([bad]);
     checkSnooze(changes);
+    const { labels, ...row } = changes;
+    const stored = labels === undefined ? undefined : await checkedLabels(tx, labels);
     const before = (await findConversation(tx, id))!;
     const snoozedUntil = snoozeAfter(changes, before);
-    await updateConversationRow(tx, id, { ...changes, snoozedUntil }, nowIso());
+    await updateConversationRow(tx, id, { ...row, snoozedUntil }, nowIso());
     if (snoozedUntil !== undefined) await scheduleWake(tx, jobs, id, before.snoozedUntil, snoozedUntil);
+    if (stored !== undefined) await writeLabels(tx, id, stored);
     const after = (await findConversation(tx, id))!;
     conversationEvents(outbox, staffActor(user), before, after);
     return after;

@@ -167,6 +167,21 @@ export const SETTINGS: Record<string, KeyDef> = {
     default: [],
     check: (v: WhatsAppTemplate[]) => templateProblems(v),
   },
+  labels: {
+    description:
+      'The conversation labels staff may set: when it lists labels, any other is refused (compared ' +
+      'lower-cased); empty (the default) allows any label.',
+    schema: Type.Array(
+      Type.String({
+        minLength: 1,
+        maxLength: 50,
+        pattern: '^[^,\\u0000]*[^,\\u0000\\s][^,\\u0000]*$',
+        'x-pattern-message': 'must not be blank or contain a comma (the label filter separates labels with commas)',
+      }),
+      { maxItems: 500, uniqueItems: true },
+    ),
+    default: [],
+  },
   sla: {
     description: 'Service levels: minutes to the first response, and to complete a task by priority.',
     schema: Type.Object(
