@@ -6,7 +6,7 @@ import { type SelectQueryBuilder, sql } from 'kysely';
 import { type ListParam, type PageRequest, type PageResult, paginate } from '../../db/paginate.js';
 import { toIso } from '../../db/store.js';
 import type { Database, Executor } from '../../db/types.js';
-import type { ConversationFilter, ConversationListRow } from './repository.js';
+import { COLUMNS, type ConversationFilter, type ConversationListRow } from './repository.js';
 
 export type LabelFilter = ConversationFilter & { labels: string[] };
 type Value = (name: string) => never;
@@ -34,21 +34,6 @@ const valuesOf = (f: LabelFilter): Record<string, unknown> => ({
   assignee: f.assignee ?? null,
   onlyAssignee: f.onlyAssignee,
 });
-
-const COLUMNS = [
-  'c.id',
-  'c.guest_id',
-  'g.name as guest_name',
-  'c.channel',
-  'c.status',
-  'c.assignee',
-  'c.subject',
-  'c.last_message_at',
-  'c.message_count',
-  'c.labels',
-  'c.created_at',
-  'c.updated_at',
-] as const;
 
 const keyOf = (row: { last_message_at: string | Date; id: string }): [string, string] => [
   toIso(row.last_message_at),

@@ -7,7 +7,8 @@ import { fromJson, nowIso, toBool, toIso } from '../../db/store.js';
 import type { ConversationRow, Database, Executor } from '../../db/types.js';
 import type { ConversationStatus, ConversationView } from './schemas.js';
 
-const COLUMNS = [
+/** The columns every conversation read selects (lists by label included). */
+export const COLUMNS = [
   'c.id',
   'c.guest_id',
   'g.name as guest_name',
