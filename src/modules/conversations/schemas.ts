@@ -3,6 +3,7 @@ import { type Static, Type } from 'typebox';
 import { EXAMPLE_TIME } from '../../lib/openapi-examples.js';
 import { documentedRule } from '../../lib/openapi-rules.js';
 import { exampleId, Nullable, PageQuery, RecordId, RefId, RefIdInput } from '../../lib/schemas.js';
+import { AttachmentIds, MessageAttachment } from '../attachments/schemas.js';
 
 // Enums rather than unions of literals: a bad value then reads "must be one of: …" once.
 const CHANNELS = ['whatsapp', 'sms', 'email', 'web'] as const;
@@ -64,6 +65,10 @@ export const Message = Type.Object(
     sentAt: Nullable(Timestamp),
     deliveredAt: Nullable(Timestamp),
     readAt: Nullable(Timestamp),
+    attachments: Type.Array(MessageAttachment, {
+      maxItems: 10,
+      description: 'Files the message carries, in order (docs/attachments.md); empty for most',
+    }),
     createdAt: Timestamp,
   },
   {
@@ -94,6 +99,7 @@ export const Message = Type.Object(
         sentAt: null,
         deliveredAt: null,
         readAt: null,
+        attachments: [],
         createdAt: EXAMPLE_TIME,
       },
     ],
@@ -165,7 +171,10 @@ export const MessagesQuery = Type.Object(PageQuery, { additionalProperties: fals
 
 export const SendMessageBody = Type.Object(
   {
-    content: Type.Optional(content('1 to 4096 characters; required for text and note, left out for template')),
+    content: Type.Optional(
+      content('1 to 4096 characters; required for text and note (optional with attachments), left out for template'),
+    ),
+    attachments: Type.Optional(AttachmentIds),
     type: Type.Optional(
       Type.Enum(['text', 'note', 'template'], {
         default: 'text',
@@ -194,10 +203,11 @@ export const SendMessageBody = Type.Object(
   {
     additionalProperties: false,
     ...documentedRule(
-      'A text or note has `content` and no `template`; a template has `template` and no `content`.',
+      'A text or note has `content` (or `attachments`, or both) and no `template`; a template has `template` and ' +
+        'neither `content` nor `attachments`.',
       { properties: { type: { const: 'template' } }, required: ['type'] },
-      { required: ['template'], not: { required: ['content'] } },
-      { required: ['content'], not: { required: ['template'] } },
+      { required: ['template'], not: { anyOf: [{ required: ['content'] }, { required: ['attachments'] }] } },
+      { anyOf: [{ required: ['content'] }, { required: ['attachments'] }], not: { required: ['template'] } },
     ),
     examples: [{ content: 'Of course! Two towels are on their way to room 412.', type: 'text' }],
   },

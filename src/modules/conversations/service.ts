@@ -9,6 +9,7 @@ import { isElevated, visibleTo } from '../../lib/access.js';
 import type { AuthUser } from '../../lib/auth.js';
 import { type FieldError, forbidden, validation } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
+import { type AttachmentDeps, attachToMessage, withAttachments } from '../attachments/service.js';
 import { assertWhatsAppWindow, type RenderedTemplate, renderTemplate } from '../channels/rules.js';
 import { insertSend, type LocalSender } from '../channels/sends-repository.js';
 import { conversationEvents, messageCreated, staffActor } from '../events/emit.js';
@@ -180,14 +181,17 @@ function messageParts(body: SendMessageInput, channel: string) {
     }
     if (channel !== 'whatsapp')
       problems.push({ field: 'type', message: 'template is for WhatsApp conversations only' });
+    if (body.attachments !== undefined) problems.push({ field: 'attachments', message: 'are for text and note only' });
     if (problems.length > 0) throw validation(problems);
     return { type: 'template' as const, template: body.template! };
   }
   const problems: FieldError[] = [];
-  if (body.content === undefined) problems.push({ field: 'content', message: `is required when type is ${type}` });
+  if (body.content === undefined && body.attachments === undefined) {
+    problems.push({ field: 'content', message: `is required when type is ${type} (unless attachments are sent)` });
+  }
   if (body.template !== undefined) problems.push({ field: 'template', message: 'is for type template only' });
   if (problems.length > 0) throw validation(problems);
-  return { type, content: body.content! };
+  return { type, content: body.content ?? '' };
 }
 
 export async function sendMessage(
@@ -196,6 +200,7 @@ export async function sendMessage(
   conversationId: string,
   body: SendMessageInput,
   sender: LocalSender | null = null,
+  files: AttachmentDeps | null = null,
 ) {
   return withEvents(store, async (tx, outbox): Promise<MessageView> => {
     // Its time taken and the conversation touched first, in one statement that also reads what the
@@ -220,13 +225,17 @@ export async function sendMessage(
       content = parts.content;
       if (parts.type === 'text' && ref.channel === 'whatsapp') await assertWhatsAppWindow(tx, ref.guest_id);
     }
-    const message = await storeOutbound(
+    let message = await storeOutbound(
       tx,
       ref.channel,
       outbound(conversationId, parts.type === 'note' ? 'note' : 'text', content, user, at),
       template,
       sender,
     );
+    if (body.attachments !== undefined && files !== null) {
+      await attachToMessage(tx, user, body.attachments, { conversationId, messageId: message.id, at });
+      message = (await withAttachments(tx, files.signer, [message]))[0]!;
+    }
     messageCreated(outbox, staffActor(user), message, ref.assignee);
     return message;
   });
