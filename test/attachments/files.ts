@@ -81,3 +81,17 @@ export async function fetchLink(app: FastifyInstance, url: string) {
   const u = new URL(url);
   return app.inject({ method: 'GET', url: `${u.pathname}${u.search}` });
 }
+
+/** Uploads a short plain-text file as `token`, asserting 201; returns its record. */
+export async function uploadText(app: FastifyInstance, token: string, text: string) {
+  const res = await uploadParts(app, token, [
+    { bytes: Buffer.from(text), filename: 'note.txt', contentType: 'text/plain' },
+  ]);
+  if (res.status !== 201) throw new Error(`upload: ${res.status} ${res.raw.body}`);
+  return res.data as { id: string; url: string };
+}
+
+/** The query values of a signed link, by name (for replaying the content route's example). */
+export function linkSecrets(url: string): Record<string, string> {
+  return Object.fromEntries(new URL(url).searchParams);
+}

@@ -32,7 +32,7 @@ const Url = Nullable(
   }),
 );
 
-const exampleUrl = `https://api.hotel.example/api/v1/attachments/${exampleId('att')}/content?expires=1798765200&signature=…`;
+const exampleUrl = `https://api.hotel.example/api/v1/attachments/${exampleId('att')}/content?expires=1798765200&signature=q1Zq9bD2a0jvO0Q9pX8v5m2hYwq2S7oWc3nB4kT6u8E`;
 
 /** A file as a message lists it. */
 export const MessageAttachment = Type.Object(

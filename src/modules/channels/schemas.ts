@@ -220,6 +220,7 @@ export const InboundReceipt = Type.Object(
           sentAt: null,
           deliveredAt: null,
           readAt: null,
+          attachments: [],
           createdAt: EXAMPLE_TIME,
         },
         conversationId: exampleId('cnv'),
