@@ -26,7 +26,8 @@ export interface AttachmentRow {
 export type Origin =
   | { provider: 'twilio'; url: string; contentType: string | null }
   | { provider: 'whatsapp'; mediaId: string; contentType: string | null }
-  | { provider: 'staged'; contentType: string | null };
+  /** An e-mail part written to this instance's staging folder before its message's transaction. */
+  | { provider: 'staged'; path: string; contentType: string | null };
 
 const COLUMNS = [
   'id',

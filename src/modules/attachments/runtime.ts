@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { FileBlobStore } from './blob-store.js';
+import { InboundFiles } from './inbound.js';
 import { S3BlobStore } from './s3-store.js';
 import type { AttachmentDeps } from './service.js';
 import { LinkSigner } from './signing.js';
@@ -16,6 +17,8 @@ const SWEEP_EVERY_MS = 3_600_000;
 declare module 'fastify' {
   interface FastifyInstance {
     attachments: AttachmentDeps;
+    /** Records and fetches the files guests send (src/modules/attachments/inbound.ts). */
+    inboundFiles: InboundFiles;
   }
 }
 
@@ -29,7 +32,9 @@ export default fp(
         : new S3BlobStore(c.store, join(tmpdir(), 'gma-attachments'));
     const base = config.channels.publicUrl ?? `http://${config.host}:${config.port}`;
     const signer = new LinkSigner(base, [config.jwtSecret, ...config.jwtPreviousSecrets]);
-    app.decorate('attachments', { blobs, signer, maxBytes: c.maxBytes } satisfies AttachmentDeps);
+    const deps: AttachmentDeps = { blobs, signer, maxBytes: c.maxBytes };
+    app.decorate('attachments', deps);
+    app.decorate('inboundFiles', new InboundFiles(store, deps, config.channels, app.log));
     const sweep = setInterval(() => {
       sweepUnused(store, blobs, Date.now()).catch((err: unknown) => app.log.warn({ err }, 'attachments sweep failed'));
     }, SWEEP_EVERY_MS);
