@@ -297,6 +297,11 @@ export class InboundFiles {
     outcome: Parameters<typeof settleAttachment>[2],
   ): Promise<'stored' | 'failed'> {
     await withEvents(this.store, async (tx, outbox) => {
+      // Files of one message settle one at a time (PostgreSQL: under the message row's lock), so
+      // each message.updated shows every file as the one before it left them.
+      if (tx.dialect === 'postgres' && row.message_id !== null) {
+        await tx.selectFrom('messages').select('id').where('id', '=', row.message_id).forUpdate().execute();
+      }
       const message = row.message_id === null ? undefined : await findMessage(tx, row.conversation_id!, row.message_id);
       const before = message && (await withAttachments(tx, this.deps.signer, [message]))[0]!;
       if (!(await settleAttachment(tx, row.id, outcome, nowIso())) || before === undefined) return;
