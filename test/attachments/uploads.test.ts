@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { assertError } from '../fixtures.js';
 import { buildTestApp, call, createStaff } from '../helpers.js';
-import { fetchLink, jpeg, pdf, png, tempStore, upload, uploadParts, zip } from './files.js';
+import { fetchLink, jpeg, multipartBody, pdf, png, tempStore, upload, uploadParts, zip } from './files.js';
 
 /** Every file under `dir`, staging included, as paths relative to it. */
 function filesUnder(dir: string): string[] {
@@ -139,4 +139,33 @@ test('a refused upload answers 415, 413 or 400 and leaves nothing behind', async
   // Aliases confirm: image/jpg for a JPEG, octet-stream says nothing.
   assert.equal((await upload(app, admin.token, jpeg(), 'a.jpg', 'image/jpg')).data.contentType, 'image/jpeg');
   assert.equal((await upload(app, admin.token, jpeg(), 'a', 'application/octet-stream')).status, 201);
+});
+
+test('an upload takes an Idempotency-Key over its file; keys with channels:inbound may upload', async (t) => {
+  const { env } = tempStore(t);
+  const app = await buildTestApp(t, env);
+  const admin = await createStaff(app, 'admin');
+  const bytes = png();
+  const send = (file: Buffer, token = admin.token) => {
+    const m = multipartBody([{ bytes: file, filename: 'a.png' }]);
+    return call(app, 'POST', '/attachments', {
+      token,
+      body: m.body,
+      headers: { 'content-type': m.type, 'idempotency-key': 'upload-1' },
+    });
+  };
+  const first = await send(bytes);
+  assert.equal(first.status, 201, first.raw.body);
+  const again = await send(bytes);
+  assert.equal(again.headers['idempotent-replayed'], 'true');
+  assert.equal(again.data.id, first.data.id);
+  assertError(await send(png()), 422, 'IDEMPOTENCY_KEY_REUSED');
+
+  const key = await call(app, 'POST', '/api-keys', {
+    token: admin.token,
+    body: { name: 'widget', scopes: ['channels:inbound'] },
+  });
+  const byKey = await upload(app, key.data.key, pdf(), 'menu.pdf');
+  assert.equal(byKey.status, 201, byKey.raw.body);
+  assertError(await call(app, 'GET', `/attachments/${byKey.data.id}`, { token: key.data.key }), 403, 'FORBIDDEN');
 });

@@ -1,14 +1,16 @@
 // Owns /attachments: uploading a file (multipart, streamed, its type sniffed), reading its record,
 // and serving its content through a signed link that needs no token.
+import { rm } from 'node:fs/promises';
 import multipart from '@fastify/multipart';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyRequest } from 'fastify';
 import { ANY_ROLE } from '../../lib/auth.js';
 import { AppError, notFound } from '../../lib/errors.js';
 import { errorResponse, IdParams, Ok, ok, STANDARD_ERRORS } from '../../lib/schemas.js';
 import { ACCEPTED_TYPES, inline } from './media.js';
 import { findAttachment } from './repository.js';
 import { Attachment, ContentQuery } from './schemas.js';
-import { attachmentView, readableAttachment, upload } from './service.js';
+import { attachmentView, readableAttachment, readUpload, type StagedUpload, upload } from './service.js';
 
 /** Content-Disposition with the cleaned name: ASCII for old clients, UTF-8 (RFC 8187) for the rest. */
 function disposition(kind: 'inline' | 'attachment', filename: string): string {
@@ -27,6 +29,7 @@ const UPLOAD_DESCRIPTION =
 
 export const attachmentsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const deps = () => app.attachments;
+  const uploads = new WeakMap<FastifyRequest, StagedUpload>();
   // Registered here only: the upload route reads its parts itself, as they stream.
   await app.register(multipart);
 
@@ -34,8 +37,24 @@ export const attachmentsRoutes: FastifyPluginAsyncTypebox = async (app) => {
     '/',
     {
       config: { access: ANY_ROLE, scope: ['conversations:write', 'channels:inbound'] },
-      // The parts are read by the handler as they arrive; the body schema documents them.
+      // The parts are read as they arrive (preHandler); the body schema documents them.
       attachValidation: true,
+      preHandler: async (request) => {
+        if (!request.isMultipart()) {
+          throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'Send the file as multipart/form-data with one `file` part');
+        }
+        const staged = await readUpload(deps(), request);
+        uploads.set(request, staged);
+        // What an Idempotency-Key's fingerprint covers: the same key with another file is 422.
+        request.body = {
+          file: { sha256: staged.received.sha256, filename: staged.filename, declared: staged.declared },
+        };
+      },
+      // A staging file whatever became of the request (refused, replayed, failed): gone after it.
+      onResponse: async (request) => {
+        const staged = uploads.get(request);
+        if (staged !== undefined) await rm(staged.received.path, { force: true });
+      },
       bodyLimit: app.ctx.config.attachments.maxBytes + 64 * 1024,
       schema: {
         tags: ['attachments'],
@@ -63,10 +82,7 @@ export const attachmentsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
-      if (!request.isMultipart()) {
-        throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'Send the file as multipart/form-data with one `file` part');
-      }
-      const record = await upload(app.ctx.store, deps(), request.user!, request);
+      const record = await upload(app.ctx.store, deps(), request.user!, uploads.get(request)!);
       reply.code(201);
       return ok(record);
     },

@@ -69,7 +69,19 @@ export function messageAttachmentView(row: AttachmentRow, signer: LinkSigner): M
 }
 
 /** Reads the one `file` part of a multipart upload into a staging file; its declared type and name. */
-async function readUpload(deps: AttachmentDeps, request: FastifyRequest) {
+/** A file received into staging, not yet judged or kept. */
+export interface StagedUpload {
+  received: Received;
+  declared: string | null;
+  filename: string | null;
+}
+
+/**
+ * Reads the one `file` part of a multipart upload into a staging file, with its declared type and
+ * name. Runs before the handler (and any Idempotency-Key's request transaction): a slow upload
+ * holds no transaction open while it streams.
+ */
+export async function readUpload(deps: AttachmentDeps, request: FastifyRequest): Promise<StagedUpload> {
   let got: { received: Received; declared: string | null; filename: string | null } | null = null;
   const refuse = (problem: FieldError) => validation([problem]);
   try {
@@ -125,9 +137,9 @@ export async function upload(
   db: Executor,
   deps: AttachmentDeps,
   user: AuthUser,
-  request: FastifyRequest,
+  staged: StagedUpload,
 ): Promise<AttachmentView> {
-  const { received, declared, filename } = await readUpload(deps, request);
+  const { received, declared, filename } = staged;
   try {
     const verdict = await judge(received.head, received.text, declared);
     if (!verdict.ok) throw new AppError('UNSUPPORTED_MEDIA_TYPE', `The file is refused: ${verdict.message}`);
