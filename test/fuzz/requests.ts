@@ -181,16 +181,18 @@ function shape(op: Operation, ops: Operation[], s: State): Shape | null {
       if (name === 'POST /api/v1/conversations/{id}/messages') {
         // WhatsApp's 24-hour window refuses free text to guests who never wrote (the seeded ones),
         // and a template needs the whatsapp_templates setting: test/channels/rules.test.ts has both.
+        // Attachments must name uploads (multipart): test/attachments has them.
         return {
           ...base,
           path: id(() => s.conversations.filter((c) => c.channel !== 'whatsapp').map((c) => c.id)),
           fix: (b) => {
             const {
               template: _t,
+              attachments: _a,
               type,
               content,
               ...rest
-            } = b as { template?: unknown; type?: string; content?: string };
+            } = b as { template?: unknown; attachments?: unknown; type?: string; content?: string };
             return { ...rest, type: type === 'template' ? 'text' : type, content: content ?? 'Fuzzed message' };
           },
         };
@@ -310,7 +312,15 @@ function shape(op: Operation, ops: Operation[], s: State): Shape | null {
       return {
         ...base,
         fix: (b) => {
-          const { guestId: _g, guest, ...rest } = b as { guestId?: string; guest?: { name: string } };
+          const {
+            guestId: _g,
+            guest,
+            attachments: _a,
+            content,
+            ...rest
+          } = b as { guestId?: string; guest?: { name: string }; attachments?: unknown; content?: string };
+          // Attachments must name uploads (multipart): test/attachments has them.
+          Object.assign(rest, { content: content ?? 'Fuzzed visitor message' });
           if (guest === undefined) return { ...rest, guestId: s.guests[visitor++ % s.guests.length] };
           visitor++;
           return { ...rest, guest: { name: guest.name, email: `visitor${visitor}@fuzz.example.test` } };
