@@ -178,6 +178,10 @@ test('e-mail parts are stored after commit; the web widget hands over uploads', 
     [['stored', 'application/pdf']],
   );
   assert.deepEqual((await fetchLink(app, m.attachments[0]!.url!)).rawPayload, doc);
+  // Fetching a settled file again (a job run twice) changes nothing and writes no event.
+  const events = (await updatesOf(app, admin, m.id)).length;
+  assert.equal(await app.inboundFiles.storeInboundAttachment(m.attachments[0]!.id), 'stored');
+  assert.equal((await updatesOf(app, admin, m.id)).length, events);
 
   const file = (await upload(app, admin.token, png(), 'selfie.png')).data;
   const web = await call(app, 'POST', '/channels/web/inbound', {
