@@ -67,7 +67,9 @@ export const attachmentsRoutes: FastifyPluginAsyncTypebox = async (app) => {
               schema: {
                 type: 'object',
                 required: ['file'],
-                properties: { file: { type: 'string', format: 'binary', description: 'The file' } },
+                properties: {
+                  file: { type: 'string', format: 'binary', maxLength: 1024 * 1024 * 1024, description: 'The file' },
+                },
                 examples: [{ file: 'Room 412: the towels arrived, thank you.' }],
               },
             },
@@ -109,7 +111,8 @@ export const attachmentsRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
   );
 
-  const binary = { type: 'string', format: 'binary' } as const;
+  // At most ATTACHMENT_MAX_BYTES's ceiling (src/config-attachments.ts).
+  const binary = { type: 'string', format: 'binary', maxLength: 1024 * 1024 * 1024 } as const;
   app.get(
     '/:id/content',
     {
@@ -118,6 +121,8 @@ export const attachmentsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         tags: ['attachments'],
         operationId: 'getAttachmentContent',
         summary: "Download an attachment's content through its signed link",
+        // The signed link is the permission: no token.
+        security: [],
         description:
           'The `url` of an attachment: no token, the link itself is the permission (valid about an hour). ' +
           'Sent with `X-Content-Type-Options: nosniff` and `Content-Security-Policy: sandbox`; images, pdf, audio ' +

@@ -11,7 +11,7 @@ const ContentType = Type.String({
   description: 'Sniffed from the bytes (an alias the sender declared may name the same format)',
   examples: ['image/jpeg'],
 });
-const Size = Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, description: 'Bytes' });
+const Size = Type.Integer({ format: 'int64', minimum: 0, maximum: Number.MAX_SAFE_INTEGER, description: 'Bytes' });
 const Sha256 = Type.String({ minLength: 64, maxLength: 64, description: 'Hex SHA-256 of the content' });
 const Status = Type.Enum(['pending', 'stored', 'failed'], {
   description:
