@@ -57,6 +57,7 @@ test('an upload is sniffed, stored once per digest, and served through a signed 
     const r = await fetchLink(app, bad);
     assert.equal(r.statusCode, 403, bad);
   }
+  assert.equal((await fetchLink(app, a.url.split('?')[0]!)).statusCode, 403, 'no signature');
   const past = app.attachments.signer.url(a.id, Date.now() - 2 * 3_600_000);
   assert.equal((await fetchLink(app, past)).statusCode, 403);
 

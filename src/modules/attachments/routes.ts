@@ -143,7 +143,8 @@ export const attachmentsRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request, reply) => {
       const { id } = request.params;
       const { expires, signature } = request.query;
-      const check = deps().signer.verify(id, expires, signature);
+      const check =
+        expires === undefined || signature === undefined ? 'bad' : deps().signer.verify(id, expires, signature);
       if (check === 'bad') throw new AppError('FORBIDDEN', 'The link is not valid: ask the API for a fresh one');
       if (check === 'expired') throw new AppError('FORBIDDEN', 'The link has expired: ask the API for a fresh one');
       const row = await findAttachment(app.ctx.store, id);

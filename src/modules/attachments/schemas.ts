@@ -84,10 +84,11 @@ export const Attachment = Type.Object(
 );
 export type AttachmentView = Static<typeof Attachment>;
 
+/** The signed link's query; either missing is a link that is not valid (403), like a wrong one. */
 export const ContentQuery = Type.Object(
   {
-    expires: Type.String({ minLength: 1, maxLength: 12, description: 'From the signed link' }),
-    signature: Type.String({ minLength: 1, maxLength: 100, description: 'From the signed link' }),
+    expires: Type.Optional(Type.String({ minLength: 1, maxLength: 12, description: 'From the signed link' })),
+    signature: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'From the signed link' })),
   },
   { additionalProperties: false },
 );
