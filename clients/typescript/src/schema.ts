@@ -17452,11 +17452,11 @@ export interface operations {
     };
     getAttachmentContent: {
         parameters: {
-            query: {
+            query?: {
                 /** @description From the signed link */
-                expires: string;
+                expires?: string;
                 /** @description From the signed link */
-                signature: string;
+                signature?: string;
             };
             header?: never;
             path: {
