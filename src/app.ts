@@ -15,6 +15,8 @@ import { requestLogger, serializeRequest } from './lib/request-logger.js';
 import { ERROR_BODIES, ErrorBody } from './lib/schemas.js';
 import { apiKeysRoutes } from './modules/api-keys/routes.js';
 import { SecretHasher } from './modules/api-keys/secret.js';
+import { attachmentsRoutes } from './modules/attachments/routes.js';
+import attachmentsRuntime from './modules/attachments/runtime.js';
 import { auditRoutes } from './modules/audit/routes.js';
 import { authRoutes } from './modules/auth/routes.js';
 import { cannedResponsesRoutes } from './modules/canned-responses/routes.js';
@@ -212,6 +214,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(healthRoutes);
   await app.register(docs);
   await app.register(eventsRuntime, { eventStreams: options.eventStreams });
+  await app.register(attachmentsRuntime);
   await app.register(channelsRuntime);
   await app.register(jobsRuntime);
   await app.register(snooze);
@@ -232,6 +235,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       await api.register(auditRoutes, { prefix: '/audit-log' });
       await api.register(cannedResponsesRoutes, { prefix: '/canned-responses' });
       await api.register(suggestionsRoutes, { prefix: '/conversations' });
+      await api.register(attachmentsRoutes, { prefix: '/attachments' });
     },
     { prefix: '/api/v1' },
   );

@@ -1,6 +1,7 @@
 // Owns the process configuration: read from the environment once, validated, typed and frozen.
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { type AttachmentsConfig, parseAttachments } from './config-attachments.js';
 import { type ChannelsConfig, parseChannels } from './config-channels.js';
 import { ConfigError } from './config-error.js';
 
@@ -75,6 +76,8 @@ export interface Config {
   readonly streamsPerCaller: number;
   /** Channel providers and the channel dispatcher (src/config-channels.ts). */
   readonly channels: ChannelsConfig;
+  /** Where attachment contents are kept and how large they may be (src/config-attachments.ts). */
+  readonly attachments: AttachmentsConfig;
 }
 
 // The parsers share ConfigError from its own module; callers keep importing it from here.
@@ -307,5 +310,6 @@ export function loadConfig(env: Env = process.env): Config {
     maxConnections: int(env, 'MAX_CONNECTIONS', defaultMaxConnections(openFilesLimit()), 1, 10_000_000),
     streamsPerCaller: int(env, 'STREAMS_PER_CALLER', 10, 1, 10_000),
     channels: parseChannels(env, jwtSecret),
+    attachments: parseAttachments(env),
   });
 }

@@ -10,6 +10,7 @@ import test from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import { EXAMPLE_FUTURE, servedDocument } from '../src/lib/openapi-examples.js';
 import { EXAMPLE_HOTEL_NUMBER, EXAMPLE_PHONE_NUMBER_ID } from '../src/modules/channels/schemas.js';
+import { linkSecrets, tempStore, uploadText } from './attachments/files.js';
 import { INBOUND_ENV, VERIFY_TOKEN } from './channels/signing.js';
 import { type Doc, examplesOf, schemaChecker } from './document-examples.js';
 import { type Replayed, replayDocument } from './example-replay.js';
@@ -99,6 +100,7 @@ async function fixtures(app: FastifyInstance, token: string, staffId: string, ho
   }
   const key = await post('/api-keys', { name: 'Fixture key', scopes: ['guests:read'] });
   const canned = await post('/canned-responses', { shortcode: 'fixture', title: 'Fixture', content: 'Hello!' });
+  const file = await uploadText(app, token, 'Fixture file');
   return {
     stf: staffId,
     gst: guest.id,
@@ -110,6 +112,7 @@ async function fixtures(app: FastifyInstance, token: string, staffId: string, ho
     whd: delivery.id,
     key: key.id,
     cr: canned.id,
+    att: file.id,
   };
 }
 
@@ -120,6 +123,7 @@ test('every request example, replayed in document order with fixture ids, gets a
   const hook = await receiver(t);
   const app = await buildTestApp(t, {
     ...INBOUND_ENV,
+    ...tempStore(t).env,
     // The hotel's numbers the provider examples write to, so they are stored rather than ignored.
     TWILIO_SMS_FROM: EXAMPLE_HOTEL_NUMBER,
     WHATSAPP_PHONE_NUMBER_ID: EXAMPLE_PHONE_NUMBER_ID,
@@ -170,7 +174,7 @@ test('every request example, replayed in document order with fixture ids, gets a
   await replayDocument(app, doc, {
     fixtures: ids,
     token,
-    secrets: { 'hub.verify_token': VERIFY_TOKEN },
+    secrets: { 'hub.verify_token': VERIFY_TOKEN, ...linkSecrets(app.attachments.signer.url(ids.att)) },
     streams: STREAMS,
     check: schemaChecker(doc),
     onAnswer,

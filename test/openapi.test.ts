@@ -75,6 +75,8 @@ const PROVIDER_SECURITY: Record<string, string | null> = {
   'GET /api/v1/channels/whatsapp/webhook': null,
   'POST /api/v1/channels/email/inbound': 'emailInboundBasic',
   'POST /api/v1/channels/email/inbound/mime': 'emailInboundBasic',
+  // A signed attachment link is its own proof (its expiry and signature in the query).
+  'GET /api/v1/attachments/{id}/content': null,
 };
 
 test('every operation under /api/v1 except login and provider callbacks requires bearerAuth', async (t) => {

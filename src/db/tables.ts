@@ -382,4 +382,26 @@ export interface Database {
   canned_responses: CannedResponseTable;
   conversation_labels: ConversationLabelTable;
   conversation_label_counts: ConversationLabelCountTable;
+  attachments: AttachmentTable;
+}
+
+/** A file of a message, or an upload waiting for one (src/modules/attachments). */
+export interface AttachmentTable {
+  id: string;
+  conversation_id: string | null;
+  message_id: string | null;
+  position: Generated<number>;
+  source: 'upload' | 'inbound';
+  status: 'pending' | 'stored' | 'failed';
+  filename: string;
+  content_type: string | null;
+  size: number | null;
+  sha256: string | null;
+  error_code: string | null;
+  error_message: string | null;
+  origin: Json | null;
+  attempts: Generated<number>;
+  created_by: string | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
 }

@@ -15,6 +15,7 @@ export const ID_PREFIX = {
   apiKey: 'key',
   audit: 'aud',
   cannedResponse: 'cr',
+  attachment: 'att',
 } as const;
 
 export type IdPrefix = (typeof ID_PREFIX)[keyof typeof ID_PREFIX];

@@ -112,12 +112,13 @@ export function documentRoute({ schema, url, route }: { schema: FastifySchema; u
   if (Array.isArray(access)) {
     out['x-roles'] = [...access];
     const scope = route.config?.scope;
-    out['x-scopes'] = scope === undefined ? [] : [scope];
+    const scopes = scope === undefined ? [] : typeof scope === 'string' ? [scope] : [...scope];
+    out['x-scopes'] = scopes;
     const said = typeof base.description === 'string' ? `${base.description}\n\n` : '';
     out.description =
-      scope === undefined
+      scopes.length === 0
         ? `${said}Staff token only: API keys may not call this operation.`
-        : `${said}API key scope: \`${scope}\`.`;
+        : `${said}API key scope: ${scopes.map((s) => `\`${s}\``).join(' or ')}.`;
   }
   return { schema: out as FastifySchema, url };
 }

@@ -23,9 +23,9 @@ declare module 'fastify' {
     access?: Access;
     /**
      * The scope an API key needs to call the route (docs/integrations.md, API keys); without one, API keys are
-     * refused (403) and only staff tokens get in.
+     * refused (403) and only staff tokens get in. Several: any one of them lets the key in.
      */
-    scope?: Scope;
+    scope?: Scope | readonly Scope[];
     /** Which rate-limit bucket the route counts in (default standard); false: not counted. */
     bucket?: Bucket | false;
     /**
@@ -274,9 +274,15 @@ function limitTo(reply: FastifyReply, limit: number, hit: Hit): void {
 }
 
 /** Why an API key holding `held` may not call a route needing `needed`, or undefined if it may. */
-function scopeRefusal(needed: Scope | undefined, held: readonly Scope[]): AppError | undefined {
+function scopeRefusal(needed: Scope | readonly Scope[] | undefined, held: readonly Scope[]): AppError | undefined {
   if (needed === undefined) {
     return new AppError('FORBIDDEN', 'API keys may not call this operation; it takes a staff token');
+  }
+  if (typeof needed !== 'string') {
+    if (needed.some((n) => hasScope(held, n))) return undefined;
+    return new AppError('FORBIDDEN', `This API key lacks the scope ${needed.join(' or ')}`, {
+      requiredScope: needed[0],
+    });
   }
   if (hasScope(held, needed)) return undefined;
   return new AppError('FORBIDDEN', `This API key lacks the scope ${needed}`, { requiredScope: needed });

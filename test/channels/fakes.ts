@@ -46,6 +46,8 @@ export interface ReceivedMail {
   inReplyTo: string | null;
   references: string[];
   raw: string;
+  /** The files attached, as parsed. */
+  attachments: { filename: string; contentType: string; content: Buffer }[];
 }
 
 export interface FakeSmtp {
@@ -141,6 +143,11 @@ export async function fakeSmtp(t: TestContext, auth?: { user: string; pass: stri
                 inReplyTo: mail.inReplyTo ?? null,
                 references: refs === undefined ? [] : Array.isArray(refs) ? refs : [refs],
                 raw: raw.toString('utf8'),
+                attachments: mail.attachments.map((a) => ({
+                  filename: a.filename ?? '',
+                  contentType: a.contentType,
+                  content: a.content,
+                })),
               });
               cb();
             },
@@ -260,6 +267,8 @@ export interface TwilioMessage {
   sid: string | null;
   accountSid: string;
   form: Record<string, string>;
+  /** Every MediaUrl of the form, in order. */
+  media: string[];
 }
 
 export interface FakeTwilio extends HttpFake {
@@ -267,6 +276,11 @@ export interface FakeTwilio extends HttpFake {
   authToken: string;
   /** Messages answered 201, in order. */
   accepted: TwilioMessage[];
+  /**
+   * A guest's MMS file Twilio keeps: its URL, served only with the account's Basic auth (as
+   * Twilio does when HTTP Basic authentication for media is on).
+   */
+  addMedia(bytes: Buffer, contentType: string): string;
 }
 
 /**
@@ -278,7 +292,19 @@ export async function fakeTwilio(t: TestContext): Promise<FakeTwilio> {
   const accountSid = `AC${randomBytes(16).toString('hex')}`;
   const authToken = randomBytes(16).toString('hex');
   const accepted: TwilioMessage[] = [];
+  const media = new Map<string, { bytes: Buffer; contentType: string }>();
   const fake = await httpFake(t, (req, body, res, record) => {
+    const file = media.get(req.url ?? '');
+    if (req.method === 'GET' && file !== undefined) {
+      if (req.headers.authorization !== `Basic ${Buffer.from(`${accountSid}:${authToken}`).toString('base64')}`) {
+        json(res, record, 401, { code: 20003, message: 'Authenticate', status: 401 });
+        return;
+      }
+      record.answered = 200;
+      res.writeHead(200, { 'content-type': file.contentType, 'content-length': file.bytes.length });
+      res.end(file.bytes);
+      return;
+    }
     const m = /^\/2010-04-01\/Accounts\/([^/]+)\/Messages\.json$/.exec(req.url ?? '');
     if (req.method !== 'POST' || m === null) {
       json(res, record, 404, { code: 20404, message: 'The requested resource was not found', status: 404 });
@@ -309,19 +335,22 @@ export async function fakeTwilio(t: TestContext): Promise<FakeTwilio> {
       json(res, record, 400, { code: 20001, message: 'Expected a form body', status: 400 });
       return;
     }
-    const form = Object.fromEntries(new URLSearchParams(body));
-    if (!form.To || !form.From || !form.Body) {
+    const params = new URLSearchParams(body);
+    const form = Object.fromEntries(params);
+    const mediaUrls = params.getAll('MediaUrl');
+    // Twilio takes a message without Body when it carries media.
+    if (!form.To || !form.From || (!form.Body && mediaUrls.length === 0)) {
       json(res, record, 400, { code: 21604, message: "A 'To', 'From' and 'Body' are required", status: 400 });
       return;
     }
     if (failure === 'no-id') {
-      accepted.push({ sid: null, accountSid, form });
+      accepted.push({ sid: null, accountSid, form, media: mediaUrls });
       json(res, record, 201, { status: 'queued', to: form.To, body: form.Body });
       record.answered = 'no-id';
       return;
     }
     const sid = `SM${randomBytes(16).toString('hex')}`;
-    accepted.push({ sid, accountSid, form });
+    accepted.push({ sid, accountSid, form, media: mediaUrls });
     json(res, record, 201, {
       sid,
       account_sid: accountSid,
@@ -345,6 +374,11 @@ export async function fakeTwilio(t: TestContext): Promise<FakeTwilio> {
     failNext(failure, n = 1) {
       for (let i = 0; i < n; i++) fake.failures.push(failure);
     },
+    addMedia(bytes, contentType) {
+      const path = `/2010-04-01/Accounts/${accountSid}/Messages/MM${randomBytes(16).toString('hex')}/Media/ME${randomBytes(16).toString('hex')}`;
+      media.set(path, { bytes, contentType });
+      return `${fake.base}${path}`;
+    },
   };
 }
 
@@ -361,6 +395,11 @@ export interface FakeMeta extends HttpFake {
   accessToken: string;
   /** Messages answered 200, in order. */
   accepted: MetaMessage[];
+  /**
+   * A guest's media Meta keeps: its media id, which `GET /:id` (bearer) resolves to a download URL
+   * and its type, and that URL serves (bearer again), as the Graph API does.
+   */
+  addMedia(bytes: Buffer, mimeType: string): string;
 }
 
 /**
@@ -373,9 +412,32 @@ export async function fakeMeta(t: TestContext): Promise<FakeMeta> {
   const phoneNumberId = String(100_000_000_000_000 + Math.floor(Math.random() * 1e9));
   const accessToken = `EAAG${randomBytes(24).toString('hex')}`;
   const accepted: MetaMessage[] = [];
+  const media = new Map<string, { bytes: Buffer; mimeType: string }>();
   const error = (res: ServerResponse, record: HttpRequestRecord, status: number, code: number, message: string) =>
     json(res, record, status, { error: { message, type: 'OAuthException', code, fbtrace_id: 'AbCdEf' } });
   const fake = await httpFake(t, (req, body, res, record) => {
+    if (req.method === 'GET') {
+      const download = /^\/download\/([^/?]+)$/.exec(req.url ?? '');
+      const id = download?.[1] ?? /^\/([^/?]+)$/.exec(req.url ?? '')?.[1];
+      const file = id === undefined ? undefined : media.get(id);
+      if (file === undefined) return error(res, record, 404, 100, 'Unknown media');
+      if (req.headers.authorization !== `Bearer ${accessToken}`) {
+        return error(res, record, 401, 190, 'Invalid OAuth access token');
+      }
+      if (download === null) {
+        return json(res, record, 200, {
+          messaging_product: 'whatsapp',
+          url: `${fake.base}/download/${id}`,
+          mime_type: file.mimeType,
+          file_size: file.bytes.length,
+          id,
+        });
+      }
+      record.answered = 200;
+      res.writeHead(200, { 'content-type': file.mimeType, 'content-length': file.bytes.length });
+      res.end(file.bytes);
+      return;
+    }
     const m = /^\/([^/]+)\/messages$/.exec(req.url ?? '');
     if (req.method !== 'POST' || m === null) {
       error(res, record, 404, 803, 'Unknown path');
@@ -431,6 +493,11 @@ export async function fakeMeta(t: TestContext): Promise<FakeMeta> {
     accepted,
     failNext(failure, n = 1) {
       for (let i = 0; i < n; i++) fake.failures.push(failure);
+    },
+    addMedia(bytes, mimeType) {
+      const id = String(1_000_000_000_000 + Math.floor(Math.random() * 1e12));
+      media.set(id, { bytes, mimeType });
+      return id;
     },
   };
 }

@@ -204,6 +204,7 @@ function shape(op: Operation, ops: Operation[], s: State): Shape | null {
         // WhatsApp's 24-hour window refuses free text to guests who never wrote (the seeded ones),
         // and a template needs the whatsapp_templates setting: test/channels/rules.test.ts has both.
         // A canned response's id names none here: test/modules/canned-responses.test.ts sends them.
+        // Attachments must name uploads (multipart): test/attachments has them.
         return {
           ...base,
           path: id(() => s.conversations.filter((c) => c.channel !== 'whatsapp').map((c) => c.id)),
@@ -211,10 +212,17 @@ function shape(op: Operation, ops: Operation[], s: State): Shape | null {
             const {
               template: _t,
               cannedResponseId: _c,
+              attachments: _a,
               type,
               content,
               ...rest
-            } = b as { template?: unknown; cannedResponseId?: string; type?: string; content?: string };
+            } = b as {
+              template?: unknown;
+              cannedResponseId?: string;
+              attachments?: unknown;
+              type?: string;
+              content?: string;
+            };
             return { ...rest, type: type === 'template' ? 'text' : type, content: content ?? 'Fuzzed message' };
           },
         };
@@ -340,7 +348,15 @@ function shape(op: Operation, ops: Operation[], s: State): Shape | null {
       return {
         ...base,
         fix: (b) => {
-          const { guestId: _g, guest, ...rest } = b as { guestId?: string; guest?: { name: string } };
+          const {
+            guestId: _g,
+            guest,
+            attachments: _a,
+            content,
+            ...rest
+          } = b as { guestId?: string; guest?: { name: string }; attachments?: unknown; content?: string };
+          // Attachments must name uploads (multipart): test/attachments has them.
+          Object.assign(rest, { content: content ?? 'Fuzzed visitor message' });
           if (guest === undefined) return { ...rest, guestId: s.guests[visitor++ % s.guests.length] };
           visitor++;
           return { ...rest, guest: { name: guest.name, email: `visitor${visitor}@fuzz.example.test` } };

@@ -64,6 +64,7 @@ test('creating a conversation with a first message stores it as an outbound text
       sentAt: null,
       deliveredAt: null,
       readAt: null,
+      attachments: [],
       createdAt: c.createdAt,
     },
   );

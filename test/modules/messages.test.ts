@@ -101,6 +101,7 @@ test('sending a text queues it for the guest and updates the conversation counte
       sentAt: null,
       deliveredAt: null,
       readAt: null,
+      attachments: [],
       createdAt: undefined,
     },
   );
@@ -212,6 +213,7 @@ test('an inbound message from the guest reopens a closed conversation and is cou
     sentAt: null,
     deliveredAt: null,
     readAt: null,
+    attachments: [],
     createdAt: m.createdAt,
   });
 });

@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { newId } from '../../src/lib/ids.js';
+import { png, tempStore, upload } from '../attachments/files.js';
 import { assertError } from '../fixtures.js';
 import { call } from '../helpers.js';
 import { fill, operations, totals, world } from './support.js';
@@ -18,11 +19,16 @@ const BODIES: Record<string, unknown> = {
 };
 
 test("every object route a staff member may call answers 403 on another member's object, 404 on a missing one, and changes nothing", async (t) => {
-  const w = await world(t);
+  const w = await world(t, tempStore(t).env);
   const before = await totals(w);
   const ops = (await operations(w.app)).filter(
     (o) => o.path.includes('{id}') && Array.isArray(o.roles) && o.roles.includes('staff'),
   );
+  // An upload is its uploader's until a message takes it.
+  const files = {
+    alice: (await upload(w.app, w.alice.token, png())).data.id,
+    bob: (await upload(w.app, w.bob.token, png())).data.id,
+  };
   // The sweep must see the routes it is known to have, or it proves nothing.
   for (const known of ['GET /api/v1/conversations/{id}', 'GET /api/v1/guests/{id}', 'PATCH /api/v1/tasks/{id}']) {
     assert.ok(
@@ -36,12 +42,14 @@ test("every object route a staff member may call answers 403 on another member's
     tasks: w.own.bob.task,
     staff: w.bob.id,
     knowledge: '',
+    attachments: files.bob,
   };
   const missing: Record<string, string> = {
     conversations: newId('cnv'),
     guests: newId('gst'),
     tasks: newId('tsk'),
     staff: newId('stf'),
+    attachments: newId('att'),
   };
   let swept = 0;
   for (const o of ops) {
@@ -66,6 +74,7 @@ test("every object route a staff member may call answers 403 on another member's
       guests: w.own.alice.guest,
       tasks: w.own.alice.task,
       staff: w.alice.id,
+      attachments: files.alice,
     };
     const own = await call(w.app, o.method, fill(o.path, { id: mine[resource]!, messageId: w.own.alice.message }), {
       token: w.alice.token,

@@ -60,11 +60,13 @@ export async function openapi(app: FastifyInstance): Promise<any> {
 
 /**
  * Provider callbacks (docs/channels.md): called by Twilio, Meta or a mail relay, which prove who they
- * are by a signature over the exact request (or a shared secret), not by a staff token. Sweeps
- * built for token-authenticated JSON routes leave them out; test/channels covers them, and
+ * are by a signature over the exact request (or a shared secret), not by a staff token; and the
+ * signed attachment link (docs/attachments.md), whose query is its proof. Sweeps built for
+ * token-authenticated JSON routes leave them out; test/channels and test/attachments cover them, and
  * api5-function-level checks that they are exactly these and refuse an unsigned call.
  */
 export const PROVIDER_CALLBACKS = [
+  'GET /api/v1/attachments/{id}/content',
   'GET /api/v1/channels/whatsapp/webhook',
   'POST /api/v1/channels/email/inbound',
   'POST /api/v1/channels/email/inbound/mime',

@@ -1068,6 +1068,70 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/attachments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Upload a file to send with a message
+         * @description Send `multipart/form-data` with one part `file` (a file part; a plain field of up to 64 KiB is taken as text). The type is sniffed from the bytes, never taken from the client: images (jpeg, png, webp, gif, heic), pdf, audio (ogg/opus, mpeg, mp4/aac, amr), video (mp4, 3gpp) and UTF-8 plain text that is not markup. A declared part type the bytes contradict, or any other type, is 415; a file over `ATTACHMENT_MAX_BYTES` (default 16 MiB) is 413; more than one file is 400. Nothing is kept from a refused upload. Name the id in `attachments` of POST /conversations/{id}/messages (or of web inbound); an upload no message takes is removed after 24 hours.
+         *
+         *     API key scope: `conversations:write` or `channels:inbound`.
+         */
+        post: operations["uploadAttachment"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/attachments/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get an attachment record with a fresh signed link
+         * @description An unused upload is readable by whoever uploaded it (and admins, managers, API keys); a file a message carries by whoever may see its conversation.
+         *
+         *     API key scope: `conversations:read`.
+         */
+        get: operations["getAttachment"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/attachments/{id}/content": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Download an attachment's content through its signed link
+         * @description The `url` of an attachment: no token, the link itself is the permission (valid about an hour). Sent with `X-Content-Type-Options: nosniff` and `Content-Security-Policy: sandbox`; images, pdf, audio and video inline, anything else as a download. A bad or expired signature is 403.
+         */
+        get: operations["getAttachmentContent"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1511,6 +1575,7 @@ export interface components {
          *       "sentAt": null,
          *       "deliveredAt": null,
          *       "readAt": null,
+         *       "attachments": [],
          *       "createdAt": "2026-11-22T06:33:12.000Z"
          *     }
          */
@@ -1550,6 +1615,29 @@ export interface components {
             sentAt: string | null;
             deliveredAt: string | null;
             readAt: string | null;
+            /** @description Files the message carries, in order (docs/attachments.md); empty for most */
+            attachments: {
+                /** @example att_01jd8x3k5q7w9e2r4t6y8v0m1n */
+                id: string;
+                /** @description Cleaned: no folders, no control characters */
+                filename: string;
+                contentType: string | null;
+                size: number | null;
+                /**
+                 * @description pending: an inbound file not fetched yet; stored: its content is kept and `url` serves it; failed: it could not be fetched or was refused (`error` says why)
+                 * @enum {unknown}
+                 */
+                status: "pending" | "stored" | "failed";
+                url: string | null;
+                error: {
+                    /**
+                     * @example ATTACHMENT_TOO_LARGE
+                     * @example ATTACHMENT_TYPE_REFUSED
+                     */
+                    code: string;
+                    message: string;
+                } | null;
+            }[];
             /** Format: date-time */
             createdAt: string;
         };
@@ -2011,6 +2099,48 @@ export interface components {
                 /** @description How well it matches the guest’s latest message: higher is better, comparable within its list */
                 score: number;
             }[];
+        };
+        /**
+         * @example {
+         *       "id": "att_01jd8x3k5q7w9e2r4t6y8v0m1n",
+         *       "filename": "receipt.pdf",
+         *       "contentType": "application/pdf",
+         *       "size": 48213,
+         *       "sha256": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+         *       "status": "stored",
+         *       "url": "https://api.hotel.example/api/v1/attachments/att_01jd8x3k5q7w9e2r4t6y8v0m1n/content?expires=1798765200&signature=q1Zq9bD2a0jvO0Q9pX8v5m2hYwq2S7oWc3nB4kT6u8E",
+         *       "error": null,
+         *       "conversationId": null,
+         *       "messageId": null,
+         *       "createdAt": "2026-11-22T06:33:12.000Z"
+         *     }
+         */
+        Attachment: {
+            /** @example att_01jd8x3k5q7w9e2r4t6y8v0m1n */
+            id: string;
+            /** @description Cleaned: no folders, no control characters */
+            filename: string;
+            contentType: string | null;
+            size: number | null;
+            sha256: string | null;
+            /**
+             * @description pending: an inbound file not fetched yet; stored: its content is kept and `url` serves it; failed: it could not be fetched or was refused (`error` says why)
+             * @enum {unknown}
+             */
+            status: "pending" | "stored" | "failed";
+            url: string | null;
+            error: {
+                /**
+                 * @example ATTACHMENT_TOO_LARGE
+                 * @example ATTACHMENT_TYPE_REFUSED
+                 */
+                code: string;
+                message: string;
+            } | null;
+            conversationId: string | null;
+            messageId: string | null;
+            /** Format: date-time */
+            createdAt: string;
         };
         /** @description Any JSON value */
         JsonValue: RecursiveJsonValue;
@@ -6290,6 +6420,7 @@ export interface operations {
                      *           "sentAt": null,
                      *           "deliveredAt": null,
                      *           "readAt": null,
+                     *           "attachments": [],
                      *           "createdAt": "2026-11-22T06:33:12.000Z"
                      *         }
                      *       ],
@@ -6466,13 +6597,15 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @description 1 to 4096 characters; required for text and note unless cannedResponseId is given, left out for template */
+                    /** @description 1 to 4096 characters; required for text and note unless cannedResponseId or attachments are given, left out for template */
                     content?: string;
                     /**
                      * @description Instead of content (text or note): this canned response, its placeholders filled in for the conversation (guest, stay, hotel, the sender’s name); an id naming none is 400 VALIDATION_ERROR
                      * @example cr_01jd8x3k5q7w9e2r4t6y8v0m1n
                      */
                     cannedResponseId?: string;
+                    /** @description 1 to 10 files uploaded with POST /attachments, sent in this order */
+                    attachments?: string[];
                     /**
                      * @description text (default) is queued for delivery to the guest over the conversation channel; note is an internal note for the team, never sent to the guest; template (WhatsApp only) sends an entry of the whatsapp_templates setting, allowed outside the 24-hour window, stored as a text
                      * @default text
@@ -6531,6 +6664,7 @@ export interface operations {
                      *         "sentAt": null,
                      *         "deliveredAt": null,
                      *         "readAt": null,
+                     *         "attachments": [],
                      *         "createdAt": "2026-11-22T06:33:12.000Z"
                      *       }
                      *     }
@@ -6789,6 +6923,7 @@ export interface operations {
                      *         "sentAt": null,
                      *         "deliveredAt": null,
                      *         "readAt": null,
+                     *         "attachments": [],
                      *         "createdAt": "2026-11-22T06:33:12.000Z"
                      *       }
                      *     }
@@ -6994,6 +7129,7 @@ export interface operations {
                      *         "sentAt": null,
                      *         "deliveredAt": null,
                      *         "readAt": null,
+                     *         "attachments": [],
                      *         "createdAt": "2026-11-22T06:33:12.000Z"
                      *       }
                      *     }
@@ -14358,6 +14494,7 @@ export interface operations {
                      *           "sentAt": null,
                      *           "deliveredAt": null,
                      *           "readAt": null,
+                     *           "attachments": [],
                      *           "createdAt": "2026-11-22T06:33:12.000Z"
                      *         },
                      *         "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
@@ -14390,6 +14527,7 @@ export interface operations {
                          *         "sentAt": null,
                          *         "deliveredAt": null,
                          *         "readAt": null,
+                         *         "attachments": [],
                          *         "createdAt": "2026-11-22T06:33:12.000Z"
                          *       },
                          *       "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
@@ -14451,6 +14589,29 @@ export interface operations {
                                 sentAt: string | null;
                                 deliveredAt: string | null;
                                 readAt: string | null;
+                                /** @description Files the message carries, in order (docs/attachments.md); empty for most */
+                                attachments: {
+                                    /** @example att_01jd8x3k5q7w9e2r4t6y8v0m1n */
+                                    id: string;
+                                    /** @description Cleaned: no folders, no control characters */
+                                    filename: string;
+                                    contentType: string | null;
+                                    size: number | null;
+                                    /**
+                                     * @description pending: an inbound file not fetched yet; stored: its content is kept and `url` serves it; failed: it could not be fetched or was refused (`error` says why)
+                                     * @enum {unknown}
+                                     */
+                                    status: "pending" | "stored" | "failed";
+                                    url: string | null;
+                                    error: {
+                                        /**
+                                         * @example ATTACHMENT_TOO_LARGE
+                                         * @example ATTACHMENT_TYPE_REFUSED
+                                         */
+                                        code: string;
+                                        message: string;
+                                    } | null;
+                                }[];
                                 /** Format: date-time */
                                 createdAt: string;
                             } | null;
@@ -14728,6 +14889,7 @@ export interface operations {
                      *           "sentAt": null,
                      *           "deliveredAt": null,
                      *           "readAt": null,
+                     *           "attachments": [],
                      *           "createdAt": "2026-11-22T06:33:12.000Z"
                      *         },
                      *         "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
@@ -14793,6 +14955,29 @@ export interface operations {
                                 sentAt: string | null;
                                 deliveredAt: string | null;
                                 readAt: string | null;
+                                /** @description Files the message carries, in order (docs/attachments.md); empty for most */
+                                attachments: {
+                                    /** @example att_01jd8x3k5q7w9e2r4t6y8v0m1n */
+                                    id: string;
+                                    /** @description Cleaned: no folders, no control characters */
+                                    filename: string;
+                                    contentType: string | null;
+                                    size: number | null;
+                                    /**
+                                     * @description pending: an inbound file not fetched yet; stored: its content is kept and `url` serves it; failed: it could not be fetched or was refused (`error` says why)
+                                     * @enum {unknown}
+                                     */
+                                    status: "pending" | "stored" | "failed";
+                                    url: string | null;
+                                    error: {
+                                        /**
+                                         * @example ATTACHMENT_TOO_LARGE
+                                         * @example ATTACHMENT_TYPE_REFUSED
+                                         */
+                                        code: string;
+                                        message: string;
+                                    } | null;
+                                }[];
                                 /** Format: date-time */
                                 createdAt: string;
                             } | null;
@@ -14980,7 +15165,10 @@ export interface operations {
                     } | {
                         visitorId: string;
                     };
-                    content: string;
+                    /** @description What the visitor wrote; optional with attachments */
+                    content?: string;
+                    /** @description 1 to 10 files uploaded with POST /attachments, sent in this order */
+                    attachments?: string[];
                     /** @description The widget's id of the message: the same id is stored once however often it is sent */
                     externalId?: string;
                 } & (unknown | unknown);
@@ -15074,6 +15262,7 @@ export interface operations {
                      *           "sentAt": null,
                      *           "deliveredAt": null,
                      *           "readAt": null,
+                     *           "attachments": [],
                      *           "createdAt": "2026-11-22T06:33:12.000Z"
                      *         },
                      *         "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
@@ -15106,6 +15295,7 @@ export interface operations {
                          *         "sentAt": null,
                          *         "deliveredAt": null,
                          *         "readAt": null,
+                         *         "attachments": [],
                          *         "createdAt": "2026-11-22T06:33:12.000Z"
                          *       },
                          *       "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
@@ -15167,6 +15357,29 @@ export interface operations {
                                 sentAt: string | null;
                                 deliveredAt: string | null;
                                 readAt: string | null;
+                                /** @description Files the message carries, in order (docs/attachments.md); empty for most */
+                                attachments: {
+                                    /** @example att_01jd8x3k5q7w9e2r4t6y8v0m1n */
+                                    id: string;
+                                    /** @description Cleaned: no folders, no control characters */
+                                    filename: string;
+                                    contentType: string | null;
+                                    size: number | null;
+                                    /**
+                                     * @description pending: an inbound file not fetched yet; stored: its content is kept and `url` serves it; failed: it could not be fetched or was refused (`error` says why)
+                                     * @enum {unknown}
+                                     */
+                                    status: "pending" | "stored" | "failed";
+                                    url: string | null;
+                                    error: {
+                                        /**
+                                         * @example ATTACHMENT_TOO_LARGE
+                                         * @example ATTACHMENT_TYPE_REFUSED
+                                         */
+                                        code: string;
+                                        message: string;
+                                    } | null;
+                                }[];
                                 /** Format: date-time */
                                 createdAt: string;
                             } | null;
@@ -18199,6 +18412,661 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description VALIDATION_ERROR: the request is malformed or a field is invalid */
+            400: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error400"];
+                };
+            };
+            /** @description TOKEN_MISSING, TOKEN_INVALID, TOKEN_EXPIRED or UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error401"];
+                };
+            };
+            /** @description FORBIDDEN: the role may not do this */
+            403: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error403"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error404"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error429"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error500"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: the store cannot be reached; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error503"];
+                };
+            };
+        };
+    };
+    uploadAttachment: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key (yours, on this operation) within 24 h replays the first answer instead of making the change again (Idempotent-Replayed: true). 1–255 visible ASCII characters, e.g. a UUID. */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "file": "Room 412: the towels arrived, thank you."
+                 *     }
+                 */
+                "multipart/form-data": {
+                    /**
+                     * Format: binary
+                     * @description The file
+                     */
+                    file: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            201: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Present on the replay of an earlier answer to the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
+                    /** @description The created record's URL (its GET), as a path on this server */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "att_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *         "filename": "receipt.pdf",
+                     *         "contentType": "application/pdf",
+                     *         "size": 48213,
+                     *         "sha256": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+                     *         "status": "stored",
+                     *         "url": "https://api.hotel.example/api/v1/attachments/att_01jd8x3k5q7w9e2r4t6y8v0m1n/content?expires=1798765200&signature=q1Zq9bD2a0jvO0Q9pX8v5m2hYwq2S7oWc3nB4kT6u8E",
+                     *         "error": null,
+                     *         "conversationId": null,
+                     *         "messageId": null,
+                     *         "createdAt": "2026-11-22T06:33:12.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["Attachment"];
+                    };
+                };
+            };
+            /** @description VALIDATION_ERROR: the request is malformed or a field is invalid */
+            400: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error400"];
+                };
+            };
+            /** @description TOKEN_MISSING, TOKEN_INVALID, TOKEN_EXPIRED or UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error401"];
+                };
+            };
+            /** @description FORBIDDEN: the role may not do this */
+            403: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error403"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error404"];
+                };
+            };
+            /** @description CONFLICT: the Idempotency-Key is in flight (retry after Retry-After) */
+            409: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error409"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: the file is over ATTACHMENT_MAX_BYTES */
+            413: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error413"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE: a type not accepted, or one the bytes contradict */
+            415: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error415"];
+                };
+            };
+            /** @description IDEMPOTENCY_KEY_REUSED: the key was used with another request */
+            422: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error422"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error429"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error500"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: the store cannot be reached; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error503"];
+                };
+            };
+        };
+    };
+    getAttachment: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description ETags of copies you hold; when one is current the answer is 304 Not Modified without a body */
+                "If-None-Match"?: string;
+            };
+            path: {
+                /**
+                 * @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise
+                 * @example att_01jd8x3k5q7w9e2r4t6y8v0m1n
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The record */
+            200: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "att_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *         "filename": "receipt.pdf",
+                     *         "contentType": "application/pdf",
+                     *         "size": 48213,
+                     *         "sha256": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+                     *         "status": "stored",
+                     *         "url": "https://api.hotel.example/api/v1/attachments/att_01jd8x3k5q7w9e2r4t6y8v0m1n/content?expires=1798765200&signature=q1Zq9bD2a0jvO0Q9pX8v5m2hYwq2S7oWc3nB4kT6u8E",
+                     *         "error": null,
+                     *         "conversationId": null,
+                     *         "messageId": null,
+                     *         "createdAt": "2026-11-22T06:33:12.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["Attachment"];
+                    };
+                };
+            };
+            /** @description Not Modified: the copy named in If-None-Match is current (no body) */
+            304: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description VALIDATION_ERROR: the request is malformed or a field is invalid */
+            400: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error400"];
+                };
+            };
+            /** @description TOKEN_MISSING, TOKEN_INVALID, TOKEN_EXPIRED or UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error401"];
+                };
+            };
+            /** @description FORBIDDEN: the role may not do this */
+            403: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error403"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error404"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error429"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error500"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: the store cannot be reached; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error503"];
+                };
+            };
+        };
+    };
+    getAttachmentContent: {
+        parameters: {
+            query?: {
+                /** @description From the signed link */
+                expires?: string;
+                /** @description From the signed link */
+                signature?: string;
+            };
+            header?: never;
+            path: {
+                /**
+                 * @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise
+                 * @example att_01jd8x3k5q7w9e2r4t6y8v0m1n
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The content, in its sniffed type */
+            200: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example … */
+                    "image/jpeg": string;
+                    /** @example text */
+                    "image/png": string;
+                    /** @example text */
+                    "image/webp": string;
+                    /** @example text */
+                    "image/gif": string;
+                    /** @example text */
+                    "image/heic": string;
+                    /** @example text */
+                    "application/pdf": string;
+                    /** @example text */
+                    "audio/ogg": string;
+                    /** @example text */
+                    "audio/mpeg": string;
+                    /** @example text */
+                    "audio/mp4": string;
+                    /** @example text */
+                    "audio/aac": string;
+                    /** @example text */
+                    "audio/amr": string;
+                    /** @example text */
+                    "video/mp4": string;
+                    /** @example text */
+                    "video/3gpp": string;
+                    /** @example text */
+                    "text/plain": string;
+                };
             };
             /** @description VALIDATION_ERROR: the request is malformed or a field is invalid */
             400: {

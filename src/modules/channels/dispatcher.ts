@@ -17,7 +17,7 @@ import { retryDelayMs } from '../jobs/backoff.js';
 import { loadForSend, type SendOutcome } from './delivery.js';
 import { type Flight, Flights } from './flights.js';
 import { OutcomeRecorder } from './outcomes.js';
-import { Providers } from './providers.js';
+import { type OutboundFiles, Providers } from './providers.js';
 import {
   type ClaimedSend,
   claimSends,
@@ -38,6 +38,8 @@ export interface ChannelDispatcherOptions {
   db: Store;
   log: FastifyBaseLogger;
   config: ChannelsConfig;
+  /** Reads the files of a message being sent (src/modules/attachments/outbound.ts); none: texts only. */
+  files?: OutboundFiles;
 }
 
 export class ChannelDispatcher implements LocalSender {
@@ -261,6 +263,7 @@ export class ChannelDispatcher implements LocalSender {
       const change = { status: 'failed' as const, error: { code: 'ATTEMPTS_EXHAUSTED', message } };
       return this.settle(flight, { messageId: s.messageId, next: 'failed', status: { ref, change } });
     }
+    if (this.o.files !== undefined) ctx.outgoing.attachments = await this.o.files.of(db, s.messageId);
     const result = await this.providers.send(ctx.outgoing, flight.abort.signal);
     if (!result.ok && result.retryable && this.stopping) {
       // Cut off by the shutdown: any instance sends it again at once (a new send: it may have gone).

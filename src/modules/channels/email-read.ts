@@ -108,6 +108,13 @@ export async function readEmail(raw: string): Promise<Inbound | null> {
     thread,
     subject: mail.subject?.trim() || null,
     automated: automated(header, address),
+    // At most ten parts are kept as files, as a message carries at most ten.
+    files: (mail.attachments ?? []).slice(0, 10).map((a) => ({
+      kind: 'bytes' as const,
+      bytes: a.content,
+      contentType: a.contentType ?? null,
+      filename: a.filename ?? null,
+    })),
   };
 }
 

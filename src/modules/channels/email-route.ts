@@ -126,7 +126,7 @@ export const emailInboundRoute: FastifyPluginAsyncTypebox = async (mail) => {
       async (request, reply) => {
         const inbound = await inboundOf(request.body, mediaTypeOf(request));
         if (inbound === null) throw validation([{ field: 'body', message: 'has no From address' }]);
-        const r = await receiveInbound(mail.ctx.store, inbound, mail.channelDispatcher);
+        const r = await receiveInbound(mail.ctx.store, inbound, mail.channelDispatcher, mail.inboundFiles);
         reply.code(r.stored ? created : 200);
         return ok(receiptOf(r));
       },

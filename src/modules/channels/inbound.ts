@@ -7,6 +7,7 @@
 import { isUniqueViolation, nowIso, type Store } from '../../db/store.js';
 import type { Executor, Tx } from '../../db/types.js';
 import { newId } from '../../lib/ids.js';
+import type { InboundFile, InboundFiles } from '../attachments/inbound.js';
 import { insertMessage } from '../conversations/messages-repository.js';
 import {
   advanceConversation,
@@ -48,6 +49,8 @@ export interface Inbound {
   subject?: string | null;
   /** Sent by a machine (an auto reply, a list, a bounce): never auto-replied to (RFC 3834). */
   automated?: boolean;
+  /** Files that came with it: recorded pending, fetched and stored after commit (docs/attachments.md). */
+  files?: InboundFile[];
 }
 
 export type InboundResult =
@@ -75,18 +78,45 @@ export async function receiveInbound(
   store: Store,
   m: Inbound,
   sender: LocalSender | null = null,
+  files: InboundFiles | null = null,
 ): Promise<InboundResult> {
+  const prepared = files !== null && m.files !== undefined && m.files.length > 0 ? await files.prepare(m.files) : [];
+  const recorder: Recorder | null =
+    prepared.length === 0
+      ? null
+      : async (tx, message) => {
+          const r = await files!.record(tx, message, prepared);
+          tx.onCommit(() => files!.fetchAfterCommit(r.pending));
+          return r.message;
+        };
+  let result: InboundResult;
   try {
-    return await withEvents(store, (tx, outbox) => receive(tx, outbox, m, sender));
+    try {
+      result = await withEvents(store, (tx, outbox) => receive(tx, outbox, m, sender, recorder));
+    } catch (err) {
+      // Two deliveries of one provider message (or two first messages of one new sender) raced: the
+      // loser's transaction rolled back whole; run again, and it finds what the winner stored.
+      if (!isUniqueViolation(err)) throw err;
+      result = await withEvents(store, (tx, outbox) => receive(tx, outbox, m, sender, recorder));
+    }
   } catch (err) {
-    // Two deliveries of one provider message (or two first messages of one new sender) raced: the
-    // loser's transaction rolled back whole; run again, and it finds what the winner stored.
-    if (!isUniqueViolation(err)) throw err;
-    return withEvents(store, (tx, outbox) => receive(tx, outbox, m, sender));
+    await files?.discard(prepared);
+    throw err;
   }
+  if (!result.stored) await files?.discard(prepared);
+  return result;
 }
 
-async function receive(tx: Tx, outbox: Outbox, m: Inbound, sender: LocalSender | null): Promise<InboundResult> {
+/** Records a new inbound message's files in its transaction; the message with them. */
+type Recorder = (tx: Tx, message: MessageView) => Promise<MessageView>;
+
+async function receive(
+  tx: Tx,
+  outbox: Outbox,
+  m: Inbound,
+  sender: LocalSender | null,
+  recordFiles: Recorder | null,
+): Promise<InboundResult> {
   const providerKey = m.dedupKey ?? (m.providerId === null ? null : `${m.channel}:${m.providerId}`);
   if (providerKey !== null) {
     const seen = await tx
@@ -115,7 +145,7 @@ async function receive(tx: Tx, outbox: Outbox, m: Inbound, sender: LocalSender |
       at,
     });
   }
-  const message = await insertMessage(tx, {
+  let message = await insertMessage(tx, {
     conversation_id: conversationId,
     direction: 'inbound',
     type: 'text',
@@ -127,6 +157,7 @@ async function receive(tx: Tx, outbox: Outbox, m: Inbound, sender: LocalSender |
     provider_key: providerKey,
     external_id: m.providerId,
   });
+  if (recordFiles !== null) message = await recordFiles(tx, message);
   if (target === undefined) await touchConversation(tx, conversationId, at, true);
   const after = (await findConversation(tx, conversationId))!;
   if (target === undefined) conversationEvents(outbox, actor, null, after);

@@ -2,6 +2,8 @@
 // messages and delivery statuses) for our number only, and Twilio's status names (inbound e-mail:
 // email-read.ts). Read field by field: whatever is missing or of another shape is skipped, never an
 // error the provider would retry forever.
+
+import type { InboundFile } from '../attachments/inbound.js';
 import type { StatusChange } from './delivery.js';
 import { contentOf, type Inbound } from './inbound.js';
 
@@ -91,11 +93,13 @@ export function readMetaWebhook(body: { entry: unknown[] }, phoneNumberId: strin
           out.skipped++;
           continue;
         }
+        const files = whatsappMedia(m ?? {});
         out.messages.push({
           channel: 'whatsapp',
           sender: { phone: `+${from}`, name: names.get(from) ?? null },
           content: contentOf(content, '[empty message]'),
           providerId: id,
+          ...(files.length > 0 ? { files } : {}),
         });
       }
       for (const raw of arr(value.statuses)) {
@@ -140,4 +144,29 @@ export function twilioStatus(form: { MessageStatus: string; ErrorCode?: string; 
     return { status: 'failed', error: { code, message: message.slice(0, 2000) } } as StatusChange;
   }
   return null;
+}
+
+const WHATSAPP_MEDIA = new Set(['image', 'document', 'audio', 'video', 'sticker']);
+
+/** The file of a WhatsApp media message: its media id, resolved and downloaded after commit. */
+function whatsappMedia(m: Record<string, unknown>): InboundFile[] {
+  const type = str(m.type) ?? '';
+  const part = obj(m[type]);
+  const mediaId = str(part?.id);
+  if (!WHATSAPP_MEDIA.has(type) || mediaId === undefined) return [];
+  return [
+    { kind: 'whatsapp', mediaId, contentType: str(part?.mime_type) ?? null, filename: str(part?.filename) ?? null },
+  ];
+}
+
+/** Twilio's media of an inbound message: `MediaUrl{n}` and `MediaContentType{n}` for n < NumMedia (at most 10). */
+export function twilioMedia(form: Record<string, unknown>): InboundFile[] {
+  const n = Math.min(10, Math.max(0, Math.floor(Number(form.NumMedia ?? 0)) || 0));
+  const out: InboundFile[] = [];
+  for (let i = 0; i < n; i++) {
+    const url = str(form[`MediaUrl${i}`]);
+    if (url === undefined || !/^https?:\/\//.test(url)) continue;
+    out.push({ kind: 'twilio', url, contentType: str(form[`MediaContentType${i}`]) ?? null });
+  }
+  return out;
 }

@@ -3,9 +3,11 @@
 // Each answers that the provider accepted it (with its id when it gave one), or a failure that says
 // whether trying again can help and the provider's reason.
 import { createHmac } from 'node:crypto';
+import type { Readable } from 'node:stream';
 import type { FastifyBaseLogger } from 'fastify';
 import type { ChannelsConfig } from '../../config-channels.js';
-import { sendSmtp } from './smtp.js';
+import type { Executor } from '../../db/types.js';
+import { type SmtpMail, sendSmtp } from './smtp.js';
 
 export type Channel = 'email' | 'sms' | 'whatsapp' | 'web';
 
@@ -32,6 +34,32 @@ export interface Outgoing {
   template: SendTemplate | null;
   /** Written by the API itself (an auto reply), not by a person: e-mail marks it (RFC 3834). */
   automatic: boolean;
+  /** The message's stored files, in order (docs/attachments.md); none for most. */
+  attachments?: OutgoingFile[];
+}
+
+/** A file an outbound message carries: its signed link for providers that fetch, its bytes for e-mail. */
+export interface OutgoingFile {
+  id: string;
+  filename: string;
+  contentType: string;
+  /** Absolute under PUBLIC_URL, signed, valid about an hour. */
+  url: string;
+  /** The content, read when the provider takes the bytes themselves (e-mail). */
+  open(): Promise<Readable>;
+}
+
+/** Reads the stored files of a message for its send (src/modules/attachments/outbound.ts). */
+export interface OutboundFiles {
+  of(db: Executor, messageId: string): Promise<OutgoingFile[]>;
+}
+
+/** What WhatsApp calls a file of this type. */
+function whatsappKind(contentType: string): 'image' | 'audio' | 'video' | 'document' {
+  if (/^image\/(jpeg|png)$/.test(contentType)) return 'image';
+  if (contentType.startsWith('audio/')) return 'audio';
+  if (/^video\/(mp4|3gpp)$/.test(contentType)) return 'video';
+  return 'document';
 }
 
 /**
@@ -109,12 +137,26 @@ export class Providers {
     const cfg = this.c.email!;
     const id = emailMessageId(this.c, o.messageId);
     const last = o.references.at(-1);
+    let files: NonNullable<SmtpMail['attachments']> = [];
+    try {
+      files = await Promise.all(
+        (o.attachments ?? []).map(async (f) => ({
+          filename: f.filename,
+          contentType: f.contentType,
+          content: await f.open(),
+        })),
+      );
+    } catch (err) {
+      // The store did not answer: nothing was sent, so trying again later is safe.
+      return fail(true, 'ATTACHMENT_UNREADABLE', (err as Error).message);
+    }
     const mail = {
       from: cfg.from,
       to: o.email,
       subject: o.subject,
       text: o.content,
       messageId: id,
+      ...(files.length > 0 ? { attachments: files } : {}),
       ...(last ? { inReplyTo: last, references: o.references } : {}),
       // RFC 3834 §5: a response sent automatically says so, so that other responders do not answer it.
       ...(o.automatic ? { headers: { 'Auto-Submitted': 'auto-replied' } } : {}),
@@ -133,6 +175,8 @@ export class Providers {
       Body: o.content,
       StatusCallback: `${this.c.publicUrl}/api/v1/channels/twilio/status`,
     });
+    // Twilio fetches each file from its signed link (MMS, or WhatsApp media).
+    for (const f of o.attachments ?? []) form.append('MediaUrl', f.url);
     const auth = Buffer.from(`${t.accountSid}:${t.authToken}`).toString('base64');
     return this.post(`${t.apiUrl}/2010-04-01/Accounts/${encodeURIComponent(t.accountSid)}/Messages.json`, signal, {
       headers: { authorization: `Basic ${auth}`, 'content-type': 'application/x-www-form-urlencoded' },
@@ -142,7 +186,48 @@ export class Providers {
     });
   }
 
+  /**
+   * Meta takes one file per message: each file goes as its own message with its link, the text as
+   * the caption of the first that takes one (audio takes none: the text follows as a text message).
+   * The first accepted message's id is the text's externalId; once one is accepted, a later part
+   * that fails is logged and the send still counts as sent (a retry would send the first again).
+   */
   private async meta(o: Outgoing, phone: string, signal: AbortSignal): Promise<SendResult> {
+    const files = o.template === null ? (o.attachments ?? []) : [];
+    if (files.length === 0) return this.metaOne(phone, signal, this.metaBody(o));
+    let caption: string | null = o.content === '' ? null : o.content;
+    const bodies: Record<string, unknown>[] = [];
+    for (const f of files) {
+      const kind = whatsappKind(f.contentType);
+      const media: Record<string, unknown> = { link: f.url };
+      if (kind === 'document') media.filename = f.filename;
+      if (kind !== 'audio' && caption !== null) {
+        media.caption = caption;
+        caption = null;
+      }
+      bodies.push({ type: kind, [kind]: media });
+    }
+    if (caption !== null) bodies.push({ type: 'text', text: { body: caption, preview_url: false } });
+    let first: SendResult | null = null;
+    for (const body of bodies) {
+      const r = await this.metaOne(phone, signal, body);
+      if (first === null) {
+        if (!r.ok) return r;
+        first = r;
+      } else if (!r.ok) {
+        this.log.warn({ message: o.messageId, code: r.code }, 'whatsapp: a later part of a message with files failed');
+      }
+    }
+    return first!;
+  }
+
+  private metaBody(o: Outgoing): Record<string, unknown> {
+    return o.template === null
+      ? { type: 'text', text: { body: o.content, preview_url: false } }
+      : { type: 'template', template: metaTemplate(o.template) };
+  }
+
+  private async metaOne(phone: string, signal: AbortSignal, part: Record<string, unknown>): Promise<SendResult> {
     const w = this.c.whatsapp!;
     return this.post(`${w.apiUrl}/${encodeURIComponent(w.phoneNumberId)}/messages`, signal, {
       headers: { authorization: `Bearer ${w.accessToken}`, 'content-type': 'application/json' },
@@ -150,9 +235,7 @@ export class Providers {
         messaging_product: 'whatsapp',
         recipient_type: 'individual',
         to: phone.slice(1),
-        ...(o.template === null
-          ? { type: 'text', text: { body: o.content, preview_url: false } }
-          : { type: 'template', template: metaTemplate(o.template) }),
+        ...part,
       }),
       idOf: (j) => {
         const m = (j.messages as { id?: unknown }[] | undefined)?.[0];

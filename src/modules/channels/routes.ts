@@ -13,7 +13,7 @@ import { BODY_ERRORS, Ok, ok } from '../../lib/schemas.js';
 import { inputProblem } from '../../lib/validation.js';
 import { emailInboundRoute } from './email-route.js';
 import { contentOf, receiveInbound } from './inbound.js';
-import { readMetaWebhook, twilioStatus } from './payloads.js';
+import { readMetaWebhook, twilioMedia, twilioStatus } from './payloads.js';
 import {
   PROVIDER,
   PROVIDER_ERRORS,
@@ -128,8 +128,10 @@ export const channelsRoutes: FastifyPluginAsyncTypebox = async (app) => {
           sender: { phone: whatsapp ? f.From.slice('whatsapp:'.length) : f.From, name: f.ProfileName ?? null },
           content: contentOf(`${(f.Body ?? '').trim()}${note}`, '[empty message]'),
           providerId: f.MessageSid,
+          files: twilioMedia(request.body as Record<string, unknown>),
         },
         app.channelDispatcher,
+        app.inboundFiles,
       );
       return reply.type('text/xml; charset=utf-8').send(EMPTY_TWIML);
     },
@@ -256,7 +258,7 @@ export const channelsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         const receipt = { messages: 0, duplicates: 0, statuses: 0, skipped: hook.skipped };
         for (const m of hook.messages) {
           try {
-            const r = await receiveInbound(store(), m, app.channelDispatcher);
+            const r = await receiveInbound(store(), m, app.channelDispatcher, app.inboundFiles);
             if (r.stored) receipt.messages++;
             else receipt.duplicates++;
           } catch (err) {

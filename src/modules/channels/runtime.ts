@@ -6,6 +6,7 @@
 // provider reports past their retention are purged (src/modules/channels/statuses.ts).
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
+import { outboundFiles } from '../attachments/outbound.js';
 import { ChannelDispatcher } from './dispatcher.js';
 
 const PURGE_EVERY_MS = 3_600_000;
@@ -23,6 +24,7 @@ export default fp(
       db: store,
       log: app.log,
       config: config.channels,
+      files: outboundFiles(app.attachments),
     });
     app.decorate('channelDispatcher', dispatcher);
     dispatcher.start();

@@ -4,6 +4,7 @@
 import { type Static, Type } from 'typebox';
 import { EXAMPLE_TIME } from '../../lib/openapi-examples.js';
 import { errorResponse, exampleId, Nullable, RefId, RefIdInput, STANDARD_ERRORS } from '../../lib/schemas.js';
+import { AttachmentIds } from '../attachments/schemas.js';
 import { Message } from '../conversations/schemas.js';
 import type { InboundResult } from './inbound.js';
 
@@ -164,7 +165,10 @@ export const WebInboundBody = Type.Object(
         },
       ),
     ),
-    content: Type.String({ minLength: 1, maxLength: 4096 }),
+    content: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 4096, description: 'What the visitor wrote; optional with attachments' }),
+    ),
+    attachments: Type.Optional(AttachmentIds),
     externalId: Type.Optional(
       Type.String({
         minLength: 1,
@@ -220,6 +224,7 @@ export const InboundReceipt = Type.Object(
           sentAt: null,
           deliveredAt: null,
           readAt: null,
+          attachments: [],
           createdAt: EXAMPLE_TIME,
         },
         conversationId: exampleId('cnv'),

@@ -19,6 +19,8 @@ export interface SmtpMail {
   inReplyTo?: string;
   references?: string[];
   headers?: Record<string, string>;
+  /** Files attached to the e-mail, read as the message is composed. */
+  attachments?: { filename: string; contentType: string; content: Readable }[];
 }
 
 export interface SmtpTimeouts {

@@ -41,12 +41,13 @@ export const webInboundRoute: FastifyPluginAsyncTypebox = async (web) => {
           b.guestId !== undefined
             ? { guestId: b.guestId }
             : { ...visitor, ...(visitorId !== undefined ? { visitor: { caller, id: visitorId } } : {}) },
-        content: b.content,
+        content: b.content ?? '',
         providerId: b.externalId ?? null,
+        ...(b.attachments !== undefined ? { files: b.attachments.map((id) => ({ kind: 'upload' as const, id })) } : {}),
         // Unique per caller: another widget naming the same id must not find (or block) this one.
         ...(b.externalId !== undefined ? { dedupKey: `web#${caller}:${b.externalId}` } : {}),
       };
-      const r = await receiveInbound(web.ctx.store, inbound, web.channelDispatcher);
+      const r = await receiveInbound(web.ctx.store, inbound, web.channelDispatcher, web.inboundFiles);
       reply.code(r.stored ? 201 : 200);
       return ok(receiptOf(r));
     },

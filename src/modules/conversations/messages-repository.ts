@@ -43,6 +43,8 @@ export function toMessage(row: ListedRow): MessageView {
     sentAt: isoOrNull(row.sent_at),
     deliveredAt: isoOrNull(row.delivered_at),
     readAt: isoOrNull(row.read_at),
+    // Filled in by src/modules/attachments/service.ts withAttachments where a message is answered.
+    attachments: [],
     createdAt: toIso(row.created_at),
   };
 }

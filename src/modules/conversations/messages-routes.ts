@@ -6,6 +6,7 @@ import { ANY_ROLE } from '../../lib/auth.js';
 import { notFound } from '../../lib/errors.js';
 import { listPage } from '../../lib/pages.js';
 import { BODY_ERRORS, errorResponse, IdParams, Ok, OkList, ok, STANDARD_ERRORS } from '../../lib/schemas.js';
+import { withAttachments } from '../attachments/service.js';
 import { retryMessage } from '../channels/retry.js';
 import { findMessage, listMessages, toMessage } from './messages-repository.js';
 import { Message, MessagesQuery, SendMessageBody } from './schemas.js';
@@ -30,7 +31,15 @@ export const messagesRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request, reply) => {
       const { id } = request.params;
       await visibleConversationRef(db(), request.user!, id);
-      return listPage(request, reply, 'messages', (req) => listMessages(db(), { conversationId: id }, req), toMessage);
+      const page = await listPage(
+        request,
+        reply,
+        'messages',
+        (req) => listMessages(db(), { conversationId: id }, req),
+        toMessage,
+      );
+      page.data = await withAttachments(db(), app.attachments.signer, page.data);
+      return page;
     },
   );
 
@@ -58,7 +67,14 @@ export const messagesRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
-      const message = await sendMessage(db(), request.user!, request.params.id, request.body, app.channelDispatcher);
+      const message = await sendMessage(
+        db(),
+        request.user!,
+        request.params.id,
+        request.body,
+        app.channelDispatcher,
+        app.attachments,
+      );
       reply.code(201);
       return ok(message);
     },
@@ -86,7 +102,7 @@ export const messagesRoutes: FastifyPluginAsyncTypebox = async (app) => {
       await visibleConversationRef(db(), request.user!, id);
       const message = await findMessage(db(), id, messageId);
       if (message === undefined) throw notFound('Message', messageId);
-      return ok(message);
+      return ok((await withAttachments(db(), app.attachments.signer, [message]))[0]!);
     },
   );
 
@@ -107,7 +123,8 @@ export const messagesRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const { id, messageId } = request.params;
-      return ok(await retryMessage(db(), request.user!, id, messageId, app.channelDispatcher));
+      const message = await retryMessage(db(), request.user!, id, messageId, app.channelDispatcher);
+      return ok((await withAttachments(db(), app.attachments.signer, [message]))[0]!);
     },
   );
 };

@@ -3,6 +3,7 @@ import { type Static, Type } from 'typebox';
 import { EXAMPLE_TIME } from '../../lib/openapi-examples.js';
 import { documentedRule } from '../../lib/openapi-rules.js';
 import { exampleId, Nullable, PageQuery, RecordId, RefId, RefIdInput } from '../../lib/schemas.js';
+import { AttachmentIds, MessageAttachment } from '../attachments/schemas.js';
 
 // Enums rather than unions of literals: a bad value then reads "must be one of: …" once.
 const CHANNELS = ['whatsapp', 'sms', 'email', 'web'] as const;
@@ -99,6 +100,10 @@ export const Message = Type.Object(
     sentAt: Nullable(Timestamp),
     deliveredAt: Nullable(Timestamp),
     readAt: Nullable(Timestamp),
+    attachments: Type.Array(MessageAttachment, {
+      maxItems: 10,
+      description: 'Files the message carries, in order (docs/attachments.md); empty for most',
+    }),
     createdAt: Timestamp,
   },
   {
@@ -129,6 +134,7 @@ export const Message = Type.Object(
         sentAt: null,
         deliveredAt: null,
         readAt: null,
+        attachments: [],
         createdAt: EXAMPLE_TIME,
       },
     ],
@@ -223,7 +229,8 @@ export const SendMessageBody = Type.Object(
   {
     content: Type.Optional(
       content(
-        '1 to 4096 characters; required for text and note unless cannedResponseId is given, left out for template',
+        '1 to 4096 characters; required for text and note unless cannedResponseId or attachments are given, ' +
+          'left out for template',
       ),
     ),
     cannedResponseId: Type.Optional(
@@ -233,6 +240,7 @@ export const SendMessageBody = Type.Object(
           '(guest, stay, hotel, the sender’s name); an id naming none is 400 VALIDATION_ERROR',
       ),
     ),
+    attachments: Type.Optional(AttachmentIds),
     type: Type.Optional(
       Type.Enum(['text', 'note', 'template'], {
         default: 'text',
@@ -261,11 +269,17 @@ export const SendMessageBody = Type.Object(
   {
     additionalProperties: false,
     ...documentedRule(
-      'A text or note has `content` or `cannedResponseId` (one of them) and no `template`; a template has ' +
-        '`template` and neither of the others.',
+      'A text or note has `content` or `cannedResponseId` (not both), or `attachments`, or files with either; ' +
+        'no `template`. A template has `template` and none of the others.',
       { properties: { type: { const: 'template' } }, required: ['type'] },
-      { required: ['template'], not: { anyOf: [{ required: ['content'] }, { required: ['cannedResponseId'] }] } },
-      { oneOf: [{ required: ['content'] }, { required: ['cannedResponseId'] }], not: { required: ['template'] } },
+      {
+        required: ['template'],
+        not: { anyOf: [{ required: ['content'] }, { required: ['cannedResponseId'] }, { required: ['attachments'] }] },
+      },
+      {
+        anyOf: [{ required: ['content'] }, { required: ['cannedResponseId'] }, { required: ['attachments'] }],
+        not: { anyOf: [{ required: ['template'] }, { required: ['content', 'cannedResponseId'] }] },
+      },
     ),
     examples: [
       { content: 'Of course! Two towels are on their way to room 412.', type: 'text' },

@@ -9,6 +9,7 @@ import { isElevated, visibleTo } from '../../lib/access.js';
 import type { AuthUser } from '../../lib/auth.js';
 import { type FieldError, forbidden, validation } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
+import { type AttachmentDeps, attachToMessage, withAttachments } from '../attachments/service.js';
 import { renderCanned } from '../canned-responses/send.js';
 import { assertWhatsAppWindow, type RenderedTemplate, renderTemplate } from '../channels/rules.js';
 import { insertSend, type LocalSender } from '../channels/sends-repository.js';
@@ -188,12 +189,16 @@ function messageParts(body: SendMessageInput, channel: string) {
     if (body.cannedResponseId !== undefined) {
       problems.push({ field: 'cannedResponseId', message: 'is for type text or note only' });
     }
+    if (body.attachments !== undefined) problems.push({ field: 'attachments', message: 'are for text and note only' });
     if (problems.length > 0) throw validation(problems);
     return { type: 'template' as const, template: body.template! };
   }
   const problems: FieldError[] = [];
-  if (body.content === undefined && body.cannedResponseId === undefined) {
-    problems.push({ field: 'content', message: `is required when type is ${type} (or cannedResponseId)` });
+  if (body.content === undefined && body.cannedResponseId === undefined && body.attachments === undefined) {
+    problems.push({
+      field: 'content',
+      message: `is required when type is ${type} (unless cannedResponseId or attachments are sent)`,
+    });
   }
   if (body.content !== undefined && body.cannedResponseId !== undefined) {
     problems.push({ field: 'cannedResponseId', message: 'must be left out when content is given' });
@@ -209,6 +214,7 @@ export async function sendMessage(
   conversationId: string,
   body: SendMessageInput,
   sender: LocalSender | null = null,
+  files: AttachmentDeps | null = null,
 ) {
   return withEvents(store, async (tx, outbox): Promise<MessageView> => {
     // Its time taken and the conversation touched first, in one statement that also reads what the
@@ -233,16 +239,22 @@ export async function sendMessage(
       // A canned response is filled in for this conversation, then sent as if its text were typed.
       content =
         parts.content ??
-        (await renderCanned(tx, parts.cannedResponseId!, { id: conversationId, guestId: ref.guest_id }, user));
+        (parts.cannedResponseId === undefined
+          ? ''
+          : await renderCanned(tx, parts.cannedResponseId, { id: conversationId, guestId: ref.guest_id }, user));
       if (parts.type === 'text' && ref.channel === 'whatsapp') await assertWhatsAppWindow(tx, ref.guest_id);
     }
-    const message = await storeOutbound(
+    let message = await storeOutbound(
       tx,
       ref.channel,
       outbound(conversationId, parts.type === 'note' ? 'note' : 'text', content, user, at),
       template,
       sender,
     );
+    if (body.attachments !== undefined && files !== null) {
+      await attachToMessage(tx, user, body.attachments, { conversationId, messageId: message.id, at });
+      message = (await withAttachments(tx, files.signer, [message]))[0]!;
+    }
     messageCreated(outbox, staffActor(user), message, ref.assignee);
     return message;
   });
