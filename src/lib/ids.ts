@@ -14,6 +14,7 @@ export const ID_PREFIX = {
   delivery: 'whd',
   apiKey: 'key',
   audit: 'aud',
+  stay: 'sty',
 } as const;
 
 export type IdPrefix = (typeof ID_PREFIX)[keyof typeof ID_PREFIX];

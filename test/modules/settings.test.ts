@@ -7,7 +7,7 @@ import { buildTestApp, call, createStaff, type Res } from '../helpers.js';
 const fields = (res: Res) => (res.body.error?.details ?? []).map((d: { field: string }) => d.field);
 
 const DEFAULTS: Record<string, unknown> = {
-  hotel: { name: 'My Hotel', timezone: 'UTC', locale: 'en' },
+  hotel: { name: 'My Hotel', timezone: 'UTC', locale: 'en', checkInTime: '15:00', checkOutTime: '11:00' },
   departments: ['housekeeping', 'front-desk', 'maintenance', 'concierge', 'food-and-beverage'],
   business_hours: {
     timezone: 'UTC',

@@ -7,6 +7,7 @@ import { BulkBody, BulkResponse, runBulk } from '../../lib/bulk.js';
 import { currentById } from '../../lib/etag.js';
 import { listPage } from '../../lib/pages.js';
 import { BODY_ERRORS, errorResponse, IdParams, Ok, OkList, ok, STANDARD_ERRORS } from '../../lib/schemas.js';
+import { currentStays } from '../stays/current.js';
 import { messagesRoutes } from './messages-routes.js';
 import { findConversation, listConversations, toConversation } from './repository.js';
 import {
@@ -43,7 +44,21 @@ export const conversationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         ...(assignee !== undefined && { assignee: assignee === 'unassigned' ? null : assignee }),
         onlyAssignee: ownerFilter(request.user!),
       };
-      return listPage(request, reply, 'conversations', (req) => listConversations(db(), filter, req), toConversation);
+      return listPage(
+        request,
+        reply,
+        'conversations',
+        async (req) => {
+          const page = await listConversations(db(), filter, req);
+          // The page's current stays in one statement, not one per conversation.
+          const stays = await currentStays(
+            db(),
+            page.rows.map((r) => r.guest_id),
+          );
+          return { ...page, rows: page.rows.map((r) => ({ ...r, stay: stays.get(r.guest_id) ?? null })) };
+        },
+        toConversation,
+      );
     },
   );
 

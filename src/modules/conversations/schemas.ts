@@ -3,6 +3,7 @@ import { type Static, Type } from 'typebox';
 import { EXAMPLE_TIME } from '../../lib/openapi-examples.js';
 import { documentedRule } from '../../lib/openapi-rules.js';
 import { exampleId, Nullable, PageQuery, RecordId, RefId, RefIdInput } from '../../lib/schemas.js';
+import { StaySummary } from '../stays/schemas.js';
 
 // Enums rather than unions of literals: a bad value then reads "must be one of: …" once.
 const CHANNELS = ['whatsapp', 'sms', 'email', 'web'] as const;
@@ -29,6 +30,7 @@ export const Conversation = Type.Object(
       description: 'Time of the latest message; the creation time while there is none',
     }),
     messageCount: Type.Integer({ format: 'int64', minimum: 0, maximum: Number.MAX_SAFE_INTEGER }),
+    stay: StaySummary,
     createdAt: Timestamp,
     updatedAt: Timestamp,
   },

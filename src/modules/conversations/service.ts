@@ -13,6 +13,7 @@ import { assertWhatsAppWindow, type RenderedTemplate, renderTemplate } from '../
 import { insertSend, type LocalSender } from '../channels/sends-repository.js';
 import { conversationEvents, messageCreated, staffActor } from '../events/emit.js';
 import { withEvents } from '../events/outbox.js';
+import { currentStay } from '../stays/current.js';
 import { insertMessage, type NewMessage } from './messages-repository.js';
 import {
   advanceConversationRef,
@@ -110,6 +111,7 @@ export async function createConversation(
       subject: body.subject ?? null,
       lastMessageAt: at,
       messageCount: hasFirst ? 1 : 0,
+      stay: await currentStay(tx, body.guestId),
       createdAt: at,
       updatedAt: at,
     };

@@ -72,16 +72,24 @@ export const DepartmentFilter = Type.String({
 
 export const SETTINGS: Record<string, KeyDef> = {
   hotel: {
-    description: 'The hotel: name, IANA time zone and locale.',
+    description: 'The hotel: name, IANA time zone, locale, and the local check-in and check-out times of stays.',
     schema: Type.Object(
       {
         name: Type.String({ minLength: 1, maxLength: 200 }),
         timezone: Type.String({ minLength: 1, maxLength: 64 }),
         locale: Type.String({ minLength: 2, maxLength: 35 }),
+        checkInTime: Type.Optional({
+          ...HHMM,
+          description: 'When a stay begins on its checkIn day, local time (default 15:00)',
+        }),
+        checkOutTime: Type.Optional({
+          ...HHMM,
+          description: 'When a stay ends on its checkOut day, local time (default 11:00)',
+        }),
       },
       { additionalProperties: false },
     ),
-    default: { name: 'My Hotel', timezone: 'UTC', locale: 'en' },
+    default: { name: 'My Hotel', timezone: 'UTC', locale: 'en', checkInTime: '15:00', checkOutTime: '11:00' },
     check: (v: { timezone: string; locale: string }) => [
       ...(isTimeZone(v.timezone) ? [] : [{ field: 'value.timezone', message: 'is not an IANA time zone' }]),
       ...(isLocale(v.locale) ? [] : [{ field: 'value.locale', message: 'is not a BCP 47 locale' }]),
