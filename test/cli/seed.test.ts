@@ -10,7 +10,6 @@ import { sql } from 'kysely';
 import { fromJson, toIso } from '../../src/db/store.js';
 import { DEFAULT_DEPARTMENTS } from '../../src/modules/settings/registry.js';
 import { dayIn } from '../../src/modules/stays/dates.js';
-import { dayIn } from '../../src/modules/stays/dates.js';
 import { login } from '../fixtures.js';
 import { buildTestApp, call, freshDatabaseUrl, TEST_STORE } from '../helpers.js';
 
