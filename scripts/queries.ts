@@ -88,6 +88,7 @@ const CATALOG: [Pages<never>, unknown[]][] = [
       { guestId: 'gst' },
       { status: 'booked' },
       { room: '1' },
+      { externalRef: 'r' },
       { checkInFrom: 'd', checkInTo: 'd' },
       { on: 'd' },
       { on: 'd', owner: 'stf' },

@@ -193,11 +193,20 @@ test('the list orders by checkIn then id, filters by guest, status, room, arriva
   const ids = async (query: string) =>
     (await call(app, 'GET', `/stays${query}`, { token: manager.token })).data.map((s: { id: string }) => s.id);
   const byArrival = [b, d, a, c, e].map((s) => s.id);
+
   assert.deepEqual(await ids(''), byArrival);
   await assertPagesAgree(app, manager.token, '/stays', byArrival);
   assert.deepEqual(await ids(`?guestId=${other}`), [c.id]);
   assert.deepEqual(await ids('?status=in_house'), [e.id]);
   assert.deepEqual(await ids('?room=101'), [a.id, c.id]);
+  const refd = await create({ externalRef: 'REF-L', checkIn: '2030-03-20', checkOut: '2030-03-21' });
+  assert.deepEqual(await ids('?externalRef=REF-L'), [refd.id]);
+  await call(app, 'PATCH', `/stays/${refd.id}`, {
+    token: manager.token,
+    body: { status: 'cancelled', externalRef: null },
+  });
+  assert.deepEqual(await ids('?externalRef=REF-L'), []);
+  byArrival.push(refd.id);
   assert.deepEqual(await ids('?checkInFrom=2030-03-04&checkInTo=2030-03-05'), [d.id, a.id, c.id]);
   // The night of 5 March: b leaves that morning, d is cancelled.
   assert.deepEqual(await ids('?on=2030-03-05'), [a.id, c.id]);

@@ -10273,6 +10273,8 @@ export interface operations {
                 status?: "booked" | "in_house" | "checked_out" | "cancelled" | "no_show";
                 /** @description Only stays in this room */
                 room?: string;
+                /** @description The stay with exactly this externalRef */
+                externalRef?: string;
                 /**
                  * @description Only stays arriving on or after this day
                  * @example 2030-01-01

@@ -98,13 +98,14 @@ export interface StayFilter extends StayFilterQuery {
   owner?: string;
 }
 
-const KEYS = ['guestId', 'status', 'room', 'checkInFrom', 'checkInTo', 'on', 'owner'] as const;
+const KEYS = ['guestId', 'status', 'room', 'externalRef', 'checkInFrom', 'checkInTo', 'on', 'owner'] as const;
 
 // biome-ignore lint/suspicious/noExplicitAny: the stays table, as the list primitive composes it
 function narrowed(q: any, f: StayFilter, p: (name: string) => never) {
   if (f.guestId !== undefined) q = q.where('guest_id', '=', p('guestId'));
   if (f.status !== undefined) q = q.where('status', '=', p('status'));
   if (f.room !== undefined) q = q.where('room', '=', p('room'));
+  if (f.externalRef !== undefined) q = q.where('external_ref', '=', p('externalRef'));
   if (f.checkInFrom !== undefined) q = q.where('check_in', '>=', p('checkInFrom'));
   if (f.checkInTo !== undefined) q = q.where('check_in', '<=', p('checkInTo'));
   if (f.on !== undefined) {

@@ -157,6 +157,9 @@ export const ListStaysQuery = Type.Object(
     guestId: Type.Optional(RefIdInput('gst', 'Only stays of this guest')),
     status: Type.Optional(StayStatus),
     room: Type.Optional(Type.String({ minLength: 1, maxLength: 20, description: 'Only stays in this room' })),
+    externalRef: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 100, description: 'The stay with exactly this externalRef' }),
+    ),
     checkInFrom: Type.Optional(Day('Only stays arriving on or after this day', '2030-01-01')),
     checkInTo: Type.Optional(Day('Only stays arriving on or before this day', '2030-01-31')),
     on: Type.Optional(

@@ -48,6 +48,18 @@ select "id", "guest_id", "room", "check_in", "check_out", "status", "adults", "c
 -- {"room":"1"}: count
 select count(*) as "n" from "stays" where "room" = $1;
 
+-- {"externalRef":"r"}: first
+select "id", "guest_id", "room", "check_in", "check_out", "status", "adults", "children", "notes", "external_ref", "created_at", "updated_at", (select count(*) as "n" from "stays" where "external_ref" = $1) as "list_total" from "stays" where "external_ref" = $2 order by "check_in" asc, "id" asc limit $3 offset $4;
+
+-- {"externalRef":"r"}: deep
+with "page_total" as materialized (select count(*) as "n" from "stays" where "external_ref" = $1) select "id", "guest_id", "room", "check_in", "check_out", "status", "adults", "children", "notes", "external_ref", "created_at", "updated_at", (select n from page_total) as "list_total" from (select "id" as "list_key" from "stays" where "external_ref" = $2 and (select n from page_total) > $3 order by "check_in" asc, "id" asc limit $4 offset $5) as "k" cross join "stays" where "id" = "k"."list_key" order by "check_in" asc, "id" asc;
+
+-- {"externalRef":"r"}: after
+select "id", "guest_id", "room", "check_in", "check_out", "status", "adults", "children", "notes", "external_ref", "created_at", "updated_at" from "stays" where "external_ref" = $1 and ("check_in", "id") > ($2, $3) order by "check_in" asc, "id" asc limit $4;
+
+-- {"externalRef":"r"}: count
+select count(*) as "n" from "stays" where "external_ref" = $1;
+
 -- {"checkInFrom":"d","checkInTo":"d"}: first
 select "id", "guest_id", "room", "check_in", "check_out", "status", "adults", "children", "notes", "external_ref", "created_at", "updated_at", (select count(*) as "n" from "stays" where "check_in" >= $1 and "check_in" <= $2) as "list_total" from "stays" where "check_in" >= $3 and "check_in" <= $4 order by "check_in" asc, "id" asc limit $5 offset $6;
 

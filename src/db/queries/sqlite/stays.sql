@@ -48,6 +48,18 @@ select "id", "guest_id", "room", "check_in", "check_out", "status", "adults", "c
 -- {"room":"1"}: count
 select count(*) as "n" from "stays" where "room" = ?;
 
+-- {"externalRef":"r"}: first
+with "page_total" as materialized (select count(*) as "n" from "stays" where "external_ref" = ?) select "id", "guest_id", "room", "check_in", "check_out", "status", "adults", "children", "notes", "external_ref", "created_at", "updated_at", (select n from page_total) as "list_total" from "stays" where "external_ref" = ? order by "check_in" asc, "id" asc limit min(?, max((select n from page_total) - ?, 0)) offset ?;
+
+-- {"externalRef":"r"}: deep
+with "page_total" as materialized (select count(*) as "n" from "stays" where "external_ref" = ?) select "id", "guest_id", "room", "check_in", "check_out", "status", "adults", "children", "notes", "external_ref", "created_at", "updated_at", (select n from page_total) as "list_total" from (select "id" as "list_key" from "stays" where "external_ref" = ? order by "check_in" asc, "id" asc limit case when (select n from page_total) > ? then ? else 0 end offset ?) as "k" cross join "stays" where "id" = "k"."list_key" order by "check_in" asc, "id" asc;
+
+-- {"externalRef":"r"}: after
+select "id", "guest_id", "room", "check_in", "check_out", "status", "adults", "children", "notes", "external_ref", "created_at", "updated_at" from "stays" where "external_ref" = ? and ("check_in", "id") > (?, ?) order by "check_in" asc, "id" asc limit ?;
+
+-- {"externalRef":"r"}: count
+select count(*) as "n" from "stays" where "external_ref" = ?;
+
 -- {"checkInFrom":"d","checkInTo":"d"}: first
 with "page_total" as materialized (select count(*) as "n" from "stays" where "check_in" >= ? and "check_in" <= ?) select "id", "guest_id", "room", "check_in", "check_out", "status", "adults", "children", "notes", "external_ref", "created_at", "updated_at", (select n from page_total) as "list_total" from "stays" where "check_in" >= ? and "check_in" <= ? order by "check_in" asc, "id" asc limit min(?, max((select n from page_total) - ?, 0)) offset ?;
 
