@@ -50,9 +50,6 @@ export const staysRoutes: FastifyPluginAsyncTypebox = async (app) => {
         .filter((k) => filter[k] !== undefined && !isCalendarDay(filter[k]!))
         .map((field) => ({ field, message: `${filter[field]} is not a day of the calendar` }));
       if (problems.length > 0) throw validation(problems, `${problems[0]!.field}: ${problems[0]!.message}`);
-      delete (filter as { page?: unknown }).page;
-      delete (filter as { limit?: unknown }).limit;
-      delete (filter as { cursor?: unknown }).cursor;
       return listPage(request, reply, 'stays', (req) => listStays(db(), filter, req), toStay);
     },
   );
