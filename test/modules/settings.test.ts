@@ -18,6 +18,7 @@ const DEFAULTS: Record<string, unknown> = {
   auto_reply: { enabled: false, message: 'Thank you for your message. We will reply shortly.' },
   sla: { firstResponseMinutes: 15, taskMinutes: { low: 1440, normal: 240, high: 60, urgent: 15 } },
   whatsapp_templates: [],
+  journeys: [],
 };
 
 const HOURS = {

@@ -3,6 +3,7 @@
 import { type TSchema, Type } from 'typebox';
 import type { FieldError } from '../../lib/errors.js';
 import { templateProblems, type WhatsAppTemplate } from '../channels/templates.js';
+import { type Journey, JourneysSchema, journeyProblems } from '../stays/journeys.js';
 
 const MAX_CUSTOM_BYTES = 64 * 1024;
 export const CUSTOM_KEY = /^custom\.[A-Za-z0-9_.-]{1,64}$/;
@@ -188,6 +189,15 @@ export const SETTINGS: Record<string, KeyDef> = {
       { additionalProperties: false },
     ),
     default: { firstResponseMinutes: 15, taskMinutes: { low: 1440, normal: 240, high: 60, urgent: 15 } },
+  },
+  journeys: {
+    description:
+      'Steps sent or created around each stay (docs/stays.md, Journeys): at most 50 { name, enabled, when: ' +
+      '{ event, offsetMinutes, at }, channel, action }; texts may use {{guest.name}}, {{guest.firstName}}, ' +
+      '{{stay.room}}, {{stay.checkIn}}, {{stay.checkOut}} and {{hotel.name}}.',
+    schema: JourneysSchema,
+    default: [],
+    check: (v: Journey[]) => journeyProblems(v),
   },
 };
 
