@@ -224,7 +224,7 @@ export interface paths {
         get: operations["getSetting"];
         /**
          * Set a setting (admin)
-         * @description Keys: hotel, departments, business_hours, auto_reply, whatsapp_templates, sla, and custom.<name> for any JSON value up to 64 KiB (at most 100 custom keys; one more is 409 CONFLICT).
+         * @description Keys: hotel, departments, business_hours, auto_reply, whatsapp_templates, sla, journeys, and custom.<name> for any JSON value up to 64 KiB (at most 100 custom keys; one more is 409 CONFLICT).
          *
          *     API key scope: `settings:write`.
          */
@@ -1484,6 +1484,44 @@ export interface components {
                     urgent: number;
                 };
             };
+            updatedAt: string | null;
+            updatedBy: string | null;
+        } | {
+            /** @constant */
+            key: "journeys";
+            /** @description Steps sent or created around each stay (docs/stays.md, Journeys): at most 50 { name, enabled, when: { event, offsetMinutes, at }, channel, action }; texts may use {{guest.name}}, {{guest.firstName}}, {{stay.room}}, {{stay.checkIn}}, {{stay.checkOut}} and {{hotel.name}}. */
+            value: {
+                name: string;
+                /** @default true */
+                enabled: boolean;
+                when: {
+                    /** @enum {unknown} */
+                    event: "arrival" | "departure" | "check_in" | "check_out";
+                    /**
+                     * Format: int32
+                     * @default 0
+                     */
+                    offsetMinutes: number;
+                    at?: string;
+                };
+                /** @enum {unknown} */
+                channel?: "whatsapp" | "sms" | "email" | "web";
+                action: {
+                    /** @enum {unknown} */
+                    type: "message" | "task";
+                    content?: string;
+                    template?: {
+                        name: string;
+                        language: string;
+                        parameters: string[];
+                    };
+                    title?: string;
+                    department?: string;
+                    /** @enum {unknown} */
+                    priority?: "low" | "normal" | "high" | "urgent";
+                    description?: string;
+                };
+            }[];
             updatedAt: string | null;
             updatedBy: string | null;
         } | {
@@ -4325,7 +4363,7 @@ export interface operations {
             };
             path: {
                 /**
-                 * @description A known key (hotel, departments, business_hours, auto_reply, whatsapp_templates, sla) or custom.<name> (1–64 of A-Z a-z 0-9 _ . -); any other key is 404 NOT_FOUND
+                 * @description A known key (hotel, departments, business_hours, auto_reply, whatsapp_templates, sla, journeys) or custom.<name> (1–64 of A-Z a-z 0-9 _ . -); any other key is 404 NOT_FOUND
                  * @example hotel
                  */
                 key: string;
@@ -4521,7 +4559,7 @@ export interface operations {
             };
             path: {
                 /**
-                 * @description A known key (hotel, departments, business_hours, auto_reply, whatsapp_templates, sla) or custom.<name> (1–64 of A-Z a-z 0-9 _ . -); any other key is 404 NOT_FOUND
+                 * @description A known key (hotel, departments, business_hours, auto_reply, whatsapp_templates, sla, journeys) or custom.<name> (1–64 of A-Z a-z 0-9 _ . -); any other key is 404 NOT_FOUND
                  * @example hotel
                  */
                 key: string;
@@ -4785,7 +4823,7 @@ export interface operations {
             };
             path: {
                 /**
-                 * @description A known key (hotel, departments, business_hours, auto_reply, whatsapp_templates, sla) or custom.<name> (1–64 of A-Z a-z 0-9 _ . -); any other key is 404 NOT_FOUND
+                 * @description A known key (hotel, departments, business_hours, auto_reply, whatsapp_templates, sla, journeys) or custom.<name> (1–64 of A-Z a-z 0-9 _ . -); any other key is 404 NOT_FOUND
                  * @example hotel
                  */
                 key: string;
