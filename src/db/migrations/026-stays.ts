@@ -27,13 +27,14 @@ export const stays: MigrationDef = {
       .addColumn('updated_at', t.ts, (c) => c.notNull())
       .execute();
     // The list's order (check_in, id) and its filters: each filter leads an index that ends in the
-    // order, so a filtered page is a range of one index. `on` (check_in <= day < check_out) reads
-    // the stays that end after the day, which are few next to a hotel's history.
-    await run(db, 'create index stays_check_in_idx on stays (check_in, id)');
+    // order, so a filtered page is a range of one index. The order's own index also carries
+    // check_out and status, so `on` (check_in <= day < check_out, not cancelled) is read from the
+    // index alone and only the page's rows are looked up: at 24,000 stays its page took 1 ms and
+    // its count 2 ms on SQLite, against 21 ms and 5 ms through (check_in, id) and (check_out).
+    await run(db, 'create index stays_check_in_idx on stays (check_in, id, check_out, status)');
     await run(db, 'create index stays_guest_idx on stays (guest_id, check_in, id)');
     await run(db, 'create index stays_room_idx on stays (room, check_in, id)');
     await run(db, 'create index stays_status_idx on stays (status, check_in, id)');
-    await run(db, 'create index stays_check_out_idx on stays (check_out, check_in)');
 
     await db.schema.alterTable('guests').addColumn('external_ref', 'text').execute();
     await db.schema

@@ -14,18 +14,20 @@ export async function currentStays(db: Executor, guestIds: readonly string[]): P
   const ids = [...new Set(guestIds)];
   if (ids.length === 0) return out;
   const today = await hotelToday(db);
+  // The status is tested here rather than in SQL: a status term lets SQLite (which plans without
+  // statistics) read stays_status_idx, every booked stay of the hotel (27 ms at 24,000 stays),
+  // where the guests' own index entries are a few each (0.25 ms).
   const rows = await db
     .selectFrom('stays')
     .select(['id', 'guest_id', 'room', 'check_in', 'check_out', 'status'])
     .where('guest_id', 'in', ids)
-    .where((eb) =>
-      eb.or([eb('status', '=', 'in_house'), eb.and([eb('status', '=', 'booked'), eb('check_out', '>', today)])]),
-    )
+    .where((eb) => eb.or([eb('check_out', '>', today), eb('status', '=', 'in_house')]))
     .orderBy('guest_id')
     .orderBy('check_in')
     .orderBy('id')
     .execute();
   for (const r of rows) {
+    if (r.status !== 'in_house' && r.status !== 'booked') continue;
     const have = out.get(r.guest_id);
     // In house wins over booked; among equals the earliest checkIn (rows come in that order).
     if (have !== undefined && (have.status === 'in_house' || r.status !== 'in_house')) continue;
