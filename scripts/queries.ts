@@ -13,9 +13,16 @@ import { byShortcode, cannedBestFirst } from '../src/modules/canned-responses/re
 import { labelPages } from '../src/modules/conversations/label-lists.js';
 import { listMessages } from '../src/modules/conversations/messages-repository.js';
 import { listConversations } from '../src/modules/conversations/repository.js';
-import { guestPages, staffGuestPages, staffSearchPages, tagGuestPages } from '../src/modules/guests/repository.js';
+import {
+  guestPages,
+  lookupPages,
+  staffGuestPages,
+  staffSearchPages,
+  tagGuestPages,
+} from '../src/modules/guests/repository.js';
 import { bestFirst, byTitle } from '../src/modules/knowledge/repository.js';
 import { listStaff } from '../src/modules/staff/repository.js';
+import { listStays } from '../src/modules/stays/repository.js';
 import { listTasks } from '../src/modules/tasks/repository.js';
 import { listDeliveries } from '../src/modules/webhooks/deliveries-repository.js';
 import { listWebhooks } from '../src/modules/webhooks/repository.js';
@@ -78,6 +85,23 @@ const CATALOG: [Pages<never>, unknown[]][] = [
       { mode: { by: 'index', pattern: '%abc%' }, tag: 'vip' },
       { mode: null, tag: 'vip', assignee: 'stf' },
       { mode: { by: 'index', pattern: '%abc%' }, tag: 'vip', assignee: 'stf' },
+    ],
+  ],
+  [
+    lookupPages as never,
+    [{ email: 'e' }, { externalRef: 'r' }, { phone: 'p', tag: 't', assignee: 'stf', pattern: '%a%' }],
+  ],
+  [
+    listStays as never,
+    [
+      {},
+      { guestId: 'gst' },
+      { status: 'booked' },
+      { room: '1' },
+      { externalRef: 'r' },
+      { checkInFrom: 'd', checkInTo: 'd' },
+      { on: 'd' },
+      { on: 'd', owner: 'stf' },
     ],
   ],
   [byTitle as never, [{}, { category: 'c' }]],

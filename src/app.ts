@@ -33,6 +33,7 @@ import jobsRuntime from './modules/jobs/runtime.js';
 import { knowledgeRoutes } from './modules/knowledge/routes.js';
 import { settingsRoutes } from './modules/settings/routes.js';
 import { staffRoutes } from './modules/staff/routes.js';
+import { staysRoutes } from './modules/stays/routes.js';
 import { suggestionsRoutes } from './modules/suggestions/routes.js';
 import { tasksRoutes } from './modules/tasks/routes.js';
 import { webhooksRoutes } from './modules/webhooks/routes.js';
@@ -227,6 +228,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       await api.register(conversationsRoutes, { prefix: '/conversations' });
       await api.register(guestsRoutes, { prefix: '/guests' });
       await api.register(tasksRoutes, { prefix: '/tasks' });
+      await api.register(staysRoutes, { prefix: '/stays' });
       await api.register(knowledgeRoutes, { prefix: '/knowledge' });
       await api.register(eventsRoutes, { prefix: '/events' });
       await api.register(webhooksRoutes, { prefix: '/webhooks' });

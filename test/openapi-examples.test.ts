@@ -71,7 +71,7 @@ async function receiver(t: test.TestContext): Promise<string> {
 
 /**
  * A record of each type the examples name, made through the API as an integrator's data would be:
- * a guest, an e-mail conversation with a text that failed (no SMTP here), a task, a knowledge
+ * a guest (with the PMS reference the stay examples name) and a stay, an e-mail conversation with a text that failed (no SMTP here), a task, a knowledge
  * entry, a webhook with a delivered test event, an API key; the caller stands for the staff id.
  */
 async function fixtures(app: FastifyInstance, token: string, staffId: string, hook: string) {
@@ -84,7 +84,9 @@ async function fixtures(app: FastifyInstance, token: string, staffId: string, ho
     name: 'Rui Fixture',
     email: 'rui.fixture@example.net',
     phone: '+351910000001',
+    externalRef: 'PROF-88231',
   });
+  const stay = await post('/stays', { guestId: guest.id, checkIn: '2030-01-02', checkOut: '2030-01-04' });
   const conversation = await post('/conversations', { guestId: guest.id, channel: 'email', subject: 'Fixture' });
   const message = await post(`/conversations/${conversation.id}/messages`, { content: 'Undeliverable here' });
   await settledMessage(app, token, conversation.id, message.id, (m) => m.deliveryStatus === 'failed');
@@ -113,6 +115,7 @@ async function fixtures(app: FastifyInstance, token: string, staffId: string, ho
     key: key.id,
     cr: canned.id,
     att: file.id,
+    sty: stay.id,
   };
 }
 

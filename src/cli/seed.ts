@@ -1,5 +1,6 @@
 // Owns the `seed` command: its options, the demo staff with known passwords, the order of the
-// data phases, and the summary with counts, timings and the login table.
+// data phases (guests, their stays, conversations, messages, tasks, knowledge), and the summary
+// with counts, timings and the login table.
 import { type Kysely, sql } from 'kysely';
 import type { Config } from '../config.js';
 import { migrate } from '../db/migrate.js';
@@ -8,6 +9,7 @@ import type { Database, Executor } from '../db/types.js';
 import { hashPassword } from '../lib/password.js';
 import { DEFAULT_DEPARTMENTS } from '../modules/settings/registry.js';
 import { insertStaff } from '../modules/staff/repository.js';
+import { hotelToday } from '../modules/stays/dates.js';
 import { DEMO_PASSWORD, STAFF_NAMES } from './seed-data.js';
 import {
   type PhaseResult,
@@ -19,6 +21,7 @@ import {
 } from './seed-generate.js';
 import { seedKnowledge, seedTasks } from './seed-operations.js';
 import { formatCount, MAX_GUEST_SEQUENCE, type SeedOptions } from './seed-options.js';
+import { seedStays } from './seed-stays.js';
 import { BulkWriter } from './seed-writer.js';
 
 const EMAIL_STEM: Record<string, string> = { 'front-desk': 'frontdesk', 'food-and-beverage': 'fnb' };
@@ -151,6 +154,7 @@ export async function runSeed(config: Config, options: SeedOptions): Promise<voi
     const { batch } = options;
     const phases: [string, PhaseResult][] = [];
     phases.push(['guests', await seedGuests(w, world, options.guests, seqStart, batch)]);
+    phases.push(['stays', await seedStays(w, world, await hotelToday(store), batch)]);
     phases.push(['conversations', await seedConversations(w, world, options.conversations, options.messages, batch)]);
     phases.push(['messages', await seedMessages(w, world, options.messages, batch)]);
     phases.push(['tasks', await seedTasks(w, world, options.tasks, batch)]);

@@ -22,6 +22,7 @@ import { sendGuarantees } from './migrations/020-send-guarantees.js';
 import { streamTickets } from './migrations/022-stream-tickets.js';
 import { webVisitors } from './migrations/023-web-visitors.js';
 import { jobs } from './migrations/024-jobs.js';
+import { stays } from './migrations/026-stays.js';
 import { attachments } from './migrations/027-attachments.js';
 import { productivity } from './migrations/028-productivity.js';
 import { columnTypes, type MigrationDef } from './migrations/helpers.js';
@@ -50,6 +51,7 @@ const MIGRATIONS: MigrationDef[] = [
   streamTickets,
   webVisitors,
   jobs,
+  stays,
   attachments,
   productivity,
 ];

@@ -34,6 +34,10 @@ export interface GuestTable {
   search_text: string;
   created_at: Timestamp;
   updated_at: Timestamp;
+  /** The PMS's profile id (migration 026). */
+  external_ref: ColumnType<string | null, string | null | undefined, string | null>;
+  /** Typed key/value attributes as JSON (migration 026). */
+  attributes: ColumnType<Json, Json | undefined, Json>;
 }
 
 export interface GuestTagTable {
@@ -120,6 +124,24 @@ export interface TaskTable {
   notes: string | null;
   due_at: Timestamp | null;
   completed_at: Timestamp | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+  /** The stay the task is about (migration 026). */
+  stay_id: ColumnType<string | null, string | null | undefined, string | null>;
+}
+
+/** A guest's stay (migration 026); dates are `YYYY-MM-DD` text on both stores. */
+export interface StayTable {
+  id: string;
+  guest_id: string;
+  room: string | null;
+  check_in: string;
+  check_out: string;
+  status: 'booked' | 'in_house' | 'checked_out' | 'cancelled' | 'no_show';
+  adults: number;
+  children: number;
+  notes: string | null;
+  external_ref: string | null;
   created_at: Timestamp;
   updated_at: Timestamp;
 }
@@ -371,6 +393,7 @@ export interface Database {
   channel_sends: ChannelSendTable;
   channel_statuses: ChannelStatusTable;
   tasks: TaskTable;
+  stays: StayTable;
   knowledge_entries: KnowledgeTable;
   settings: SettingTable;
   revoked_tokens: RevokedTokenTable;

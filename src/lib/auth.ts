@@ -15,6 +15,7 @@ export const SCOPED_RESOURCES = [
   'staff',
   'settings',
   'webhooks',
+  'stays',
 ] as const;
 
 /** What an API key may do: `<resource>:read|write`, reading events and reports, posting inbound messages. */

@@ -16,6 +16,7 @@ export const ID_PREFIX = {
   audit: 'aud',
   cannedResponse: 'cr',
   attachment: 'att',
+  stay: 'sty',
 } as const;
 
 export type IdPrefix = (typeof ID_PREFIX)[keyof typeof ID_PREFIX];

@@ -9,6 +9,7 @@ import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
 import { fromJson, toIso } from '../../src/db/store.js';
 import { DEFAULT_DEPARTMENTS } from '../../src/modules/settings/registry.js';
+import { dayIn } from '../../src/modules/stays/dates.js';
 import { login } from '../fixtures.js';
 import { buildTestApp, call, freshDatabaseUrl, TEST_STORE } from '../helpers.js';
 
@@ -58,7 +59,9 @@ async function logIn(app: FastifyInstance, who: Login): Promise<string> {
 
 async function counts(app: FastifyInstance) {
   const db = app.ctx.store.db;
-  const n = async (table: 'staff' | 'guests' | 'conversations' | 'messages' | 'tasks' | 'knowledge_entries') =>
+  const n = async (
+    table: 'staff' | 'guests' | 'stays' | 'conversations' | 'messages' | 'tasks' | 'knowledge_entries',
+  ) =>
     Number(
       (
         await db
@@ -70,6 +73,7 @@ async function counts(app: FastifyInstance) {
   return {
     staff: await n('staff'),
     guests: await n('guests'),
+    stays: await n('stays'),
     conversations: await n('conversations'),
     messages: await n('messages'),
     tasks: await n('tasks'),
@@ -142,6 +146,17 @@ async function assertConsistent(app: FastifyInstance) {
     if (t.conversation_id !== null) assert.equal(t.guest_id, conversations.get(t.conversation_id)?.guest_id);
     if (t.assignee !== null) assert.ok(staffIds.has(t.assignee));
   }
+  // A hotel's day: each stay a real span of a seeded guest; some guests in house, some arriving today.
+  const guestIds = new Set(guests.map((g) => g.id));
+  const stays = await db.selectFrom('stays').selectAll().execute();
+  for (const s of stays) {
+    assert.ok(guestIds.has(s.guest_id), 'a stay belongs to a seeded guest');
+    assert.ok(s.check_out > s.check_in, `checkOut after checkIn in ${s.id}`);
+  }
+  const today = dayIn('UTC');
+  assert.ok(stays.some((s) => s.status === 'in_house' && s.check_in <= today && s.check_out > today));
+  assert.ok(stays.some((s) => s.status === 'booked' && s.check_in === today));
+  assert.ok(stays.some((s) => s.status === 'checked_out' && s.check_out <= today));
   if (TEST_STORE === 'sqlite') {
     // The seeder writes with foreign keys off on SQLite, so check that every reference resolves.
     const broken = await sql`pragma foreign_key_check`.execute(db);
@@ -174,7 +189,7 @@ test('seed on a fresh store', async (t) => {
   });
 
   await t.test('writes as many rows as asked for', async () => {
-    const expected = { staff: 12, guests: 30, conversations: 50, messages: 200, tasks: 20, knowledge: 10 };
+    const expected = { staff: 12, guests: 30, stays: 36, conversations: 50, messages: 200, tasks: 20, knowledge: 10 };
     assert.deepEqual(await counts(app), expected);
   });
 
@@ -186,7 +201,7 @@ test('seed on a fresh store', async (t) => {
     const second = await seed(SMALL, url);
     assert.equal(second.code, 0, second.stderr);
     assert.match(second.stdout, /0 created, 12 reused/);
-    const expected = { staff: 12, guests: 60, conversations: 100, messages: 400, tasks: 40, knowledge: 20 };
+    const expected = { staff: 12, guests: 60, stays: 72, conversations: 100, messages: 400, tasks: 40, knowledge: 20 };
     assert.deepEqual(await counts(app), expected);
     await logIn(app, logins(second.stdout).find((a) => a.role === 'manager')!);
     await assertConsistent(app);

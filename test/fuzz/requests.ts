@@ -22,6 +22,7 @@ export interface State {
   guests: string[];
   conversations: { id: string; guestId: string; channel: string }[];
   tasks: string[];
+  stays: { id: string; guestId: string }[];
   knowledge: string[];
   /** Staff that fuzzed writes may assign work to: never deactivated. */
   assignable: string[];
@@ -68,6 +69,10 @@ function overrides(s: State): Overrides {
     phone: fc.nat({ max: 99 }).map((n) => `+1555${String(++s.seq).padStart(7, '0')}${String(n).padStart(2, '0')}`),
     timezone: fc.constantFrom(...TIMEZONES),
     locale: fc.constantFrom(...LOCALES),
+    // Unique per request: a second guest or stay with one reference is a 409 by rule.
+    externalRef: fc.nat({ max: 99 }).map((n) => `ref-${++s.seq}-${n}`),
+    stayId: pick(() => s.stays.map((x) => x.id)),
+    checkIn: DAY,
   };
 }
 
@@ -82,9 +87,51 @@ function snoozeRule(body: unknown): unknown {
   return { ...b, status: 'pending', snoozedUntil: new Date(Date.now() + ahead).toISOString() };
 }
 
-/** A task may name a conversation only of the guest it names. */
+/** A calendar day (stays' dates are checked to exist: docs/stays.md). */
+const DAY = fc
+  .date({ min: new Date('2000-01-01T00:00:00Z'), max: new Date('2090-12-31T00:00:00Z'), noInvalidDate: true })
+  .map((d) => d.toISOString().slice(0, 10));
+const addDays = (day: string, n: number) =>
+  new Date(Date.parse(`${day}T00:00:00Z`) + n * 86_400_000).toISOString().slice(0, 10);
+
+/** A stay names one guest, by id, and leaves after it arrives. */
+function consistentStay(s: State, body: unknown): unknown {
+  const b = body as Record<string, unknown>;
+  if (!b || typeof b !== 'object') return b;
+  delete b.guestExternalRef;
+  b.guestId ??= s.guests[0];
+  if (typeof b.checkIn === 'string') b.checkOut = addDays(b.checkIn, 1 + (b.checkIn.charCodeAt(9) % 5));
+  return b;
+}
+
+/** A change of a stay's days names both, in order (the other one held may not fit a new one). */
+function consistentStayPatch(body: unknown): unknown {
+  const b = body as Record<string, unknown>;
+  if (!b || typeof b !== 'object') return b;
+  if (b.checkIn !== undefined || b.checkOut !== undefined) {
+    const day = typeof b.checkIn === 'string' ? b.checkIn : '2031-01-01';
+    b.checkIn = day;
+    b.checkOut = addDays(day, 3);
+  }
+  return b;
+}
+
+/** A list query's day filters: days that exist. */
+function stayQuery(q: Schema | null): Schema | null {
+  if (q === null) return q;
+  const days = { type: 'string', enum: ['2000-01-01', '2030-02-28', '2090-12-31'] };
+  return { ...q, properties: { ...q.properties, checkInFrom: days, checkInTo: days, on: days } };
+}
+
+/** A task may name a conversation only of the guest it names, and a stay only of that guest. */
 function consistentTask(s: State, body: unknown): unknown {
   const b = body as Record<string, unknown>;
+  if (typeof b.stayId === 'string') {
+    const guestId = s.stays.find((x) => x.id === b.stayId)?.guestId;
+    b.guestId = guestId;
+    if (typeof b.conversationId === 'string') b.conversationId = s.conversations.find((c) => c.guestId === guestId)?.id;
+    return b;
+  }
   if (typeof b.conversationId === 'string' && typeof b.guestId === 'string') {
     b.guestId = s.conversations.find((c) => c.id === b.conversationId)?.guestId ?? b.guestId;
   }
@@ -108,6 +155,32 @@ function settingValue(key: string, value: unknown): unknown {
     // Conversations labelled later must still find their labels: an empty list allows any.
     return [];
   }
+  if (key === 'journeys') {
+    // Names unique, each action with the fields its type needs, no placeholder braces.
+    const unbrace = (t: unknown) => (typeof t === 'string' ? t.replace(/[{}]/g, '') || 'x' : t);
+    return (value as Record<string, Record<string, unknown>>[]).map((j, i) => {
+      const a = { ...j.action! } as Record<string, unknown>;
+      const out: Record<string, unknown> = { ...j, name: `journey-${i}` };
+      if (a.type === 'message') {
+        for (const f of ['title', 'department', 'priority', 'description']) delete a[f];
+        if (a.content === undefined && a.template === undefined) a.content = 'Hello';
+        if (a.content !== undefined) delete a.template;
+        a.content = unbrace(a.content);
+        if (a.template) {
+          const t = a.template as { parameters: unknown[] };
+          a.template = { ...t, parameters: t.parameters.map(unbrace) };
+        }
+      } else {
+        for (const f of ['content', 'template']) delete a[f];
+        a.title = unbrace(a.title ?? 'Task');
+        a.department ??= 'housekeeping';
+        if (a.description !== undefined) a.description = unbrace(a.description);
+        delete out.channel;
+      }
+      out.action = a;
+      return out;
+    });
+  }
   if (key === 'business_hours') {
     const v = value as { days: Record<string, { open: string; close: string }[]> };
     for (const list of Object.values(v.days)) {
@@ -122,7 +195,17 @@ function settingValue(key: string, value: unknown): unknown {
 }
 
 const resourceOf = (path: string) => path.split('/')[3] ?? '';
-const KNOWN = new Set(['auth', 'staff', 'settings', 'conversations', 'guests', 'tasks', 'knowledge', 'channels']);
+const KNOWN = new Set([
+  'auth',
+  'staff',
+  'settings',
+  'conversations',
+  'guests',
+  'tasks',
+  'stays',
+  'knowledge',
+  'channels',
+]);
 
 function queryOf(op: Operation): Schema | null {
   const params = ((op.op.parameters ?? []) as { in: string; name: string; required?: boolean; schema: Schema }[])
@@ -260,12 +343,38 @@ function shape(op: Operation, ops: Operation[], s: State): Shape | null {
           },
         };
       }
-      if (op.path.includes('{id}')) return { ...base, path: id(() => s.tasks) };
+      if (op.path.includes('{id}')) {
+        // A task's stay must be of its guest: linking one is test/modules/stays.test.ts's.
+        const fix = (b: unknown) => {
+          if (b && typeof b === 'object') delete (b as Record<string, unknown>).stayId;
+          return b;
+        };
+        return { ...base, path: id(() => s.tasks), fix };
+      }
       return {
         ...base,
         fix: (b) => consistentTask(s, b),
         after: (res) => op.method === 'POST' && s.tasks.push(res.data.id),
       };
+    }
+    case 'stays': {
+      const made = (res: Res) => {
+        const all = op.path.endsWith('/bulk') ? (res.data ?? []).map((r: { data?: unknown }) => r.data) : [res.data];
+        for (const d of all) if (d) s.stays.push({ id: d.id, guestId: d.guestId });
+      };
+      if (op.path.endsWith('/bulk')) {
+        const item = (bodyOf(op)?.properties?.items?.items ?? null) as Schema | null;
+        return item && { ...base, bulkItem: item, fix: (b) => consistentStay(s, b), after: made };
+      }
+      if (op.path.includes('{externalRef}')) {
+        const path = fc.nat({ max: 9 }).map((n) => op.path.replace('{externalRef}', `res-${++s.seq}-${n}`));
+        return { ...base, path, fix: (b) => consistentStay(s, b), after: made };
+      }
+      if (op.path.includes('{id}')) {
+        return { ...base, path: id(() => s.stays.map((x) => x.id)), fix: consistentStayPatch };
+      }
+      if (op.method === 'GET') return { ...base, query: stayQuery(query) };
+      return { ...base, fix: (b) => consistentStay(s, b), after: made };
     }
     case 'knowledge': {
       if (op.path.includes('{id}')) {
@@ -563,6 +672,7 @@ export async function seed(app: FastifyInstance): Promise<State> {
     guests: [],
     conversations: [],
     tasks: [],
+    stays: [],
     knowledge: [],
     assignable: [],
     patchable: [(await createStaff(app, 'staff')).id, (await createStaff(app, 'manager')).id],
@@ -580,6 +690,11 @@ export async function seed(app: FastifyInstance): Promise<State> {
       body: { guestId: g.data.id, channel: 'web', assignee: s.staff.id },
     });
     s.conversations.push({ id: c.data.id, guestId: g.data.id, channel: 'web' });
+    const stay = await call(app, 'POST', '/stays', {
+      token: admin.token,
+      body: { guestId: g.data.id, checkIn: '2030-01-01', checkOut: '2030-01-03' },
+    });
+    s.stays.push({ id: stay.data.id, guestId: g.data.id });
   }
   const task = await call(app, 'POST', '/tasks', {
     token: admin.token,

@@ -210,6 +210,17 @@ test('a message sent with cannedResponseId carries its text filled in for the co
     403,
     'FORBIDDEN',
   );
+  // With a stay the stay placeholders name it (the guest's current stay, docs/stays.md).
+  const stay = await call(d.app, 'POST', '/stays', {
+    token: d.admin.token,
+    body: { guestId: guest, room: '204', checkIn: '2030-05-01', checkOut: '2030-05-04' },
+  });
+  assert.equal(stay.status, 201, JSON.stringify(stay.body));
+  const withStay = await send({ cannedResponseId: canned.id });
+  assert.equal(
+    withStay.data.content,
+    'Dear Ana Maria Lopes (Ana): room [204] 2030-05-01-2030-05-04. Rui Costa, Hotel Miramar',
+  );
 });
 
 test('API keys read canned responses with conversations:read and write them with conversations:write', async (t) => {

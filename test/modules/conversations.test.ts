@@ -38,6 +38,7 @@ test('creating a conversation with a first message stores it as an outbound text
       subject: 'Late check-out',
       messageCount: 1,
       labels: [],
+      stay: null,
       createdAt: undefined,
       updatedAt: undefined,
       lastMessageAt: undefined,

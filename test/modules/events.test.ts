@@ -261,7 +261,17 @@ test('events older than the retention are purged; younger ones stay', async (t) 
   await post(app, admin, '/guests', { name: 'Recent' });
   const old = new Date(Date.now() - 31 * 86_400_000).toISOString();
   // A guest.created event as the API writes it: its data is the guest (the feed's schema says so).
-  const guest = { id: newId('gst'), name: 'Old', email: null, phone: null, tags: [], notes: null };
+  const guest = {
+    id: newId('gst'),
+    name: 'Old',
+    email: null,
+    phone: null,
+    tags: [],
+    notes: null,
+    externalRef: null,
+    attributes: {},
+    stay: null,
+  };
   await app.ctx.store.db
     .insertInto('events')
     .values({

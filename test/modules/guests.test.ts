@@ -38,7 +38,19 @@ test('an admin creates a guest with every field and gets it back in the document
   assert.equal(res.status, 201);
   assert.equal(res.body.success, true);
   const g = res.data;
-  assert.deepEqual(Object.keys(g).sort(), ['createdAt', 'email', 'id', 'name', 'notes', 'phone', 'tags', 'updatedAt']);
+  assert.deepEqual(Object.keys(g).sort(), [
+    'attributes',
+    'createdAt',
+    'email',
+    'externalRef',
+    'id',
+    'name',
+    'notes',
+    'phone',
+    'stay',
+    'tags',
+    'updatedAt',
+  ]);
   assert.match(g.id, GUEST_ID);
   assert.equal(g.name, 'Ana Souza');
   assert.equal(g.email, 'Ana.Souza@Example.com');

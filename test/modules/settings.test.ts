@@ -7,7 +7,7 @@ import { buildTestApp, call, createStaff, type Res } from '../helpers.js';
 const fields = (res: Res) => (res.body.error?.details ?? []).map((d: { field: string }) => d.field);
 
 const DEFAULTS: Record<string, unknown> = {
-  hotel: { name: 'My Hotel', timezone: 'UTC', locale: 'en' },
+  hotel: { name: 'My Hotel', timezone: 'UTC', locale: 'en', checkInTime: '15:00', checkOutTime: '11:00' },
   departments: ['housekeeping', 'front-desk', 'maintenance', 'concierge', 'food-and-beverage'],
   business_hours: {
     timezone: 'UTC',
@@ -19,6 +19,7 @@ const DEFAULTS: Record<string, unknown> = {
   sla: { firstResponseMinutes: 15, taskMinutes: { low: 1440, normal: 240, high: 60, urgent: 15 } },
   whatsapp_templates: [],
   labels: [],
+  journeys: [],
 };
 
 const HOURS = {

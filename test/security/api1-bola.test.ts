@@ -30,7 +30,12 @@ test("every object route a staff member may call answers 403 on another member's
     bob: (await upload(w.app, w.bob.token, png())).data.id,
   };
   // The sweep must see the routes it is known to have, or it proves nothing.
-  for (const known of ['GET /api/v1/conversations/{id}', 'GET /api/v1/guests/{id}', 'PATCH /api/v1/tasks/{id}']) {
+  for (const known of [
+    'GET /api/v1/conversations/{id}',
+    'GET /api/v1/guests/{id}',
+    'PATCH /api/v1/tasks/{id}',
+    'GET /api/v1/stays/{id}',
+  ]) {
     assert.ok(
       ops.some((o) => `${o.method} ${o.path}` === known),
       `sweep misses ${known}`,
@@ -40,6 +45,7 @@ test("every object route a staff member may call answers 403 on another member's
     conversations: w.own.bob.conversation,
     guests: w.own.bob.guest,
     tasks: w.own.bob.task,
+    stays: w.own.bob.stay,
     staff: w.bob.id,
     knowledge: '',
     attachments: files.bob,
@@ -48,6 +54,7 @@ test("every object route a staff member may call answers 403 on another member's
     conversations: newId('cnv'),
     guests: newId('gst'),
     tasks: newId('tsk'),
+    stays: newId('sty'),
     staff: newId('stf'),
     attachments: newId('att'),
   };
@@ -73,6 +80,7 @@ test("every object route a staff member may call answers 403 on another member's
       conversations: w.own.alice.conversation,
       guests: w.own.alice.guest,
       tasks: w.own.alice.task,
+      stays: w.own.alice.stay,
       staff: w.alice.id,
       attachments: files.alice,
     };

@@ -54,7 +54,7 @@ test('bulk bodies over 100 items are 400 on every bulk endpoint, and nothing is 
     status: 'open',
   });
   const bulks = (await operations(w.app)).filter((o) => o.path.endsWith('/bulk'));
-  assert.equal(bulks.length, 3);
+  assert.equal(bulks.length, 4);
   for (const o of bulks) {
     const res = await call(w.app, o.method, o.path, {
       token: w.admin.token,

@@ -108,8 +108,8 @@ export interface World {
   manager: TestUser;
   alice: TestUser;
   bob: TestUser;
-  /** Per staff member: the guest, conversation, message and task assigned to them. */
-  own: Record<'alice' | 'bob', { guest: string; conversation: string; message: string; task: string }>;
+  /** Per staff member: the guest, conversation, message and task assigned to them, and the guest's stay. */
+  own: Record<'alice' | 'bob', { guest: string; conversation: string; message: string; task: string; stay: string }>;
 }
 
 async function created(res: Res, what: string) {
@@ -157,7 +157,14 @@ export async function world(t: TestContext, env: Record<string, string> = {}): P
       }),
       'task',
     );
-    own[name] = { guest: guest.id, conversation: conversation.id, message: message.id, task: task.id };
+    const stay = await created(
+      await call(app, 'POST', '/stays', {
+        token: admin.token,
+        body: { guestId: guest.id, checkIn: '2030-01-01', checkOut: '2030-01-03', room: `${name}-room` },
+      }),
+      'stay',
+    );
+    own[name] = { guest: guest.id, conversation: conversation.id, message: message.id, task: task.id, stay: stay.id };
   }
   await created(
     await call(app, 'POST', '/knowledge', {
@@ -176,7 +183,7 @@ export async function world(t: TestContext, env: Record<string, string> = {}): P
 /** Totals of every list an admin sees: a fingerprint to prove hostile requests changed nothing. */
 export async function totals(w: World): Promise<Record<string, unknown>> {
   const out: Record<string, unknown> = {};
-  for (const list of ['/guests', '/conversations', '/tasks', '/knowledge', '/staff']) {
+  for (const list of ['/guests', '/conversations', '/tasks', '/stays', '/knowledge', '/staff']) {
     const res = await call(w.app, 'GET', `${list}?limit=100`, { token: w.admin.token });
     assert.equal(res.status, 200, list);
     out[list] = res.data.map((r: { id: string; updatedAt?: string }) => `${r.id}@${r.updatedAt ?? ''}`);

@@ -224,7 +224,7 @@ export interface paths {
         get: operations["getSetting"];
         /**
          * Set a setting (admin)
-         * @description Keys: hotel, departments, business_hours, auto_reply, whatsapp_templates, labels, sla, and custom.<name> for any JSON value up to 64 KiB (at most 100 custom keys; one more is 409 CONFLICT).
+         * @description Keys: hotel, departments, business_hours, auto_reply, whatsapp_templates, labels, sla, journeys, and custom.<name> for any JSON value up to 64 KiB (at most 100 custom keys; one more is 409 CONFLICT).
          *
          *     API key scope: `settings:write`.
          */
@@ -391,7 +391,9 @@ export interface paths {
         };
         /**
          * List guests, newest first; search name/e-mail/phone, filter by tag (staff: own guests only)
-         * @description API key scope: `guests:read`.
+         * @description `email` (any case), `phone` and `externalRef` find the guest holding exactly that value (a PMS looking up its profile). Each guest carries `stay`, its current stay in the hotel's time zone.
+         *
+         *     API key scope: `guests:read`.
          */
         get: operations["listGuests"];
         put?: never;
@@ -444,6 +446,28 @@ export interface paths {
          * @description API key scope: `guests:write`.
          */
         post: operations["bulkCreateGuests"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/guests/by-ref/{externalRef}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Create (201) or update (200) the guest with this externalRef, the PMS's profile id (admin, manager)
+         * @description The fields given are set and those left out kept (tags and notes may be the hotel team's); attributes merge as on PATCH. An e-mail or phone another guest holds is a 409 naming that guest: link it by PATCHing its externalRef. Calling it again with the same body changes nothing.
+         *
+         *     API key scope: `guests:write`.
+         */
+        put: operations["upsertGuestByRef"];
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -514,6 +538,100 @@ export interface paths {
          * @description API key scope: `tasks:write`.
          */
         post: operations["bulkCreateTasks"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/stays": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List stays by checkIn, then id; filter by guest, status, room, arrival days or a night (`on`)
+         * @description A staff-role caller sees only stays of guests of their own conversations and tasks. Walk every stay with `cursor` (meta.nextCursor) for a sync.
+         *
+         *     API key scope: `stays:read`.
+         */
+        get: operations["listStays"];
+        put?: never;
+        /**
+         * Create a stay (admin, manager); a taken externalRef is a 409 naming the existing stay
+         * @description API key scope: `stays:write`.
+         */
+        post: operations["createStay"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/stays/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a stay (a staff-role caller: only a stay of a guest they may see)
+         * @description API key scope: `stays:read`.
+         */
+        get: operations["getStay"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Change a stay (admin, manager): any field; any status may move to any other
+         * @description API key scope: `stays:write`.
+         */
+        patch: operations["updateStay"];
+        trace?: never;
+    };
+    "/api/v1/stays/bulk": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create or replace 1–100 stays by externalRef; each item on its own, results in item order
+         * @description Each item is the body of PUT /stays/by-ref/:externalRef with its `externalRef`. Counts in the bulk rate-limit bucket.
+         *
+         *     API key scope: `stays:write`.
+         */
+        post: operations["bulkUpsertStays"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/stays/by-ref/{externalRef}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Create (201) or replace (200) the stay with this externalRef, the PMS's reservation id
+         * @description Fields left out take their defaults. Calling it again with the same body changes nothing.
+         *
+         *     API key scope: `stays:write`.
+         */
+        put: operations["upsertStayByRef"];
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1395,11 +1513,15 @@ export interface components {
         Setting: {
             /** @constant */
             key: "hotel";
-            /** @description The hotel: name, IANA time zone and locale. */
+            /** @description The hotel: name, IANA time zone, locale, and the local check-in and check-out times of stays. */
             value: {
                 name: string;
                 timezone: string;
                 locale: string;
+                /** @description When a stay begins on its checkIn day, local time (default 15:00) */
+                checkInTime?: string;
+                /** @description When a stay ends on its checkOut day, local time (default 11:00) */
+                checkOutTime?: string;
             };
             updatedAt: string | null;
             updatedBy: string | null;
@@ -1514,6 +1636,44 @@ export interface components {
             updatedAt: string | null;
             updatedBy: string | null;
         } | {
+            /** @constant */
+            key: "journeys";
+            /** @description Steps sent or created around each stay (docs/stays.md, Journeys): at most 50 { name, enabled, when: { event, offsetMinutes, at }, channel, action }; texts may use {{guest.name}}, {{guest.firstName}}, {{stay.room}}, {{stay.checkIn}}, {{stay.checkOut}} and {{hotel.name}}. */
+            value: {
+                name: string;
+                /** @default true */
+                enabled: boolean;
+                when: {
+                    /** @enum {unknown} */
+                    event: "arrival" | "departure" | "check_in" | "check_out";
+                    /**
+                     * Format: int32
+                     * @default 0
+                     */
+                    offsetMinutes: number;
+                    at?: string;
+                };
+                /** @enum {unknown} */
+                channel?: "whatsapp" | "sms" | "email" | "web";
+                action: {
+                    /** @enum {unknown} */
+                    type: "message" | "task";
+                    content?: string;
+                    template?: {
+                        name: string;
+                        language: string;
+                        parameters: string[];
+                    };
+                    title?: string;
+                    department?: string;
+                    /** @enum {unknown} */
+                    priority?: "low" | "normal" | "high" | "urgent";
+                    description?: string;
+                };
+            }[];
+            updatedAt: string | null;
+            updatedBy: string | null;
+        } | {
             key: string;
             /** @description Any JSON up to 64 KiB; null once the key is reset */
             value: components["schemas"]["JsonValue"];
@@ -1551,6 +1711,23 @@ export interface components {
              *     ]
              */
             labels: string[];
+            stay: {
+                /** @example sty_01jd8x3k5q7w9e2r4t6y8v0m1n */
+                id: string;
+                room: string | null;
+                /**
+                 * @description The arrival day (YYYY-MM-DD)
+                 * @example 2026-11-22
+                 */
+                checkIn: string;
+                /**
+                 * @description The departure day (YYYY-MM-DD)
+                 * @example 2026-11-22
+                 */
+                checkOut: string;
+                /** @enum {unknown} */
+                status: "booked" | "in_house" | "checked_out" | "cancelled" | "no_show";
+            } | null;
             /** Format: date-time */
             createdAt: string;
             /** Format: date-time */
@@ -1649,6 +1826,36 @@ export interface components {
             phone: string | null;
             tags: string[];
             notes: string | null;
+            externalRef: string | null;
+            /**
+             * @description Typed facts about the guest, often from the PMS: string (≤ 500), number or boolean values
+             * @example {
+             *       "loyalty_tier": "gold",
+             *       "pillow": "firm",
+             *       "visits": 4,
+             *       "vip": true
+             *     }
+             */
+            attributes: {
+                [key: string]: string | number | boolean;
+            };
+            stay: {
+                /** @example sty_01jd8x3k5q7w9e2r4t6y8v0m1n */
+                id: string;
+                room: string | null;
+                /**
+                 * @description The arrival day (YYYY-MM-DD)
+                 * @example 2026-11-22
+                 */
+                checkIn: string;
+                /**
+                 * @description The departure day (YYYY-MM-DD)
+                 * @example 2026-11-22
+                 */
+                checkOut: string;
+                /** @enum {unknown} */
+                status: "booked" | "in_house" | "checked_out" | "cancelled" | "no_show";
+            } | null;
             /** Format: date-time */
             createdAt: string;
             /** Format: date-time */
@@ -1666,10 +1873,40 @@ export interface components {
             status: "open" | "in_progress" | "completed" | "cancelled";
             guestId: string | null;
             conversationId: string | null;
+            stayId: string | null;
             assignee: string | null;
             notes: string | null;
             dueAt: string | null;
             completedAt: string | null;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        Stay: {
+            /** @example sty_01jd8x3k5q7w9e2r4t6y8v0m1n */
+            id: string;
+            /** @example gst_01jd8x3k5q7w9e2r4t6y8v0m1n */
+            guestId: string;
+            room: string | null;
+            /**
+             * @description The arrival day (YYYY-MM-DD), in the hotel time zone
+             * @example 2026-11-22
+             */
+            checkIn: string;
+            /**
+             * @description The departure day (YYYY-MM-DD), after checkIn
+             * @example 2026-11-22
+             */
+            checkOut: string;
+            /** @enum {unknown} */
+            status: "booked" | "in_house" | "checked_out" | "cancelled" | "no_show";
+            /** Format: int32 */
+            adults: number;
+            /** Format: int32 */
+            children: number;
+            notes: string | null;
+            externalRef: string | null;
             /** Format: date-time */
             createdAt: string;
             /** Format: date-time */
@@ -1814,6 +2051,30 @@ export interface components {
              */
             id: string;
             /** @enum {string} */
+            type: "stay.created" | "stay.updated";
+            /** Format: date-time */
+            occurredAt: string;
+            actor: {
+                /** @enum {unknown} */
+                type: "staff" | "system" | "guest" | "api_key";
+                id: string | null;
+            };
+            /** @description The Stay after the change (as it was, for a deletion) */
+            data: components["schemas"]["Stay"];
+            /** @description For updates: each changed field as { from, to }; absent for creates */
+            changes?: {
+                [key: string]: {
+                    from: components["schemas"]["JsonValue"];
+                    to: components["schemas"]["JsonValue"];
+                };
+            };
+        } | {
+            /**
+             * @description Monotonic cursor (a decimal integer as a string); pass it back as `after` or Last-Event-ID
+             * @example 1042
+             */
+            id: string;
+            /** @enum {string} */
             type: "knowledge.created" | "knowledge.updated" | "knowledge.deleted";
             /** Format: date-time */
             occurredAt: string;
@@ -1908,7 +2169,7 @@ export interface components {
             /** @example whk_01jd8x3k5q7w9e2r4t6y8v0m1n */
             id: string;
             url: string;
-            events: ("*" | "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.status_changed" | "message.created" | "message.updated" | "guest.created" | "guest.updated" | "task.created" | "task.updated" | "task.completed" | "knowledge.created" | "knowledge.updated" | "knowledge.deleted" | "staff.created" | "staff.updated" | "setting.updated" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.disabled")[];
+            events: ("*" | "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.status_changed" | "message.created" | "message.updated" | "guest.created" | "guest.updated" | "task.created" | "task.updated" | "task.completed" | "stay.created" | "stay.updated" | "knowledge.created" | "knowledge.updated" | "knowledge.deleted" | "staff.created" | "staff.updated" | "setting.updated" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.disabled")[];
             description: string | null;
             /** @description Inactive endpoints get no new deliveries and their pending ones wait */
             active: boolean;
@@ -1929,7 +2190,7 @@ export interface components {
             /** @example whk_01jd8x3k5q7w9e2r4t6y8v0m1n */
             id: string;
             url: string;
-            events: ("*" | "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.status_changed" | "message.created" | "message.updated" | "guest.created" | "guest.updated" | "task.created" | "task.updated" | "task.completed" | "knowledge.created" | "knowledge.updated" | "knowledge.deleted" | "staff.created" | "staff.updated" | "setting.updated" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.disabled")[];
+            events: ("*" | "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.status_changed" | "message.created" | "message.updated" | "guest.created" | "guest.updated" | "task.created" | "task.updated" | "task.completed" | "stay.created" | "stay.updated" | "knowledge.created" | "knowledge.updated" | "knowledge.deleted" | "staff.created" | "staff.updated" | "setting.updated" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.disabled")[];
             description: string | null;
             /** @description Inactive endpoints get no new deliveries and their pending ones wait */
             active: boolean;
@@ -1971,7 +2232,7 @@ export interface components {
             webhookId: string;
             eventId: string;
             /** @enum {unknown} */
-            eventType: "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.status_changed" | "message.created" | "message.updated" | "guest.created" | "guest.updated" | "task.created" | "task.updated" | "task.completed" | "knowledge.created" | "knowledge.updated" | "knowledge.deleted" | "staff.created" | "staff.updated" | "setting.updated" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.disabled" | "webhook.test";
+            eventType: "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.status_changed" | "message.created" | "message.updated" | "guest.created" | "guest.updated" | "task.created" | "task.updated" | "task.completed" | "stay.created" | "stay.updated" | "knowledge.created" | "knowledge.updated" | "knowledge.deleted" | "staff.created" | "staff.updated" | "setting.updated" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.disabled" | "webhook.test";
             /** @enum {unknown} */
             status: "pending" | "succeeded" | "failed";
             /** Format: int32 */
@@ -1991,7 +2252,7 @@ export interface components {
             id: string;
             /** @example PMS sync */
             name: string;
-            scopes: ("conversations:read" | "conversations:write" | "guests:read" | "guests:write" | "tasks:read" | "tasks:write" | "knowledge:read" | "knowledge:write" | "staff:read" | "staff:write" | "settings:read" | "settings:write" | "webhooks:read" | "webhooks:write" | "events:read" | "reports:read" | "channels:inbound")[];
+            scopes: ("conversations:read" | "conversations:write" | "guests:read" | "guests:write" | "tasks:read" | "tasks:write" | "knowledge:read" | "knowledge:write" | "staff:read" | "staff:write" | "settings:read" | "settings:write" | "webhooks:read" | "webhooks:write" | "stays:read" | "stays:write" | "events:read" | "reports:read" | "channels:inbound")[];
             expiresAt: string | null;
             lastUsedAt: string | null;
             revokedAt: string | null;
@@ -2010,7 +2271,7 @@ export interface components {
             id: string;
             /** @example PMS sync */
             name: string;
-            scopes: ("conversations:read" | "conversations:write" | "guests:read" | "guests:write" | "tasks:read" | "tasks:write" | "knowledge:read" | "knowledge:write" | "staff:read" | "staff:write" | "settings:read" | "settings:write" | "webhooks:read" | "webhooks:write" | "events:read" | "reports:read" | "channels:inbound")[];
+            scopes: ("conversations:read" | "conversations:write" | "guests:read" | "guests:write" | "tasks:read" | "tasks:write" | "knowledge:read" | "knowledge:write" | "staff:read" | "staff:write" | "settings:read" | "settings:write" | "webhooks:read" | "webhooks:write" | "stays:read" | "stays:write" | "events:read" | "reports:read" | "channels:inbound")[];
             expiresAt: string | null;
             lastUsedAt: string | null;
             revokedAt: string | null;
@@ -4388,7 +4649,7 @@ export interface operations {
             };
             path: {
                 /**
-                 * @description A known key (hotel, departments, business_hours, auto_reply, whatsapp_templates, labels, sla) or custom.<name> (1–64 of A-Z a-z 0-9 _ . -); any other key is 404 NOT_FOUND
+                 * @description A known key (hotel, departments, business_hours, auto_reply, whatsapp_templates, labels, sla, journeys) or custom.<name> (1–64 of A-Z a-z 0-9 _ . -); any other key is 404 NOT_FOUND
                  * @example hotel
                  */
                 key: string;
@@ -4584,7 +4845,7 @@ export interface operations {
             };
             path: {
                 /**
-                 * @description A known key (hotel, departments, business_hours, auto_reply, whatsapp_templates, labels, sla) or custom.<name> (1–64 of A-Z a-z 0-9 _ . -); any other key is 404 NOT_FOUND
+                 * @description A known key (hotel, departments, business_hours, auto_reply, whatsapp_templates, labels, sla, journeys) or custom.<name> (1–64 of A-Z a-z 0-9 _ . -); any other key is 404 NOT_FOUND
                  * @example hotel
                  */
                 key: string;
@@ -4848,7 +5109,7 @@ export interface operations {
             };
             path: {
                 /**
-                 * @description A known key (hotel, departments, business_hours, auto_reply, whatsapp_templates, labels, sla) or custom.<name> (1–64 of A-Z a-z 0-9 _ . -); any other key is 404 NOT_FOUND
+                 * @description A known key (hotel, departments, business_hours, auto_reply, whatsapp_templates, labels, sla, journeys) or custom.<name> (1–64 of A-Z a-z 0-9 _ . -); any other key is 404 NOT_FOUND
                  * @example hotel
                  */
                 key: string;
@@ -5094,6 +5355,13 @@ export interface operations {
                      *             "vip",
                      *             "late-checkout"
                      *           ],
+                     *           "stay": {
+                     *             "id": "sty_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *             "room": "412",
+                     *             "checkIn": "2026-11-22",
+                     *             "checkOut": "2026-11-22",
+                     *             "status": "booked"
+                     *           },
                      *           "createdAt": "2026-11-22T06:33:12.000Z",
                      *           "updatedAt": "2026-11-22T06:33:12.000Z",
                      *           "snoozedUntil": "2026-11-22T06:33:12.000Z"
@@ -5330,6 +5598,13 @@ export interface operations {
                      *           "vip",
                      *           "late-checkout"
                      *         ],
+                     *         "stay": {
+                     *           "id": "sty_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *           "room": "412",
+                     *           "checkIn": "2026-11-22",
+                     *           "checkOut": "2026-11-22",
+                     *           "status": "booked"
+                     *         },
                      *         "createdAt": "2026-11-22T06:33:12.000Z",
                      *         "updatedAt": "2026-11-22T06:33:12.000Z",
                      *         "snoozedUntil": "2026-11-22T06:33:12.000Z"
@@ -5638,6 +5913,13 @@ export interface operations {
                      *               "vip",
                      *               "late-checkout"
                      *             ],
+                     *             "stay": {
+                     *               "id": "sty_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *               "room": "412",
+                     *               "checkIn": "2026-11-22",
+                     *               "checkOut": "2026-11-22",
+                     *               "status": "booked"
+                     *             },
                      *             "createdAt": "2026-11-22T06:33:12.000Z",
                      *             "updatedAt": "2026-11-22T06:33:12.000Z",
                      *             "snoozedUntil": "2026-11-22T06:33:12.000Z"
@@ -5934,6 +6216,13 @@ export interface operations {
                      *           "vip",
                      *           "late-checkout"
                      *         ],
+                     *         "stay": {
+                     *           "id": "sty_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *           "room": "412",
+                     *           "checkIn": "2026-11-22",
+                     *           "checkOut": "2026-11-22",
+                     *           "status": "booked"
+                     *         },
                      *         "createdAt": "2026-11-22T06:33:12.000Z",
                      *         "updatedAt": "2026-11-22T06:33:12.000Z",
                      *         "snoozedUntil": "2026-11-22T06:33:12.000Z"
@@ -6176,6 +6465,13 @@ export interface operations {
                      *           "vip",
                      *           "late-checkout"
                      *         ],
+                     *         "stay": {
+                     *           "id": "sty_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *           "room": "412",
+                     *           "checkIn": "2026-11-22",
+                     *           "checkOut": "2026-11-22",
+                     *           "status": "booked"
+                     *         },
                      *         "createdAt": "2026-11-22T06:33:12.000Z",
                      *         "updatedAt": "2026-11-22T06:33:12.000Z",
                      *         "snoozedUntil": "2026-11-22T06:33:12.000Z"
@@ -7314,6 +7610,15 @@ export interface operations {
                 search?: string;
                 /** @description Guests carrying exactly this tag */
                 tag?: string;
+                /**
+                 * @description The guest with exactly this e-mail address, compared case-insensitively
+                 * @example lena.fischer@example.de
+                 */
+                email?: string;
+                /** @description The guest with exactly this phone number (E.164) */
+                phone?: string;
+                /** @description The guest with exactly this externalRef */
+                externalRef?: string;
             };
             header?: never;
             path?: never;
@@ -7348,6 +7653,20 @@ export interface operations {
                      *             "vip"
                      *           ],
                      *           "notes": "Prefers a quiet room",
+                     *           "externalRef": "PROF-88231",
+                     *           "attributes": {
+                     *             "loyalty_tier": "gold",
+                     *             "pillow": "firm",
+                     *             "visits": 4,
+                     *             "vip": true
+                     *           },
+                     *           "stay": {
+                     *             "id": "sty_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *             "room": "412",
+                     *             "checkIn": "2026-11-22",
+                     *             "checkOut": "2026-11-22",
+                     *             "status": "booked"
+                     *           },
                      *           "createdAt": "2026-11-22T06:33:12.000Z",
                      *           "updatedAt": "2026-11-22T06:33:12.000Z"
                      *         }
@@ -7522,11 +7841,16 @@ export interface operations {
                  * @example {
                  *       "name": "Ana Lopes",
                  *       "email": "ana.lopes@example.com",
-                 *       "phone": "+447700900123",
+                 *       "phone": "+351912345678",
                  *       "tags": [
                  *         "vip"
                  *       ],
-                 *       "notes": "Prefers a quiet room"
+                 *       "notes": "Prefers a quiet room",
+                 *       "externalRef": "PROF-10001",
+                 *       "attributes": {
+                 *         "loyalty_tier": "gold",
+                 *         "pillow": "firm"
+                 *       }
                  *     }
                  */
                 "application/json": {
@@ -7536,6 +7860,19 @@ export interface operations {
                     /** @description At most 50 tags of 1–50 characters; duplicates are dropped, first occurrence kept */
                     tags?: string[];
                     notes?: string | null;
+                    externalRef?: string | null;
+                    /**
+                     * @description Up to 50 keys (lowercase letters, digits and _, starting with a letter, ≤ 40 characters), each a string of at most 500 characters, a number, a boolean, or null to remove the key. Merged into the guest's attributes.
+                     * @example {
+                     *       "loyalty_tier": "gold",
+                     *       "pillow": "firm",
+                     *       "visits": 4,
+                     *       "vip": true
+                     *     }
+                     */
+                    attributes?: {
+                        [key: string]: string | number | boolean | null;
+                    };
                 };
             };
         };
@@ -7572,6 +7909,20 @@ export interface operations {
                      *           "vip"
                      *         ],
                      *         "notes": "Prefers a quiet room",
+                     *         "externalRef": "PROF-88231",
+                     *         "attributes": {
+                     *           "loyalty_tier": "gold",
+                     *           "pillow": "firm",
+                     *           "visits": 4,
+                     *           "vip": true
+                     *         },
+                     *         "stay": {
+                     *           "id": "sty_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *           "room": "412",
+                     *           "checkIn": "2026-11-22",
+                     *           "checkOut": "2026-11-22",
+                     *           "status": "booked"
+                     *         },
                      *         "createdAt": "2026-11-22T06:33:12.000Z",
                      *         "updatedAt": "2026-11-22T06:33:12.000Z"
                      *       }
@@ -7825,6 +8176,20 @@ export interface operations {
                      *           "vip"
                      *         ],
                      *         "notes": "Prefers a quiet room",
+                     *         "externalRef": "PROF-88231",
+                     *         "attributes": {
+                     *           "loyalty_tier": "gold",
+                     *           "pillow": "firm",
+                     *           "visits": 4,
+                     *           "vip": true
+                     *         },
+                     *         "stay": {
+                     *           "id": "sty_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *           "room": "412",
+                     *           "checkIn": "2026-11-22",
+                     *           "checkOut": "2026-11-22",
+                     *           "status": "booked"
+                     *         },
                      *         "createdAt": "2026-11-22T06:33:12.000Z",
                      *         "updatedAt": "2026-11-22T06:33:12.000Z"
                      *       }
@@ -8011,6 +8376,19 @@ export interface operations {
                     /** @description At most 50 tags of 1–50 characters; duplicates are dropped, first occurrence kept */
                     tags?: string[];
                     notes?: string | null;
+                    externalRef?: string | null;
+                    /**
+                     * @description Up to 50 keys (lowercase letters, digits and _, starting with a letter, ≤ 40 characters), each a string of at most 500 characters, a number, a boolean, or null to remove the key. Merged into the guest's attributes.
+                     * @example {
+                     *       "loyalty_tier": "gold",
+                     *       "pillow": "firm",
+                     *       "visits": 4,
+                     *       "vip": true
+                     *     }
+                     */
+                    attributes?: {
+                        [key: string]: string | number | boolean | null;
+                    };
                 };
             };
         };
@@ -8043,6 +8421,20 @@ export interface operations {
                      *           "vip"
                      *         ],
                      *         "notes": "Prefers a quiet room",
+                     *         "externalRef": "PROF-88231",
+                     *         "attributes": {
+                     *           "loyalty_tier": "gold",
+                     *           "pillow": "firm",
+                     *           "visits": 4,
+                     *           "vip": true
+                     *         },
+                     *         "stay": {
+                     *           "id": "sty_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *           "room": "412",
+                     *           "checkIn": "2026-11-22",
+                     *           "checkOut": "2026-11-22",
+                     *           "status": "booked"
+                     *         },
                      *         "createdAt": "2026-11-22T06:33:12.000Z",
                      *         "updatedAt": "2026-11-22T06:33:12.000Z"
                      *       }
@@ -8288,6 +8680,19 @@ export interface operations {
                         /** @description At most 50 tags of 1–50 characters; duplicates are dropped, first occurrence kept */
                         tags?: string[];
                         notes?: string | null;
+                        externalRef?: string | null;
+                        /**
+                         * @description Up to 50 keys (lowercase letters, digits and _, starting with a letter, ≤ 40 characters), each a string of at most 500 characters, a number, a boolean, or null to remove the key. Merged into the guest's attributes.
+                         * @example {
+                         *       "loyalty_tier": "gold",
+                         *       "pillow": "firm",
+                         *       "visits": 4,
+                         *       "vip": true
+                         *     }
+                         */
+                        attributes?: {
+                            [key: string]: string | number | boolean | null;
+                        };
                     }[];
                 };
             };
@@ -8325,6 +8730,20 @@ export interface operations {
                      *               "vip"
                      *             ],
                      *             "notes": "Prefers a quiet room",
+                     *             "externalRef": "PROF-88231",
+                     *             "attributes": {
+                     *               "loyalty_tier": "gold",
+                     *               "pillow": "firm",
+                     *               "visits": 4,
+                     *               "vip": true
+                     *             },
+                     *             "stay": {
+                     *               "id": "sty_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *               "room": "412",
+                     *               "checkIn": "2026-11-22",
+                     *               "checkOut": "2026-11-22",
+                     *               "status": "booked"
+                     *             },
                      *             "createdAt": "2026-11-22T06:33:12.000Z",
                      *             "updatedAt": "2026-11-22T06:33:12.000Z"
                      *           }
@@ -8566,6 +8985,361 @@ export interface operations {
             };
         };
     };
+    upsertGuestByRef: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Change the record only if it is still at this ETag (from a GET or write answer); otherwise 412 PRECONDITION_FAILED and nothing changes. Checked in the same transaction as the write. */
+                "If-Match"?: string;
+            };
+            path: {
+                /**
+                 * @description The PMS's profile id
+                 * @example PROF-88231
+                 */
+                externalRef: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Lena Fischer",
+                 *       "email": "lena.fischer@example.de",
+                 *       "phone": "+4915112345678",
+                 *       "attributes": {
+                 *         "loyalty_tier": "gold",
+                 *         "language": "de"
+                 *       }
+                 *     }
+                 */
+                "application/json": {
+                    name: string;
+                    email?: string | null;
+                    phone?: string | null;
+                    /** @description At most 50 tags of 1–50 characters; duplicates are dropped, first occurrence kept */
+                    tags?: string[];
+                    notes?: string | null;
+                    /**
+                     * @description Up to 50 keys (lowercase letters, digits and _, starting with a letter, ≤ 40 characters), each a string of at most 500 characters, a number, a boolean, or null to remove the key. Merged into the guest's attributes.
+                     * @example {
+                     *       "loyalty_tier": "gold",
+                     *       "pillow": "firm",
+                     *       "visits": 4,
+                     *       "vip": true
+                     *     }
+                     */
+                    attributes?: {
+                        [key: string]: string | number | boolean | null;
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *         "name": "Ana Lopes",
+                     *         "email": "ana.lopes@example.com",
+                     *         "phone": "+351912345678",
+                     *         "tags": [
+                     *           "vip"
+                     *         ],
+                     *         "notes": "Prefers a quiet room",
+                     *         "externalRef": "PROF-88231",
+                     *         "attributes": {
+                     *           "loyalty_tier": "gold",
+                     *           "pillow": "firm",
+                     *           "visits": 4,
+                     *           "vip": true
+                     *         },
+                     *         "stay": {
+                     *           "id": "sty_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *           "room": "412",
+                     *           "checkIn": "2026-11-22",
+                     *           "checkOut": "2026-11-22",
+                     *           "status": "booked"
+                     *         },
+                     *         "createdAt": "2026-11-22T06:33:12.000Z",
+                     *         "updatedAt": "2026-11-22T06:33:12.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["Guest"];
+                    };
+                };
+            };
+            /** @description Success */
+            201: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
+                    /** @description The created record's URL (its GET), as a path on this server */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *         "name": "Ana Lopes",
+                     *         "email": "ana.lopes@example.com",
+                     *         "phone": "+351912345678",
+                     *         "tags": [
+                     *           "vip"
+                     *         ],
+                     *         "notes": "Prefers a quiet room",
+                     *         "externalRef": "PROF-88231",
+                     *         "attributes": {
+                     *           "loyalty_tier": "gold",
+                     *           "pillow": "firm",
+                     *           "visits": 4,
+                     *           "vip": true
+                     *         },
+                     *         "stay": {
+                     *           "id": "sty_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *           "room": "412",
+                     *           "checkIn": "2026-11-22",
+                     *           "checkOut": "2026-11-22",
+                     *           "status": "booked"
+                     *         },
+                     *         "createdAt": "2026-11-22T06:33:12.000Z",
+                     *         "updatedAt": "2026-11-22T06:33:12.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["Guest"];
+                    };
+                };
+            };
+            /** @description VALIDATION_ERROR: the request is malformed or a field is invalid */
+            400: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error400"];
+                };
+            };
+            /** @description TOKEN_MISSING, TOKEN_INVALID, TOKEN_EXPIRED or UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error401"];
+                };
+            };
+            /** @description FORBIDDEN: the role may not do this */
+            403: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error403"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error404"];
+                };
+            };
+            /** @description CONFLICT: a unique value is taken */
+            409: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error409"];
+                };
+            };
+            /** @description PRECONDITION_FAILED: the record changed since the ETag in If-Match */
+            412: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error412"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: the body is over 1 MiB */
+            413: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error413"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE: the body is not JSON, or is sent with a Content-Encoding */
+            415: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error415"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error429"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error500"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: the store cannot be reached; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error503"];
+                };
+            };
+        };
+    };
     listTasks: {
         parameters: {
             query?: {
@@ -8617,6 +9391,7 @@ export interface operations {
                      *           "status": "open",
                      *           "guestId": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *           "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *           "stayId": "sty_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *           "assignee": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *           "notes": "Prefers a quiet room",
                      *           "dueAt": "2030-01-01T09:00:00.000Z",
@@ -8800,7 +9575,8 @@ export interface operations {
                  *       "guestId": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
                  *       "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
                  *       "assignee": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                 *       "dueAt": "2030-01-01T09:00:00.000Z"
+                 *       "dueAt": "2030-01-01T09:00:00.000Z",
+                 *       "stayId": "sty_01jd8x3k5q7w9e2r4t6y8v0m1n"
                  *     }
                  */
                 "application/json": {
@@ -8820,6 +9596,7 @@ export interface operations {
                     conversationId?: string | null;
                     assignee?: string | null;
                     dueAt?: string | null;
+                    stayId?: string | null;
                 };
             };
         };
@@ -8856,6 +9633,7 @@ export interface operations {
                      *         "status": "open",
                      *         "guestId": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *         "stayId": "sty_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "assignee": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "notes": "Prefers a quiet room",
                      *         "dueAt": "2030-01-01T09:00:00.000Z",
@@ -9113,6 +9891,7 @@ export interface operations {
                      *         "status": "open",
                      *         "guestId": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *         "stayId": "sty_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "assignee": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "notes": "Prefers a quiet room",
                      *         "dueAt": "2030-01-01T09:00:00.000Z",
@@ -9296,7 +10075,8 @@ export interface operations {
                  *       "department": "housekeeping",
                  *       "priority": "low",
                  *       "assignee": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                 *       "dueAt": "2030-01-01T09:00:00.000Z"
+                 *       "dueAt": "2030-01-01T09:00:00.000Z",
+                 *       "stayId": "sty_01jd8x3k5q7w9e2r4t6y8v0m1n"
                  *     }
                  */
                 "application/json": {
@@ -9314,6 +10094,7 @@ export interface operations {
                     priority?: "low" | "normal" | "high" | "urgent";
                     assignee?: string | null;
                     dueAt?: string | null;
+                    stayId?: string | null;
                 };
             };
         };
@@ -9346,6 +10127,7 @@ export interface operations {
                      *         "status": "open",
                      *         "guestId": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *         "stayId": "sty_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "assignee": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *         "notes": "Prefers a quiet room",
                      *         "dueAt": "2030-01-01T09:00:00.000Z",
@@ -9561,7 +10343,8 @@ export interface operations {
                  *           "guestId": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
                  *           "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
                  *           "assignee": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
-                 *           "dueAt": "2030-01-01T09:00:00.000Z"
+                 *           "dueAt": "2030-01-01T09:00:00.000Z",
+                 *           "stayId": "sty_01jd8x3k5q7w9e2r4t6y8v0m1n"
                  *         }
                  *       ]
                  *     }
@@ -9585,6 +10368,7 @@ export interface operations {
                         conversationId?: string | null;
                         assignee?: string | null;
                         dueAt?: string | null;
+                        stayId?: string | null;
                     }[];
                 };
             };
@@ -9622,6 +10406,7 @@ export interface operations {
                      *             "status": "open",
                      *             "guestId": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *             "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *             "stayId": "sty_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *             "assignee": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
                      *             "notes": "Prefers a quiet room",
                      *             "dueAt": "2030-01-01T09:00:00.000Z",
@@ -9808,6 +10593,1718 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error422"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error429"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error500"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: the store cannot be reached; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error503"];
+                };
+            };
+        };
+    };
+    listStays: {
+        parameters: {
+            query?: {
+                /** @description Page number, from 1 (default 1) */
+                page?: number;
+                limit?: number;
+                /** @description Walk the list: the previous page's meta.nextCursor, for the next `limit` items after it (instead of `page`; with the same filters). */
+                cursor?: string;
+                /**
+                 * @description Only stays of this guest
+                 * @example gst_01jd8x3k5q7w9e2r4t6y8v0m1n
+                 */
+                guestId?: string;
+                status?: "booked" | "in_house" | "checked_out" | "cancelled" | "no_show";
+                /** @description Only stays in this room */
+                room?: string;
+                /** @description The stay with exactly this externalRef */
+                externalRef?: string;
+                /**
+                 * @description Only stays arriving on or after this day
+                 * @example 2030-01-01
+                 */
+                checkInFrom?: string;
+                /**
+                 * @description Only stays arriving on or before this day
+                 * @example 2030-01-31
+                 */
+                checkInTo?: string;
+                /**
+                 * @description Only stays booked or staying that night: checkIn <= on < checkOut, neither cancelled nor no_show
+                 * @example 2030-01-11
+                 */
+                on?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of the list, with `meta` (page, limit, total, pages, nextCursor) */
+            200: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": [
+                     *         {
+                     *           "id": "sty_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *           "guestId": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *           "room": "412",
+                     *           "checkIn": "2026-11-22",
+                     *           "checkOut": "2026-11-22",
+                     *           "status": "booked",
+                     *           "adults": 1,
+                     *           "children": 1,
+                     *           "notes": "Prefers a quiet room",
+                     *           "externalRef": "RES-104233",
+                     *           "createdAt": "2026-11-22T06:33:12.000Z",
+                     *           "updatedAt": "2026-11-22T06:33:12.000Z"
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "page": 1,
+                     *         "limit": 1,
+                     *         "total": 1,
+                     *         "pages": 1,
+                     *         "nextCursor": "WyIyMDI2LTExLTIyVDA2OjMzOjEyLjAwMFoiLCJjbnZfMDFqZDh4M2s1cTd3OWUycjR0Nnk4dTBpMW8iXQ.bm8tc2ln"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["Stay"][];
+                        /** @description A numbered page has page, limit, total, pages and nextCursor; a cursor page (asked with `cursor`) has limit and nextCursor only. */
+                        meta: {
+                            /** Format: int32 */
+                            page?: number;
+                            /** Format: int32 */
+                            limit: number;
+                            /** Format: int64 */
+                            total?: number;
+                            /** Format: int64 */
+                            pages?: number;
+                            /** @description Pass as `cursor` for the page after this one; null on the last page */
+                            nextCursor: string | null;
+                        };
+                    };
+                };
+            };
+            /** @description VALIDATION_ERROR: the request is malformed or a field is invalid */
+            400: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error400"];
+                };
+            };
+            /** @description TOKEN_MISSING, TOKEN_INVALID, TOKEN_EXPIRED or UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error401"];
+                };
+            };
+            /** @description FORBIDDEN: the role may not do this */
+            403: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error403"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error404"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error429"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error500"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: the store cannot be reached; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error503"];
+                };
+            };
+        };
+    };
+    createStay: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key (yours, on this operation) within 24 h replays the first answer instead of making the change again (Idempotent-Replayed: true). 1–255 visible ASCII characters, e.g. a UUID. */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description Give the guest as guestId or as guestExternalRef (not both). */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "guestId": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                 *       "room": "412",
+                 *       "checkIn": "2030-01-10",
+                 *       "checkOut": "2030-01-13",
+                 *       "adults": 2,
+                 *       "externalRef": "RES-104233"
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * @description An existing guest id (or give guestExternalRef)
+                     * @example gst_01jd8x3k5q7w9e2r4t6y8v0m1n
+                     */
+                    guestId?: string;
+                    /**
+                     * @description The guest's externalRef, instead of guestId: the PMS's own profile id
+                     * @example PROF-88231
+                     */
+                    guestExternalRef?: string;
+                    room?: string | null;
+                    /**
+                     * @description The arrival day, in the hotel time zone
+                     * @example 2030-01-10
+                     */
+                    checkIn: string;
+                    /**
+                     * @description The departure day: after checkIn
+                     * @example 2030-01-13
+                     */
+                    checkOut: string;
+                    /**
+                     * @default booked
+                     * @enum {unknown}
+                     */
+                    status?: "booked" | "in_house" | "checked_out" | "cancelled" | "no_show";
+                    /**
+                     * Format: int32
+                     * @default 1
+                     */
+                    adults?: number;
+                    /**
+                     * Format: int32
+                     * @default 0
+                     */
+                    children?: number;
+                    notes?: string | null;
+                    externalRef?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Created: the new record */
+            201: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Present on the replay of an earlier answer to the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
+                    /** @description The created record's URL (its GET), as a path on this server */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "sty_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *         "guestId": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *         "room": "412",
+                     *         "checkIn": "2026-11-22",
+                     *         "checkOut": "2026-11-22",
+                     *         "status": "booked",
+                     *         "adults": 1,
+                     *         "children": 1,
+                     *         "notes": "Prefers a quiet room",
+                     *         "externalRef": "RES-104233",
+                     *         "createdAt": "2026-11-22T06:33:12.000Z",
+                     *         "updatedAt": "2026-11-22T06:33:12.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["Stay"];
+                    };
+                };
+            };
+            /** @description VALIDATION_ERROR: the request is malformed or a field is invalid */
+            400: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error400"];
+                };
+            };
+            /** @description TOKEN_MISSING, TOKEN_INVALID, TOKEN_EXPIRED or UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error401"];
+                };
+            };
+            /** @description FORBIDDEN: the role may not do this */
+            403: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error403"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error404"];
+                };
+            };
+            /** @description CONFLICT: a unique value is taken; or CONFLICT: the Idempotency-Key is in flight (retry after Retry-After) */
+            409: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error409"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: the body is over 1 MiB */
+            413: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error413"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE: the body is not JSON, or is sent with a Content-Encoding */
+            415: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error415"];
+                };
+            };
+            /** @description IDEMPOTENCY_KEY_REUSED: the key was used with another request */
+            422: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error422"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error429"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error500"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: the store cannot be reached; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error503"];
+                };
+            };
+        };
+    };
+    getStay: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description ETags of copies you hold; when one is current the answer is 304 Not Modified without a body */
+                "If-None-Match"?: string;
+            };
+            path: {
+                /**
+                 * @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise
+                 * @example sty_01jd8x3k5q7w9e2r4t6y8v0m1n
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The record */
+            200: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "sty_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *         "guestId": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *         "room": "412",
+                     *         "checkIn": "2026-11-22",
+                     *         "checkOut": "2026-11-22",
+                     *         "status": "booked",
+                     *         "adults": 1,
+                     *         "children": 1,
+                     *         "notes": "Prefers a quiet room",
+                     *         "externalRef": "RES-104233",
+                     *         "createdAt": "2026-11-22T06:33:12.000Z",
+                     *         "updatedAt": "2026-11-22T06:33:12.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["Stay"];
+                    };
+                };
+            };
+            /** @description Not Modified: the copy named in If-None-Match is current (no body) */
+            304: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description VALIDATION_ERROR: the request is malformed or a field is invalid */
+            400: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error400"];
+                };
+            };
+            /** @description TOKEN_MISSING, TOKEN_INVALID, TOKEN_EXPIRED or UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error401"];
+                };
+            };
+            /** @description FORBIDDEN: the role may not do this */
+            403: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error403"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error404"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error429"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error500"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: the store cannot be reached; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error503"];
+                };
+            };
+        };
+    };
+    updateStay: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Change the record only if it is still at this ETag (from a GET or write answer); otherwise 412 PRECONDITION_FAILED and nothing changes. Checked in the same transaction as the write. */
+                "If-Match"?: string;
+            };
+            path: {
+                /**
+                 * @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise
+                 * @example sty_01jd8x3k5q7w9e2r4t6y8v0m1n
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "status": "in_house",
+                 *       "room": "415"
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * @description An existing guest id
+                     * @example gst_01jd8x3k5q7w9e2r4t6y8v0m1n
+                     */
+                    guestId?: string;
+                    room?: string | null;
+                    /**
+                     * @description The arrival day
+                     * @example 2030-01-11
+                     */
+                    checkIn?: string;
+                    /**
+                     * @description The departure day: after checkIn
+                     * @example 2030-01-14
+                     */
+                    checkOut?: string;
+                    /** @enum {unknown} */
+                    status?: "booked" | "in_house" | "checked_out" | "cancelled" | "no_show";
+                    /** Format: int32 */
+                    adults?: number;
+                    /** Format: int32 */
+                    children?: number;
+                    notes?: string | null;
+                    externalRef?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description The record as stored after the change */
+            200: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "sty_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *         "guestId": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *         "room": "412",
+                     *         "checkIn": "2026-11-22",
+                     *         "checkOut": "2026-11-22",
+                     *         "status": "booked",
+                     *         "adults": 1,
+                     *         "children": 1,
+                     *         "notes": "Prefers a quiet room",
+                     *         "externalRef": "RES-104233",
+                     *         "createdAt": "2026-11-22T06:33:12.000Z",
+                     *         "updatedAt": "2026-11-22T06:33:12.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["Stay"];
+                    };
+                };
+            };
+            /** @description VALIDATION_ERROR: the request is malformed or a field is invalid */
+            400: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error400"];
+                };
+            };
+            /** @description TOKEN_MISSING, TOKEN_INVALID, TOKEN_EXPIRED or UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error401"];
+                };
+            };
+            /** @description FORBIDDEN: the role may not do this */
+            403: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error403"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error404"];
+                };
+            };
+            /** @description CONFLICT: a unique value is taken */
+            409: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error409"];
+                };
+            };
+            /** @description PRECONDITION_FAILED: the record changed since the ETag in If-Match */
+            412: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error412"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: the body is over 1 MiB */
+            413: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error413"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE: the body is not JSON, or is sent with a Content-Encoding */
+            415: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error415"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error429"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error500"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: the store cannot be reached; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error503"];
+                };
+            };
+        };
+    };
+    bulkUpsertStays: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key (yours, on this operation) within 24 h replays the first answer instead of making the change again (Idempotent-Replayed: true). 1–255 visible ASCII characters, e.g. a UUID. */
+                "Idempotency-Key"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "items": [
+                 *         {
+                 *           "externalRef": "RES-104240",
+                 *           "guestExternalRef": "PROF-88231",
+                 *           "room": "301",
+                 *           "checkIn": "2030-02-01",
+                 *           "checkOut": "2030-02-03"
+                 *         },
+                 *         {
+                 *           "externalRef": "RES-104241",
+                 *           "guestId": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                 *           "checkIn": "2030-02-05",
+                 *           "checkOut": "2030-02-09",
+                 *           "adults": 2,
+                 *           "children": 1
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": {
+                    /** @description 1 to 100 items, each validated and applied on its own: a bad item gets its own error in the answer */
+                    items: {
+                        /**
+                         * @description An existing guest id (or give guestExternalRef)
+                         * @example gst_01jd8x3k5q7w9e2r4t6y8v0m1n
+                         */
+                        guestId?: string;
+                        /**
+                         * @description The guest's externalRef, instead of guestId: the PMS's own profile id
+                         * @example PROF-88231
+                         */
+                        guestExternalRef?: string;
+                        room?: string | null;
+                        /**
+                         * @description The arrival day, in the hotel time zone
+                         * @example 2030-01-10
+                         */
+                        checkIn: string;
+                        /**
+                         * @description The departure day: after checkIn
+                         * @example 2030-01-13
+                         */
+                        checkOut: string;
+                        /**
+                         * @default booked
+                         * @enum {unknown}
+                         */
+                        status?: "booked" | "in_house" | "checked_out" | "cancelled" | "no_show";
+                        /**
+                         * Format: int32
+                         * @default 1
+                         */
+                        adults?: number;
+                        /**
+                         * Format: int32
+                         * @default 0
+                         */
+                        children?: number;
+                        notes?: string | null;
+                        /**
+                         * @description The PMS's own id of the record (a reservation or profile number); unique
+                         * @example RES-104233
+                         */
+                        externalRef: string;
+                    }[];
+                };
+            };
+        };
+        responses: {
+            /** @description One result per item, in item order: each `{ index, success, data | error }` */
+            200: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Present on the replay of an earlier answer to the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": [
+                     *         {
+                     *           "index": 0,
+                     *           "success": true,
+                     *           "data": {
+                     *             "id": "sty_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *             "guestId": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *             "room": "412",
+                     *             "checkIn": "2026-11-22",
+                     *             "checkOut": "2026-11-22",
+                     *             "status": "booked",
+                     *             "adults": 1,
+                     *             "children": 1,
+                     *             "notes": "Prefers a quiet room",
+                     *             "externalRef": "RES-104233",
+                     *             "createdAt": "2026-11-22T06:33:12.000Z",
+                     *             "updatedAt": "2026-11-22T06:33:12.000Z"
+                     *           }
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            /** Format: int32 */
+                            index: number;
+                            success: boolean;
+                            data?: components["schemas"]["Stay"];
+                            error?: {
+                                /** @enum {unknown} */
+                                code: "VALIDATION_ERROR" | "UNAUTHORIZED" | "INVALID_CREDENTIALS" | "TOKEN_EXPIRED" | "TOKEN_INVALID" | "TOKEN_MISSING" | "FORBIDDEN" | "NOT_FOUND" | "METHOD_NOT_ALLOWED" | "REQUEST_TIMEOUT" | "CONFLICT" | "PRECONDITION_FAILED" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "IDEMPOTENCY_KEY_REUSED" | "HEADERS_TOO_LARGE" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
+                                message: string;
+                                details?: {
+                                    /** @example email */
+                                    field: string;
+                                    /** @example must match format "email" */
+                                    message: string;
+                                }[] | {
+                                    /** @description The scope the API key lacks */
+                                    requiredScope: string;
+                                } | ({
+                                    field: string;
+                                    message: string;
+                                    /** @description The record already holding the value (a taken e-mail or phone) */
+                                    existingId?: string;
+                                }[] | {
+                                    /** @enum {string} */
+                                    window: "whatsapp_24h";
+                                    /** @description The guest's last WhatsApp message; null when they never wrote on WhatsApp */
+                                    lastInboundAt: string | null;
+                                }) | {
+                                    /** @description Quote it when reporting the problem */
+                                    requestId: string;
+                                };
+                            };
+                        }[];
+                    };
+                };
+            };
+            /** @description VALIDATION_ERROR: the request is malformed or a field is invalid */
+            400: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error400"];
+                };
+            };
+            /** @description TOKEN_MISSING, TOKEN_INVALID, TOKEN_EXPIRED or UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error401"];
+                };
+            };
+            /** @description FORBIDDEN: the role may not do this */
+            403: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error403"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error404"];
+                };
+            };
+            /** @description CONFLICT: the Idempotency-Key is in flight (retry after Retry-After) */
+            409: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error409"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: the body is over 1 MiB */
+            413: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error413"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE: the body is not JSON, or is sent with a Content-Encoding */
+            415: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error415"];
+                };
+            };
+            /** @description IDEMPOTENCY_KEY_REUSED: the key was used with another request */
+            422: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error422"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error429"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error500"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: the store cannot be reached; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error503"];
+                };
+            };
+        };
+    };
+    upsertStayByRef: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Change the record only if it is still at this ETag (from a GET or write answer); otherwise 412 PRECONDITION_FAILED and nothing changes. Checked in the same transaction as the write. */
+                "If-Match"?: string;
+            };
+            path: {
+                /**
+                 * @description The PMS's own id of the record (a reservation or profile number); unique
+                 * @example RES-104233
+                 */
+                externalRef: string;
+            };
+            cookie?: never;
+        };
+        /** @description Give the guest as guestId or as guestExternalRef (not both). Fields left out take their defaults (status booked, adults 1, children 0, room and notes null). */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "guestExternalRef": "PROF-88231",
+                 *       "room": "412",
+                 *       "checkIn": "2030-01-10",
+                 *       "checkOut": "2030-01-14",
+                 *       "adults": 2
+                 *     }
+                 */
+                "application/json": {
+                    /**
+                     * @description An existing guest id (or give guestExternalRef)
+                     * @example gst_01jd8x3k5q7w9e2r4t6y8v0m1n
+                     */
+                    guestId?: string;
+                    /**
+                     * @description The guest's externalRef, instead of guestId: the PMS's own profile id
+                     * @example PROF-88231
+                     */
+                    guestExternalRef?: string;
+                    room?: string | null;
+                    /**
+                     * @description The arrival day, in the hotel time zone
+                     * @example 2030-01-10
+                     */
+                    checkIn: string;
+                    /**
+                     * @description The departure day: after checkIn
+                     * @example 2030-01-13
+                     */
+                    checkOut: string;
+                    /**
+                     * @default booked
+                     * @enum {unknown}
+                     */
+                    status?: "booked" | "in_house" | "checked_out" | "cancelled" | "no_show";
+                    /**
+                     * Format: int32
+                     * @default 1
+                     */
+                    adults?: number;
+                    /**
+                     * Format: int32
+                     * @default 0
+                     */
+                    children?: number;
+                    notes?: string | null;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "sty_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *         "guestId": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *         "room": "412",
+                     *         "checkIn": "2026-11-22",
+                     *         "checkOut": "2026-11-22",
+                     *         "status": "booked",
+                     *         "adults": 1,
+                     *         "children": 1,
+                     *         "notes": "Prefers a quiet room",
+                     *         "externalRef": "RES-104233",
+                     *         "createdAt": "2026-11-22T06:33:12.000Z",
+                     *         "updatedAt": "2026-11-22T06:33:12.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["Stay"];
+                    };
+                };
+            };
+            /** @description Success */
+            201: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
+                    /** @description The created record's URL (its GET), as a path on this server */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "sty_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *         "guestId": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *         "room": "412",
+                     *         "checkIn": "2026-11-22",
+                     *         "checkOut": "2026-11-22",
+                     *         "status": "booked",
+                     *         "adults": 1,
+                     *         "children": 1,
+                     *         "notes": "Prefers a quiet room",
+                     *         "externalRef": "RES-104233",
+                     *         "createdAt": "2026-11-22T06:33:12.000Z",
+                     *         "updatedAt": "2026-11-22T06:33:12.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["Stay"];
+                    };
+                };
+            };
+            /** @description VALIDATION_ERROR: the request is malformed or a field is invalid */
+            400: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error400"];
+                };
+            };
+            /** @description TOKEN_MISSING, TOKEN_INVALID, TOKEN_EXPIRED or UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error401"];
+                };
+            };
+            /** @description FORBIDDEN: the role may not do this */
+            403: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error403"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error404"];
+                };
+            };
+            /** @description PRECONDITION_FAILED: the record changed since the ETag in If-Match */
+            412: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error412"];
+                };
+            };
+            /** @description PAYLOAD_TOO_LARGE: the body is over 1 MiB */
+            413: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error413"];
+                };
+            };
+            /** @description UNSUPPORTED_MEDIA_TYPE: the body is not JSON, or is sent with a Content-Encoding */
+            415: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error415"];
                 };
             };
             /** @description RATE_LIMITED */
@@ -11795,7 +14292,7 @@ export interface operations {
                      */
                     url: string;
                     /** @description Event types to receive, or ["*"] for all (a list naming "*" names nothing else) */
-                    events: ("*" | "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.status_changed" | "message.created" | "message.updated" | "guest.created" | "guest.updated" | "task.created" | "task.updated" | "task.completed" | "knowledge.created" | "knowledge.updated" | "knowledge.deleted" | "staff.created" | "staff.updated" | "setting.updated" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.disabled")[];
+                    events: ("*" | "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.status_changed" | "message.created" | "message.updated" | "guest.created" | "guest.updated" | "task.created" | "task.updated" | "task.completed" | "stay.created" | "stay.updated" | "knowledge.created" | "knowledge.updated" | "knowledge.deleted" | "staff.created" | "staff.updated" | "setting.updated" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.disabled")[];
                     description?: string | null;
                     /** @default true */
                     active?: boolean;
@@ -12472,7 +14969,7 @@ export interface operations {
                      */
                     url?: string;
                     /** @description Event types to receive, or ["*"] for all (a list naming "*" names nothing else) */
-                    events?: ("*" | "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.status_changed" | "message.created" | "message.updated" | "guest.created" | "guest.updated" | "task.created" | "task.updated" | "task.completed" | "knowledge.created" | "knowledge.updated" | "knowledge.deleted" | "staff.created" | "staff.updated" | "setting.updated" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.disabled")[];
+                    events?: ("*" | "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.status_changed" | "message.created" | "message.updated" | "guest.created" | "guest.updated" | "task.created" | "task.updated" | "task.completed" | "stay.created" | "stay.updated" | "knowledge.created" | "knowledge.updated" | "knowledge.deleted" | "staff.created" | "staff.updated" | "setting.updated" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.disabled")[];
                     description?: string | null;
                     /** @description true re-activates a disabled endpoint and resets its failure count */
                     active?: boolean;
@@ -15810,7 +18307,7 @@ export interface operations {
                      */
                     name: string;
                     /** @description What the key may do. `<resource>:write` includes `<resource>:read`. Each operation names the scope it needs (`x-scopes`); a key without it gets 403 FORBIDDEN naming the scope. */
-                    scopes: ("conversations:read" | "conversations:write" | "guests:read" | "guests:write" | "tasks:read" | "tasks:write" | "knowledge:read" | "knowledge:write" | "staff:read" | "staff:write" | "settings:read" | "settings:write" | "webhooks:read" | "webhooks:write" | "events:read" | "reports:read" | "channels:inbound")[];
+                    scopes: ("conversations:read" | "conversations:write" | "guests:read" | "guests:write" | "tasks:read" | "tasks:write" | "knowledge:read" | "knowledge:write" | "staff:read" | "staff:write" | "settings:read" | "settings:write" | "webhooks:read" | "webhooks:write" | "stays:read" | "stays:write" | "events:read" | "reports:read" | "channels:inbound")[];
                     expiresAt?: string | null;
                 };
             };
@@ -16484,7 +18981,7 @@ export interface operations {
                      */
                     name?: string;
                     /** @description What the key may do. `<resource>:write` includes `<resource>:read`. Each operation names the scope it needs (`x-scopes`); a key without it gets 403 FORBIDDEN naming the scope. */
-                    scopes?: ("conversations:read" | "conversations:write" | "guests:read" | "guests:write" | "tasks:read" | "tasks:write" | "knowledge:read" | "knowledge:write" | "staff:read" | "staff:write" | "settings:read" | "settings:write" | "webhooks:read" | "webhooks:write" | "events:read" | "reports:read" | "channels:inbound")[];
+                    scopes?: ("conversations:read" | "conversations:write" | "guests:read" | "guests:write" | "tasks:read" | "tasks:write" | "knowledge:read" | "knowledge:write" | "staff:read" | "staff:write" | "settings:read" | "settings:write" | "webhooks:read" | "webhooks:write" | "stays:read" | "stays:write" | "events:read" | "reports:read" | "channels:inbound")[];
                 };
             };
         };

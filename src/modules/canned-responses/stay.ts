@@ -1,7 +1,8 @@
-// Owns which stay a conversation's {{stay.*}} placeholders speak of. Stays are not part of this
-// module: until they are connected here every conversation has none, and stay placeholders are
-// sent empty (docs/productivity.md).
+// Owns which stay a conversation's {{stay.*}} placeholders speak of: the guest's current stay as
+// guests and conversations show it (docs/stays.md), or none, and then stay placeholders are sent
+// empty (docs/productivity.md).
 import type { Executor } from '../../db/types.js';
+import { currentStay } from '../stays/current.js';
 
 export interface StayFields {
   room: string | null;
@@ -12,9 +13,6 @@ export interface StayFields {
 }
 
 /** The stay of the conversation's guest that placeholders name, or null when there is none. */
-export async function stayFor(
-  _db: Executor,
-  _conversation: { id: string; guestId: string },
-): Promise<StayFields | null> {
-  return null;
+export async function stayFor(db: Executor, conversation: { id: string; guestId: string }): Promise<StayFields | null> {
+  return currentStay(db, conversation.guestId);
 }

@@ -5,6 +5,8 @@ import { paginate } from '../../db/paginate.js';
 import { type Param, type Prepared, prepared } from '../../db/prepared.js';
 import { fromJson, nowIso, toBool, toIso } from '../../db/store.js';
 import type { ConversationRow, Database, Executor } from '../../db/types.js';
+import { currentStay } from '../stays/current.js';
+import type { StaySummaryView } from '../stays/schemas.js';
 import type { ConversationStatus, ConversationView } from './schemas.js';
 
 /** The columns every conversation read selects (lists by label included). */
@@ -24,7 +26,8 @@ export const COLUMNS = [
   'c.snoozed_until',
 ] as const;
 
-export type ConversationListRow = ConversationRow & { guest_name: string };
+/** `stay` is added for a page at once (src/modules/stays/current.ts), never per row. */
+export type ConversationListRow = ConversationRow & { guest_name: string; stay?: StaySummaryView };
 
 export function toConversation(row: ConversationListRow): ConversationView {
   return {
@@ -38,6 +41,7 @@ export function toConversation(row: ConversationListRow): ConversationView {
     lastMessageAt: toIso(row.last_message_at),
     messageCount: Number(row.message_count),
     labels: fromJson<string[]>(row.labels),
+    stay: row.stay ?? null,
     createdAt: toIso(row.created_at),
     updatedAt: toIso(row.updated_at),
     snoozedUntil: row.snoozed_until === null ? null : toIso(row.snoozed_until),
@@ -51,7 +55,7 @@ export async function findConversation(db: Executor, id: string): Promise<Conver
     .select(COLUMNS)
     .where('c.id', '=', id)
     .executeTakeFirst();
-  return row && toConversation(row);
+  return row && toConversation({ ...row, stay: await currentStay(db, row.guest_id) });
 }
 
 const conversationRef = prepared((db, p: Param<{ id: string }>) =>

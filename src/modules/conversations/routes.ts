@@ -8,6 +8,7 @@ import { BulkBody, BulkResponse, runBulk } from '../../lib/bulk.js';
 import { currentById } from '../../lib/etag.js';
 import { listPage } from '../../lib/pages.js';
 import { BODY_ERRORS, errorResponse, IdParams, Ok, OkList, ok, STANDARD_ERRORS } from '../../lib/schemas.js';
+import { currentStays } from '../stays/current.js';
 import { listLabelled } from './label-lists.js';
 import { labelFilter } from './labels.js';
 import { messagesRoutes } from './messages-routes.js';
@@ -51,11 +52,23 @@ export const conversationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         onlyAssignee: ownerFilter(request.user!),
       };
       const labels = labelFilter(label);
-      if (labels !== undefined) {
-        const read = (req: PageRequest) => listLabelled(db(), { ...filter, labels }, req);
-        return listPage(request, reply, 'conversations', read, toConversation);
-      }
-      return listPage(request, reply, 'conversations', (req) => listConversations(db(), filter, req), toConversation);
+      const read = (req: PageRequest) =>
+        labels === undefined ? listConversations(db(), filter, req) : listLabelled(db(), { ...filter, labels }, req);
+      return listPage(
+        request,
+        reply,
+        'conversations',
+        async (req) => {
+          const page = await read(req);
+          // The page's current stays in one statement, not one per conversation.
+          const stays = await currentStays(
+            db(),
+            page.rows.map((r) => r.guest_id),
+          );
+          return { ...page, rows: page.rows.map((r) => ({ ...r, stay: stays.get(r.guest_id) ?? null })) };
+        },
+        toConversation,
+      );
     },
   );
 

@@ -4,6 +4,7 @@ import { EXAMPLE_TIME } from '../../lib/openapi-examples.js';
 import { documentedRule } from '../../lib/openapi-rules.js';
 import { exampleId, Nullable, PageQuery, RecordId, RefId, RefIdInput } from '../../lib/schemas.js';
 import { AttachmentIds, MessageAttachment } from '../attachments/schemas.js';
+import { StaySummary } from '../stays/schemas.js';
 
 // Enums rather than unions of literals: a bad value then reads "must be one of: …" once.
 const CHANNELS = ['whatsapp', 'sms', 'email', 'web'] as const;
@@ -56,6 +57,7 @@ export const Conversation = Type.Object(
       description: 'Lower-case labels, each once, in the order they were set',
       examples: [['vip', 'late-checkout']],
     }),
+    stay: StaySummary,
     createdAt: Timestamp,
     updatedAt: Timestamp,
     snoozedUntil: Nullable(

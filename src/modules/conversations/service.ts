@@ -15,6 +15,7 @@ import { assertWhatsAppWindow, type RenderedTemplate, renderTemplate } from '../
 import { insertSend, type LocalSender } from '../channels/sends-repository.js';
 import { conversationEvents, messageCreated, staffActor } from '../events/emit.js';
 import { withEvents } from '../events/outbox.js';
+import { currentStay } from '../stays/current.js';
 import { checkedLabels, writeLabels } from './labels.js';
 import { insertMessage, type NewMessage } from './messages-repository.js';
 import {
@@ -115,6 +116,7 @@ export async function createConversation(
       lastMessageAt: at,
       messageCount: hasFirst ? 1 : 0,
       labels: [],
+      stay: await currentStay(tx, body.guestId),
       createdAt: at,
       updatedAt: at,
       snoozedUntil: null,

@@ -91,7 +91,7 @@ export function taskEvents(outbox: Outbox, actor: Actor, before: TaskView | null
   }
 }
 
-type Resource = 'guest' | 'knowledge' | 'staff';
+type Resource = 'guest' | 'knowledge' | 'staff' | 'stay';
 
 /** `<resource>.created`, or `<resource>.updated` with its changes (nothing when nothing changed). */
 export function recordEvents<T extends object>(

@@ -7,12 +7,28 @@ import { type Param, prepared } from '../../db/prepared.js';
 import { fromJson, likeContains, nowIso, toIso, toJson } from '../../db/store.js';
 import type { Database, Executor, GuestRow } from '../../db/types.js';
 import { newId } from '../../lib/ids.js';
+import { currentStay } from '../stays/current.js';
+import type { StaySummaryView } from '../stays/schemas.js';
 import type { Guest } from './schemas.js';
 
 export type GuestView = Static<typeof Guest>;
 
-const COLUMNS = ['id', 'name', 'email', 'phone', 'tags', 'notes', 'created_at', 'updated_at'] as const;
-type GuestListRow = Pick<GuestRow, (typeof COLUMNS)[number]>;
+const COLUMNS = [
+  'id',
+  'name',
+  'email',
+  'phone',
+  'tags',
+  'notes',
+  'external_ref',
+  'attributes',
+  'created_at',
+  'updated_at',
+] as const;
+/** A guest row as lists read it; `stay` is added for the page (`withStays`), never per row. */
+export type GuestListRow = Pick<GuestRow, (typeof COLUMNS)[number]> & { stay?: StaySummaryView };
+
+export type Attributes = Record<string, string | number | boolean>;
 
 export function toGuest(row: GuestListRow): GuestView {
   return {
@@ -22,6 +38,9 @@ export function toGuest(row: GuestListRow): GuestView {
     phone: row.phone,
     tags: fromJson<string[]>(row.tags),
     notes: row.notes,
+    externalRef: row.external_ref ?? null,
+    attributes: fromJson<Attributes>(row.attributes ?? '{}'),
+    stay: row.stay ?? null,
     createdAt: toIso(row.created_at),
     updatedAt: toIso(row.updated_at),
   };
@@ -39,7 +58,13 @@ const searchText = (name: string, email: string | null, phone: string | null): s
 
 export async function findGuest(db: Executor, id: string): Promise<GuestView | undefined> {
   const row = await db.selectFrom('guests').select(COLUMNS).where('id', '=', id).executeTakeFirst();
-  return row && toGuest(row);
+  return row && toGuest({ ...row, stay: await currentStay(db, id) });
+}
+
+/** The guest with this externalRef, if any. */
+export async function findGuestByRef(db: Executor, ref: string): Promise<GuestView | undefined> {
+  const row = await db.selectFrom('guests').select('id').where('external_ref', '=', ref).executeTakeFirst();
+  return row && findGuest(db, row.id);
 }
 
 /** Whether the guest is linked to a conversation or task assigned to the staff member. */
@@ -56,6 +81,10 @@ export async function isGuestOfStaff(db: Executor, guestId: string, staffId: str
 export interface GuestFilter {
   search?: string;
   tag?: string;
+  /** Exact look-ups (docs/stays.md): e-mail any case, phone, externalRef; each a unique index. */
+  email?: string;
+  phone?: string;
+  externalRef?: string;
   /** Restricts the list to guests of this staff member's conversations and tasks. */
   assignee?: string;
 }
@@ -275,7 +304,58 @@ function ofMember(
   );
 }
 
+const LOOKUP_KEYS = ['email', 'phone', 'externalRef', 'tag', 'assignee', 'pattern'] as const;
+type LookupFilter = Partial<Record<(typeof LOOKUP_KEYS)[number], string>>;
+
+/**
+ * Guests found by an exact e-mail (any case), phone or externalRef, each a unique index (so a
+ * page holds at most one guest), then narrowed by any other filter given with it.
+ */
+function lookupWhere(
+  // biome-ignore lint/suspicious/noExplicitAny: the guests table, as the list primitive composes it
+  q: SelectQueryBuilder<Database, any, object>,
+  f: LookupFilter,
+  p: ListParam,
+) {
+  if (f.email !== undefined) q = q.where('email_lower', '=', p('email'));
+  if (f.phone !== undefined) q = q.where('phone', '=', p('phone'));
+  if (f.externalRef !== undefined) q = q.where('external_ref', '=', p('externalRef'));
+  if (f.tag !== undefined) {
+    q = q.where(
+      sql<boolean>`exists (select 1 from guest_tags gt where gt.guest_id = guests.id and gt.tag = ${p('tag')})`,
+    );
+  }
+  if (f.pattern !== undefined) q = q.where(sql<boolean>`search_text like ${p('pattern')} escape '\\'`);
+  if (f.assignee !== undefined) {
+    q = q.where(
+      sql<boolean>`exists (select 1 from staff_guests sg where sg.staff_id = ${p('assignee')} and sg.guest_id = guests.id)`,
+    );
+  }
+  return q;
+}
+
+export const lookupPages = paginate<LookupFilter, GuestListRow>({
+  name: 'guest-lookup',
+  from: (db) => db.selectFrom('guests'),
+  where: (q, f, p) => lookupWhere(q, f, p),
+  columns: (q) => q.select(COLUMNS),
+  order: ['created_at', 'id'],
+  direction: 'desc',
+  keyOf,
+  count: (x, f, p) => lookupWhere(x.selectFrom('guests'), f, p).select((eb) => eb.fn.countAll<number>().as('n')),
+  shapeOf: (f) => LOOKUP_KEYS.map((k) => (f[k] === undefined ? '-' : k)).join(','),
+  values: (f) => ({ ...f, email: f.email?.toLowerCase() }),
+});
+
 export async function listGuests(x: Executor, f: GuestFilter, req: PageRequest): Promise<PageResult<GuestListRow>> {
+  if (f.email !== undefined || f.phone !== undefined || f.externalRef !== undefined) {
+    const search = f.search !== undefined && f.search !== '' ? likeContains(f.search) : undefined;
+    return lookupPages(
+      x,
+      { email: f.email, phone: f.phone, externalRef: f.externalRef, tag: f.tag, assignee: f.assignee, pattern: search },
+      req,
+    );
+  }
   const search = f.search !== undefined && f.search !== '' ? f.search : undefined;
   const indexed = search === undefined ? null : sqliteIndexedTerm(x, search);
   // A tag's guests are its index range; a member's, theirs; a search through the trigram index
@@ -321,7 +401,7 @@ const termShare = prepared((x, p: Param<{ pattern: string }>) =>
 );
 
 export interface GuestConflict {
-  field: 'email' | 'phone';
+  field: 'email' | 'phone' | 'externalRef';
   message: string;
   existingId: string;
 }
@@ -329,19 +409,21 @@ export interface GuestConflict {
 /** Other guests already holding this e-mail (any case) or phone; `exceptId` is the guest itself. */
 export async function findConflicts(
   db: Executor,
-  values: { email?: string | null; phone?: string | null },
+  values: { email?: string | null; phone?: string | null; externalRef?: string | null },
   exceptId?: string,
 ): Promise<GuestConflict[]> {
   const emailLower = values.email?.toLowerCase() ?? null;
   const phone = values.phone ?? null;
-  if (emailLower === null && phone === null) return [];
+  const ref = values.externalRef ?? null;
+  if (emailLower === null && phone === null && ref === null) return [];
   let q = db
     .selectFrom('guests')
-    .select(['id', 'email_lower', 'phone'])
+    .select(['id', 'email_lower', 'phone', 'external_ref'])
     .where((eb) => {
       const ors = [];
       if (emailLower !== null) ors.push(eb('email_lower', '=', emailLower));
       if (phone !== null) ors.push(eb('phone', '=', phone));
+      if (ref !== null) ors.push(eb('external_ref', '=', ref));
       return eb.or(ors);
     });
   if (exceptId !== undefined) q = q.where('id', '!=', exceptId);
@@ -351,6 +433,8 @@ export async function findConflicts(
   if (email) out.push({ field: 'email', message: `is already used by guest ${email.id}`, existingId: email.id });
   const ph = rows.find((r) => phone !== null && r.phone === phone);
   if (ph) out.push({ field: 'phone', message: `is already used by guest ${ph.id}`, existingId: ph.id });
+  const r = rows.find((x) => ref !== null && x.external_ref === ref);
+  if (r) out.push({ field: 'externalRef', message: `is already used by guest ${r.id}`, existingId: r.id });
   return out;
 }
 
@@ -371,6 +455,8 @@ export interface NewGuestInput {
   phone?: string | null;
   tags?: string[];
   notes?: string | null;
+  externalRef?: string | null;
+  attributes?: Attributes;
 }
 
 export async function insertGuest(db: Executor, input: NewGuestInput): Promise<GuestView> {
@@ -386,6 +472,8 @@ export async function insertGuest(db: Executor, input: NewGuestInput): Promise<G
     phone,
     tags: toJson(tags),
     notes: input.notes ?? null,
+    external_ref: input.externalRef ?? null,
+    attributes: toJson(input.attributes ?? {}),
     search_text: searchText(input.name, email, phone),
     created_at: now,
     updated_at: now,
@@ -401,6 +489,9 @@ export interface GuestChanges {
   phone?: string | null;
   tags?: string[];
   notes?: string | null;
+  externalRef?: string | null;
+  /** The whole set after the change (the service merges). */
+  attributes?: Attributes;
 }
 
 /** Applies `c` to the guest as read in `current` (read it in the same transaction). */
@@ -419,6 +510,8 @@ export async function updateGuest(db: Executor, current: GuestView, c: GuestChan
       search_text: searchText(name, email, phone),
       ...(tags !== undefined && { tags: toJson(tags) }),
       ...(c.notes !== undefined && { notes: c.notes }),
+      ...(c.externalRef !== undefined && { external_ref: c.externalRef }),
+      ...(c.attributes !== undefined && { attributes: toJson(c.attributes) }),
       updated_at: nowIso(),
     })
     .where('id', '=', current.id)

@@ -8,9 +8,10 @@ import { BulkBody, BulkResponse, runBulk } from '../../lib/bulk.js';
 import { currentById } from '../../lib/etag.js';
 import { listPage } from '../../lib/pages.js';
 import { BODY_ERRORS, CONFLICT_ERROR, IdParams, Ok, OkList, ok, STANDARD_ERRORS } from '../../lib/schemas.js';
-import { findGuest, type GuestView, listGuests, toGuest } from './repository.js';
-import { CreateGuestBody, Guest, ListGuestsQuery, UpdateGuestBody } from './schemas.js';
-import { type CreateGuest, createGuest, updateGuest, visibleGuest } from './service.js';
+import { currentStays } from '../stays/current.js';
+import { findGuest, findGuestByRef, type GuestView, listGuests, toGuest } from './repository.js';
+import { CreateGuestBody, Guest, GuestRefParams, ListGuestsQuery, PutGuestBody, UpdateGuestBody } from './schemas.js';
+import { type CreateGuest, createGuest, updateGuest, upsertGuest, visibleGuest } from './service.js';
 
 export const guestsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const db = () => app.ctx.store;
@@ -23,14 +24,31 @@ export const guestsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         tags: ['guests'],
         operationId: 'listGuests',
         summary: 'List guests, newest first; search name/e-mail/phone, filter by tag (staff: own guests only)',
+        description:
+          '`email` (any case), `phone` and `externalRef` find the guest holding exactly that value (a PMS ' +
+          "looking up its profile). Each guest carries `stay`, its current stay in the hotel's time zone.",
         querystring: ListGuestsQuery,
         response: { 200: OkList(Guest), ...STANDARD_ERRORS },
       },
     },
     async (request, reply) => {
-      const { search, tag } = request.query;
-      const filter = { search: search?.trim(), tag, assignee: ownerFilter(request.user!) };
-      return listPage(request, reply, 'guests', (req) => listGuests(db(), filter, req), toGuest);
+      const { search, tag, email, phone, externalRef } = request.query;
+      const filter = { search: search?.trim(), tag, email, phone, externalRef, assignee: ownerFilter(request.user!) };
+      return listPage(
+        request,
+        reply,
+        'guests',
+        async (req) => {
+          const page = await listGuests(db(), filter, req);
+          // The page's current stays in one statement, not one per guest.
+          const stays = await currentStays(
+            db(),
+            page.rows.map((r) => r.id),
+          );
+          return { ...page, rows: page.rows.map((r) => ({ ...r, stay: stays.get(r.id) ?? null })) };
+        },
+        toGuest,
+      );
     },
   );
 
@@ -93,6 +111,35 @@ export const guestsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         (item) => createGuest(db(), user, item),
         request.log,
       );
+    },
+  );
+
+  app.put(
+    '/by-ref/:externalRef',
+    {
+      config: {
+        access: ADMIN_MANAGER,
+        scope: 'guests:write',
+        location: (data) => `/api/v1/guests/${encodeURIComponent(String(data.id))}`,
+        current: { table: 'guests', column: 'external_ref', param: 'externalRef', read: findGuestByRef, upsert: true },
+      },
+      schema: {
+        tags: ['guests'],
+        operationId: 'upsertGuestByRef',
+        summary: "Create (201) or update (200) the guest with this externalRef, the PMS's profile id (admin, manager)",
+        description:
+          "The fields given are set and those left out kept (tags and notes may be the hotel team's); attributes " +
+          'merge as on PATCH. An e-mail or phone another guest holds is a 409 naming that guest: link it by ' +
+          'PATCHing its externalRef. Calling it again with the same body changes nothing.',
+        params: GuestRefParams,
+        body: PutGuestBody,
+        response: { 200: Ok(Guest), 201: Ok(Guest), ...STANDARD_ERRORS, ...CONFLICT_ERROR, ...BODY_ERRORS },
+      },
+    },
+    async (request, reply) => {
+      const { guest, created } = await upsertGuest(db(), request.user!, request.params.externalRef, request.body);
+      reply.code(created ? 201 : 200);
+      return ok(guest);
     },
   );
 

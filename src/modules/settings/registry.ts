@@ -3,6 +3,7 @@
 import { type TSchema, Type } from 'typebox';
 import type { FieldError } from '../../lib/errors.js';
 import { templateProblems, type WhatsAppTemplate } from '../channels/templates.js';
+import { type Journey, JourneysSchema, journeyProblems } from '../stays/journeys.js';
 
 const MAX_CUSTOM_BYTES = 64 * 1024;
 export const CUSTOM_KEY = /^custom\.[A-Za-z0-9_.-]{1,64}$/;
@@ -72,16 +73,24 @@ export const DepartmentFilter = Type.String({
 
 export const SETTINGS: Record<string, KeyDef> = {
   hotel: {
-    description: 'The hotel: name, IANA time zone and locale.',
+    description: 'The hotel: name, IANA time zone, locale, and the local check-in and check-out times of stays.',
     schema: Type.Object(
       {
         name: Type.String({ minLength: 1, maxLength: 200 }),
         timezone: Type.String({ minLength: 1, maxLength: 64 }),
         locale: Type.String({ minLength: 2, maxLength: 35 }),
+        checkInTime: Type.Optional({
+          ...HHMM,
+          description: 'When a stay begins on its checkIn day, local time (default 15:00)',
+        }),
+        checkOutTime: Type.Optional({
+          ...HHMM,
+          description: 'When a stay ends on its checkOut day, local time (default 11:00)',
+        }),
       },
       { additionalProperties: false },
     ),
-    default: { name: 'My Hotel', timezone: 'UTC', locale: 'en' },
+    default: { name: 'My Hotel', timezone: 'UTC', locale: 'en', checkInTime: '15:00', checkOutTime: '11:00' },
     check: (v: { timezone: string; locale: string }) => [
       ...(isTimeZone(v.timezone) ? [] : [{ field: 'value.timezone', message: 'is not an IANA time zone' }]),
       ...(isLocale(v.locale) ? [] : [{ field: 'value.locale', message: 'is not a BCP 47 locale' }]),
@@ -195,6 +204,15 @@ export const SETTINGS: Record<string, KeyDef> = {
       { additionalProperties: false },
     ),
     default: { firstResponseMinutes: 15, taskMinutes: { low: 1440, normal: 240, high: 60, urgent: 15 } },
+  },
+  journeys: {
+    description:
+      'Steps sent or created around each stay (docs/stays.md, Journeys): at most 50 { name, enabled, when: ' +
+      '{ event, offsetMinutes, at }, channel, action }; texts may use {{guest.name}}, {{guest.firstName}}, ' +
+      '{{stay.room}}, {{stay.checkIn}}, {{stay.checkOut}} and {{hotel.name}}.',
+    schema: JourneysSchema,
+    default: [],
+    check: (v: Journey[]) => journeyProblems(v),
   },
 };
 

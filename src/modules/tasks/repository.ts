@@ -15,6 +15,7 @@ const COLUMNS = [
   'status',
   'guest_id',
   'conversation_id',
+  'stay_id',
   'assignee',
   'notes',
   'due_at',
@@ -33,6 +34,7 @@ export function toTask(row: TaskRow): TaskView {
     status: row.status,
     guestId: row.guest_id,
     conversationId: row.conversation_id,
+    stayId: row.stay_id ?? null,
     assignee: row.assignee,
     notes: row.notes,
     dueAt: row.due_at === null ? null : toIso(row.due_at),
@@ -113,6 +115,11 @@ export function findConversationGuest(db: Executor, id: string) {
   return db.selectFrom('conversations').select(['id', 'guest_id']).where('id', '=', id).executeTakeFirst();
 }
 
+/** The guest a stay belongs to; undefined when the stay does not exist. */
+export function findStayGuest(db: Executor, id: string) {
+  return db.selectFrom('stays').select(['id', 'guest_id']).where('id', '=', id).executeTakeFirst();
+}
+
 /** Whether a staff member is active; undefined when they do not exist. */
 export async function staffActive(db: Executor, id: string): Promise<boolean | undefined> {
   const row = await db.selectFrom('staff').select('active').where('id', '=', id).executeTakeFirst();
@@ -130,6 +137,7 @@ export async function insertTask(db: Executor, input: CreateTaskInput): Promise<
     status: 'open',
     guest_id: input.guestId ?? null,
     conversation_id: input.conversationId ?? null,
+    stay_id: input.stayId ?? null,
     assignee: input.assignee ?? null,
     notes: null,
     due_at: input.dueAt ?? null,
@@ -142,7 +150,11 @@ export async function insertTask(db: Executor, input: CreateTaskInput): Promise<
 }
 
 /** Applies `c` to `current`; completedAt is stamped on entering completed and cleared on leaving it. */
-export async function updateTask(db: Executor, current: TaskView, c: UpdateTaskInput): Promise<TaskView> {
+export async function updateTask(
+  db: Executor,
+  current: TaskView,
+  c: UpdateTaskInput & { guestId?: string | null },
+): Promise<TaskView> {
   const now = nowIso();
   let completedAt = current.completedAt;
   if (c.status !== undefined) {
@@ -159,6 +171,8 @@ export async function updateTask(db: Executor, current: TaskView, c: UpdateTaskI
       ...(c.department !== undefined && { department: c.department }),
       ...(c.priority !== undefined && { priority: c.priority }),
       ...(c.assignee !== undefined && { assignee: c.assignee }),
+      ...(c.stayId !== undefined && { stay_id: c.stayId }),
+      ...(c.guestId !== undefined && { guest_id: c.guestId }),
       ...(c.dueAt !== undefined && { due_at: c.dueAt }),
       completed_at: completedAt,
       updated_at: now,

@@ -21,6 +21,7 @@ export const Task = Type.Object(
     status: Status,
     guestId: Nullable(RefId('gst')),
     conversationId: Nullable(RefId('cnv')),
+    stayId: Nullable(RefId('sty', 'The stay the task is about')),
     assignee: Nullable(RefId('stf', 'Staff id')),
     notes: Nullable(Type.String({ maxLength: 5000 })),
     dueAt: Nullable(DateTime),
@@ -37,6 +38,10 @@ export type TaskView = Static<typeof Task>;
 const Title = Type.String({ minLength: 1, maxLength: 200 });
 const LongText = Type.String({ maxLength: 5000 });
 const Department = DepartmentInput;
+const StayIdInput = RefIdInput(
+  'sty',
+  "An existing stay id: its guest becomes the task's guest (a different guestId is a VALIDATION_ERROR)",
+);
 const DueAt = Type.String({ format: 'date-time', maxLength: 64, description: 'ISO 8601 date-time with a time zone' });
 
 export const CreateTaskBody = Type.Object(
@@ -51,6 +56,7 @@ export const CreateTaskBody = Type.Object(
     ),
     assignee: Type.Optional(Nullable(RefIdInput('stf', 'An active staff id'))),
     dueAt: Type.Optional(Nullable(DueAt)),
+    stayId: Type.Optional(Nullable(StayIdInput)),
   },
   { additionalProperties: false },
 );
@@ -66,6 +72,7 @@ export const UpdateTaskBody = Type.Object(
     priority: Type.Optional(Priority),
     assignee: Type.Optional(Nullable(RefIdInput('stf', 'An active staff id, or null to unassign'))),
     dueAt: Type.Optional(Nullable(DueAt)),
+    stayId: Type.Optional(Nullable(StayIdInput)),
   },
   { additionalProperties: false, minProperties: 1 },
 );

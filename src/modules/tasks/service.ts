@@ -10,6 +10,7 @@ import { withEvents } from '../events/outbox.js';
 import { departmentProblem } from '../settings/service.js';
 import {
   findConversationGuest,
+  findStayGuest,
   findTask,
   guestExists,
   insertTask,
@@ -82,13 +83,39 @@ export async function visibleTask(db: Executor, user: AuthUser, id: string): Pro
   return visibleTo(user, await findTask(db, id), (t) => t.assignee, WHAT, id);
 }
 
+/**
+ * The guest a task's stay makes its guest (docs/stays.md): a task about a stay is about that
+ * stay's guest, so a different guest named with it is a problem.
+ */
+async function stayGuest(
+  db: Executor,
+  stayId: string | null | undefined,
+  guestId: string | null | undefined,
+  guestField = 'guestId',
+): Promise<{ guestId?: string; problem?: FieldError }> {
+  if (stayId === null || stayId === undefined) return {};
+  const stay = await findStayGuest(db, stayId);
+  if (stay === undefined) return { problem: { field: 'stayId', message: `stay ${stayId} does not exist` } };
+  if (guestId != null && guestId !== stay.guest_id) {
+    const message =
+      guestField === 'stayId'
+        ? `is a stay of guest ${stay.guest_id}, not of the task's guest ${guestId}`
+        : `must be the stay's guest ${stay.guest_id}, or left out`;
+    return { problem: { field: guestField, message } };
+  }
+  return { guestId: stay.guest_id };
+}
+
 /** Checks what the input refers to and inserts the task, in one transaction. */
 export function createTask(store: Store, user: AuthUser, input: CreateTaskInput): Promise<TaskView> {
   return withEvents(store, async (tx, outbox) => {
     const { dueAt, problems } = dueAtOf(input.dueAt);
-    problems.push(...(await referenceProblems(tx, input)));
+    const stay = await stayGuest(tx, input.stayId, input.guestId);
+    if (stay.problem !== undefined) problems.push(stay.problem);
+    const guestId = stay.guestId ?? input.guestId;
+    problems.push(...(await referenceProblems(tx, { ...input, guestId })));
     if (problems.length > 0) throw invalid(problems);
-    const task = await insertTask(tx, { ...input, dueAt });
+    const task = await insertTask(tx, { ...input, guestId, dueAt });
     taskEvents(outbox, staffActor(user), null, task);
     return task;
   });
@@ -105,9 +132,13 @@ export function updateTask(store: Store, user: AuthUser, id: string, changes: Up
       }
     }
     const { dueAt, problems } = dueAtOf(changes.dueAt);
+    const stay = await stayGuest(tx, changes.stayId, current.guestId, 'stayId');
+    if (stay.problem !== undefined) problems.push(stay.problem);
     problems.push(...(await referenceProblems(tx, { department: changes.department, assignee: changes.assignee })));
     if (problems.length > 0) throw invalid(problems);
-    const after = await updateTaskRow(tx, current, { ...changes, dueAt });
+    // A task without a guest takes its new stay's guest.
+    const guest = current.guestId === null && stay.guestId !== undefined ? { guestId: stay.guestId } : {};
+    const after = await updateTaskRow(tx, current, { ...changes, ...guest, dueAt });
     taskEvents(outbox, staffActor(user), current, after);
     return after;
   });
