@@ -26,6 +26,7 @@ import eventsRuntime from './modules/events/runtime.js';
 import { guestsRoutes } from './modules/guests/routes.js';
 import { healthRoutes } from './modules/health/routes.js';
 import { knowledgeRoutes } from './modules/knowledge/routes.js';
+import { searchRoutes } from './modules/search/routes.js';
 import { settingsRoutes } from './modules/settings/routes.js';
 import { staffRoutes } from './modules/staff/routes.js';
 import { tasksRoutes } from './modules/tasks/routes.js';
@@ -216,6 +217,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       await api.register(staffRoutes, { prefix: '/staff' });
       await api.register(settingsRoutes, { prefix: '/settings' });
       await api.register(conversationsRoutes, { prefix: '/conversations' });
+      await api.register(searchRoutes, { prefix: '/messages' });
       await api.register(guestsRoutes, { prefix: '/guests' });
       await api.register(tasksRoutes, { prefix: '/tasks' });
       await api.register(knowledgeRoutes, { prefix: '/knowledge' });

@@ -1,0 +1,55 @@
+// Owns /messages/search: full-text search over every message, notes included (docs/search.md).
+// Every role may search; a staff-role caller finds only messages of conversations assigned to
+// them, as the conversations list shows them only those.
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { PageRequest } from '../../db/paginate.js';
+import { ownerFilter } from '../../lib/access.js';
+import { ANY_ROLE } from '../../lib/auth.js';
+import { fieldError } from '../../lib/errors.js';
+import { listPage } from '../../lib/pages.js';
+import { OkList, STANDARD_ERRORS } from '../../lib/schemas.js';
+import type { MessageView } from '../conversations/schemas.js';
+import { searchMessages } from './repository.js';
+import { MessageSearchHit, SearchMessagesQuery } from './schemas.js';
+import { highlight, searchWords } from './words.js';
+
+export const searchRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  app.get(
+    '/search',
+    {
+      config: { access: ANY_ROLE, scope: 'conversations:read' },
+      schema: {
+        tags: ['conversations'],
+        operationId: 'searchMessages',
+        summary: 'Search every message full-text, best match first (a staff-role caller: their own conversations)',
+        description:
+          'Messages and internal notes holding every word of `q` (the last as a prefix), ranked best match first ' +
+          '(ties: the newer first), each with a `highlight` snippet. Narrow by the conversation channel and by ' +
+          'creation time (`from` inclusive, `to` exclusive). Ranked, so by page number only (no cursor). ' +
+          'API keys need `conversations:read`.',
+        querystring: SearchMessagesQuery,
+        response: { 200: OkList(MessageSearchHit), ...STANDARD_ERRORS },
+      },
+    },
+    async (request, reply) => {
+      const { q, channel, from, to } = request.query;
+      const words = searchWords(q);
+      if (words.length === 0) throw fieldError('q', 'must hold at least one word (a letter or digit)');
+      const since = from === undefined ? undefined : new Date(from).toISOString();
+      const until = to === undefined ? undefined : new Date(to).toISOString();
+      if (since !== undefined && until !== undefined && since >= until)
+        throw fieldError('to', 'must be later than from');
+      const filter = { words, channel, from: since, to: until, onlyAssignee: ownerFilter(request.user!) };
+      const read = async (req: PageRequest) => {
+        if (!('page' in req)) throw new Error('search pages are numbered');
+        const { rows, total } = await searchMessages(app.ctx.store, filter, {
+          limit: req.limit,
+          offset: (req.page - 1) * req.limit,
+        });
+        return { rows, total, next: null };
+      };
+      const toHit = (m: MessageView) => ({ ...m, highlight: highlight(m.content, words) });
+      return listPage(request, reply, 'message-search', read, toHit, { ranked: true });
+    },
+  );
+};

@@ -1,0 +1,69 @@
+// Owns the request and response schemas of message search.
+import { Type } from 'typebox';
+import { EXAMPLE_TIME } from '../../lib/openapi-examples.js';
+import { exampleId, NumberedPageQuery } from '../../lib/schemas.js';
+import { Channel, Message } from '../conversations/schemas.js';
+
+/** Longer searches add nothing a reader types and only cost the full-text engine work. */
+export const MAX_QUERY_LENGTH = 200;
+
+const Timestamp = (description: string) => Type.String({ format: 'date-time', maxLength: 30, description });
+
+export const SearchMessagesQuery = Type.Object(
+  {
+    q: Type.String({
+      minLength: 1,
+      maxLength: MAX_QUERY_LENGTH,
+      // Blank or all punctuation: nothing to look for (the input plugin refuses U+0000 anyway).
+      pattern: '^[^\\u0000]*[\\p{L}\\p{N}][^\\u0000]*$',
+      'x-pattern-message': 'must hold at least one word (a letter or digit)',
+      description:
+        'The words to find. A message matches when it holds every word, the last one as a prefix (`late chec` ' +
+        'finds "late checkout"), case- and accent-insensitively (`MULLER` finds "Müller"), never stemmed. ' +
+        'Quotes, operators and punctuation separate words and mean nothing else; at most 16 words count. ' +
+        'A text without a letter or digit is a VALIDATION_ERROR.',
+      examples: ['late check'],
+    }),
+    channel: Type.Optional(Channel),
+    from: Type.Optional(Timestamp('Only messages created at or after this time')),
+    to: Type.Optional(Timestamp('Only messages created before this time')),
+    ...NumberedPageQuery,
+  },
+  { additionalProperties: false },
+);
+
+export const MessageSearchHit = Type.Object(
+  {
+    ...Message.properties,
+    highlight: Type.String({
+      maxLength: 8192,
+      description:
+        'Up to about 200 characters of the content around its first match, HTML-escaped (`&`, `<`, `>`, `"` and ' +
+        "`'` as entities), each matching word wrapped in `<mark>…</mark>`, `…` where content was left out. " +
+        'The only markup in it is `<mark>`: it may be rendered as HTML as it is.',
+    }),
+  },
+  {
+    $id: 'MessageSearchHit',
+    description: 'A message with the snippet that shows why it matched.',
+    examples: [
+      {
+        id: exampleId('msg'),
+        conversationId: exampleId('cnv'),
+        direction: 'inbound',
+        type: 'text',
+        content: 'Hi, could we have a late checkout tomorrow? Our flight is at 6 pm & we have a baby.',
+        sender: { type: 'guest', id: exampleId('gst') },
+        deliveryStatus: 'received',
+        externalId: null,
+        error: null,
+        sentAt: null,
+        deliveredAt: null,
+        readAt: null,
+        createdAt: EXAMPLE_TIME,
+        highlight:
+          'Hi, could we have a <mark>late</mark> <mark>checkout</mark> tomorrow? Our flight is at 6 pm &amp; we have a baby.',
+      },
+    ],
+  },
+);
