@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { type TestContext, test } from 'node:test';
 import fc from 'fast-check';
 import type { FastifyInstance } from 'fastify';
-import { assertError, insertGuest, openConversation } from '../fixtures.js';
+import { newId } from '../../src/lib/ids.js';
+import { assertError, insertConversation, insertGuest, openConversation } from '../fixtures.js';
 import { buildTestApp, call, createStaff, type TestUser } from '../helpers.js';
 
 interface World {
@@ -56,7 +57,7 @@ test('search finds messages holding every word, the last as a prefix, best match
     'Late checkout is fine: late, late, late checkout until 2 pm.',
     'Could we have a late checkout tomorrow?',
   ]);
-  assert.deepEqual(res.body.meta, { page: 1, limit: 20, total: 2, pages: 1, nextCursor: null });
+  assert.deepEqual(res.body.meta, { page: 1, limit: 20, total: 2, pages: 1, nextCursor: null, capped: false });
   const [best] = res.data;
   assert.equal(best.conversationId, c.id);
   assert.equal(best.id, c.ids[1]);
@@ -262,7 +263,7 @@ test('results are paginated by page and limit (no cursor), ordered stably', asyn
   for (let page = 1; page <= 3; page++) {
     const res = await search(w, 'wifi', `&limit=3&page=${page}`);
     assert.equal(res.status, 200);
-    assert.deepEqual(res.body.meta, { page, limit: 3, total: 7, pages: 3, nextCursor: null });
+    assert.deepEqual(res.body.meta, { page, limit: 3, total: 7, pages: 3, nextCursor: null, capped: false });
     pages.push(...contents(res));
   }
   assert.deepEqual(pages, contents(all));
@@ -327,4 +328,39 @@ test('the index follows a change of content (an erasure) and the removal of mess
   assert.deepEqual(contents(await search(w, 'passport')), ['thanks for the passport copy']);
   await db.deleteFrom('messages').where('conversation_id', '=', c.id).execute();
   assert.deepEqual(contents(await search(w, 'passport')), []);
+});
+
+test('a search matching more than 1,000 messages ranks and counts the newest 1,000 and says it is capped', async (t) => {
+  const w = await setup(t);
+  const conversationId = await insertConversation(w.app, w.guestId);
+  // Inserted oldest first, ids in time order, as the API writes them.
+  const ids = Array.from({ length: 1003 }, () => newId('msg')).sort();
+  const base = Date.parse('2026-01-01T00:00:00.000Z');
+  const rows = ids.map((id, i) => ({
+    id,
+    conversation_id: conversationId,
+    direction: 'inbound' as const,
+    type: 'text' as const,
+    content: `shuttle ${i}`,
+    sender_type: 'guest' as const,
+    sender_id: w.guestId,
+    delivery_status: 'received' as const,
+    created_at: new Date(base + i * 1000).toISOString(),
+  }));
+  for (let i = 0; i < rows.length; i += 200) {
+    await w.app.ctx.store.db
+      .insertInto('messages')
+      .values(rows.slice(i, i + 200))
+      .execute();
+  }
+  const last = await search(w, 'shuttle', '&limit=100&page=10');
+  assert.equal(last.status, 200);
+  assert.deepEqual(last.body.meta, { page: 10, limit: 100, total: 1000, pages: 10, nextCursor: null, capped: true });
+  // Equal ranks, newest first: the window ends at the 1,000th newest; the three oldest are left out.
+  assert.equal(last.data.at(-1).content, 'shuttle 3');
+  assert.deepEqual((await search(w, 'shuttle', '&limit=100&page=11')).data, []);
+  // A narrower search finds an old one again.
+  const narrow = await search(w, 'shuttle 0');
+  assert.equal(narrow.body.meta.capped, false);
+  assert.deepEqual(contents(narrow), ['shuttle 0']);
 });

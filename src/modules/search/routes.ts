@@ -7,10 +7,10 @@ import { ownerFilter } from '../../lib/access.js';
 import { ANY_ROLE } from '../../lib/auth.js';
 import { fieldError } from '../../lib/errors.js';
 import { listPage } from '../../lib/pages.js';
-import { OkList, STANDARD_ERRORS } from '../../lib/schemas.js';
+import { STANDARD_ERRORS } from '../../lib/schemas.js';
 import type { MessageView } from '../conversations/schemas.js';
-import { searchMessages } from './repository.js';
-import { MessageSearchHit, SearchMessagesQuery } from './schemas.js';
+import { searchMessages, WINDOW } from './repository.js';
+import { SearchMessagesQuery, SearchResponse } from './schemas.js';
 import { highlight, searchWords } from './words.js';
 
 export const searchRoutes: FastifyPluginAsyncTypebox = async (app) => {
@@ -24,11 +24,12 @@ export const searchRoutes: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'Search every message full-text, best match first (a staff-role caller: their own conversations)',
         description:
           'Messages and internal notes holding every word of `q` (the last as a prefix), ranked best match first ' +
-          '(ties: the newer first), each with a `highlight` snippet. Narrow by the conversation channel and by ' +
+          `(ties: the newer first), each with a \`highlight\` snippet. The newest ${WINDOW.toLocaleString('en-US')} matches are ranked and counted ` +
+          '(`meta.capped` says when more matched). Narrow by the conversation channel and by ' +
           'creation time (`from` inclusive, `to` exclusive). Ranked, so by page number only (no cursor). ' +
           'API keys need `conversations:read`.',
         querystring: SearchMessagesQuery,
-        response: { 200: OkList(MessageSearchHit), ...STANDARD_ERRORS },
+        response: { 200: SearchResponse, ...STANDARD_ERRORS },
       },
     },
     async (request, reply) => {
@@ -40,16 +41,19 @@ export const searchRoutes: FastifyPluginAsyncTypebox = async (app) => {
       if (since !== undefined && until !== undefined && since >= until)
         throw fieldError('to', 'must be later than from');
       const filter = { words, channel, from: since, to: until, onlyAssignee: ownerFilter(request.user!) };
+      let capped = false;
       const read = async (req: PageRequest) => {
         if (!('page' in req)) throw new Error('search pages are numbered');
-        const { rows, total } = await searchMessages(app.ctx.store, filter, {
+        const found = await searchMessages(app.ctx.store, filter, {
           limit: req.limit,
           offset: (req.page - 1) * req.limit,
         });
-        return { rows, total, next: null };
+        capped = found.capped;
+        return { rows: found.rows, total: found.total, next: null };
       };
       const toHit = (m: MessageView) => ({ ...m, highlight: highlight(m.content, words) });
-      return listPage(request, reply, 'message-search', read, toHit, { ranked: true });
+      const page = await listPage(request, reply, 'message-search', read, toHit, { ranked: true });
+      return { ...page, meta: { ...page.meta, capped } };
     },
   );
 };

@@ -1,8 +1,9 @@
 // Owns the request and response schemas of message search.
 import { Type } from 'typebox';
 import { EXAMPLE_TIME } from '../../lib/openapi-examples.js';
-import { exampleId, NumberedPageQuery } from '../../lib/schemas.js';
+import { exampleId, ListMeta, NumberedPageQuery } from '../../lib/schemas.js';
 import { Channel, Message } from '../conversations/schemas.js';
+import { WINDOW } from './repository.js';
 
 /** Longer searches add nothing a reader types and only cost the full-text engine work. */
 export const MAX_QUERY_LENGTH = 200;
@@ -67,3 +68,21 @@ export const MessageSearchHit = Type.Object(
     ],
   },
 );
+
+const WINDOW_TEXT = WINDOW.toLocaleString('en-US');
+
+export const SearchResponse = Type.Object({
+  success: Type.Literal(true),
+  data: Type.Array(MessageSearchHit, { maxItems: 100 }),
+  meta: Type.Object(
+    {
+      ...ListMeta.properties,
+      capped: Type.Boolean({
+        description:
+          `true when more than ${WINDOW_TEXT} messages match: only the newest ${WINDOW_TEXT} are ranked and counted ` +
+          '(`total`), older ones are not found; add a word or a filter to narrow the search',
+      }),
+    },
+    { description: `A numbered page; \`total\` counts the ranked matches, at most ${WINDOW_TEXT}.` },
+  ),
+});
