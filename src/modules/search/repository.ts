@@ -128,12 +128,15 @@ function postgresSql(f: SearchFilter, param: ParamFn, page: { limit: number; off
     f.onlyAssignee !== undefined || f.channel !== undefined ? 'join conversations c on c.id = m.conversation_id' : '';
   const limit = param(page.limit);
   const offset = param(page.offset);
+  // The window carries ids only (the sort of a bitmap scan's matches moves no tsvector); the
+  // window's rows are read again by key to be ranked.
   return `with win as materialized (
-  select m.id, m.search from messages m ${joins}
+  select m.id from messages m ${joins}
   where m.search @@ ${query}${where.map((w) => ` and ${w}`).join('')}
   order by m.id desc limit ${WINDOW + 1}
 ), hits as materialized (
-  select w.id, ts_rank(w.search, ${query}, 1) as rank from (select id, search from win order by id desc limit ${WINDOW}) w
+  select r.id, ts_rank(r.search, ${query}, 1) as rank
+  from (select id from win order by id desc limit ${WINDOW}) w join messages r on r.id = w.id
 )
 select (select count(*) from win) as matched, t.n as total, ${SELECTED}
 from (select count(*) as n from hits) t
