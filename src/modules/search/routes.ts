@@ -35,7 +35,6 @@ export const searchRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request, reply) => {
       const { q, channel, from, to } = request.query;
       const words = searchWords(q);
-      if (words.length === 0) throw fieldError('q', 'must hold at least one word (a letter or digit)');
       const since = from === undefined ? undefined : new Date(from).toISOString();
       const until = to === undefined ? undefined : new Date(to).toISOString();
       if (since !== undefined && until !== undefined && since >= until)
@@ -44,6 +43,8 @@ export const searchRoutes: FastifyPluginAsyncTypebox = async (app) => {
       let capped = false;
       const read = async (req: PageRequest) => {
         if (!('page' in req)) throw new Error('search pages are numbered');
+        // Punctuation alone holds no word: nothing matches it (blank text is refused by the schema).
+        if (words.length === 0) return { rows: [], total: 0, next: null };
         const found = await searchMessages(app.ctx.store, filter, {
           limit: req.limit,
           offset: (req.page - 1) * req.limit,

@@ -15,14 +15,14 @@ export const SearchMessagesQuery = Type.Object(
     q: Type.String({
       minLength: 1,
       maxLength: MAX_QUERY_LENGTH,
-      // Blank or all punctuation: nothing to look for (the input plugin refuses U+0000 anyway).
-      pattern: '^[^\\u0000]*[\\p{L}\\p{N}][^\\u0000]*$',
-      'x-pattern-message': 'must hold at least one word (a letter or digit)',
+      // Blank (spaces only): nothing to search for. The input plugin refuses U+0000 anyway.
+      pattern: '^[^\\u0000]*\\S[^\\u0000]*$',
+      'x-pattern-message': 'must hold a word to search for, not only spaces',
       description:
         'The words to find. A message matches when it holds every word, the last one as a prefix (`late chec` ' +
         'finds "late checkout"), case- and accent-insensitively (`MULLER` finds "Müller"), never stemmed. ' +
         'Quotes, operators and punctuation separate words and mean nothing else; at most 16 words count. ' +
-        'A text without a letter or digit is a VALIDATION_ERROR.',
+        'A blank text is a VALIDATION_ERROR; one without a letter or digit finds nothing.',
       examples: ['late check'],
     }),
     channel: Type.Optional(Channel),
