@@ -16,7 +16,7 @@ export const SearchMessagesQuery = Type.Object(
       minLength: 1,
       maxLength: MAX_QUERY_LENGTH,
       // Blank (spaces only): nothing to search for. The input plugin refuses U+0000 anyway.
-      pattern: '^[^\\u0000]*\\S[^\\u0000]*$',
+      pattern: '^[^\\u0000]*[^\\s\\u0000][^\\u0000]*$',
       'x-pattern-message': 'must hold a word to search for, not only spaces',
       description:
         'The words to find. A message matches when it holds every word, the last one as a prefix (`late chec` ' +
