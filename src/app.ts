@@ -31,6 +31,7 @@ import { guestsRoutes } from './modules/guests/routes.js';
 import { healthRoutes } from './modules/health/routes.js';
 import jobsRuntime from './modules/jobs/runtime.js';
 import { knowledgeRoutes } from './modules/knowledge/routes.js';
+import { searchRoutes } from './modules/search/routes.js';
 import { settingsRoutes } from './modules/settings/routes.js';
 import { staffRoutes } from './modules/staff/routes.js';
 import { staysRoutes } from './modules/stays/routes.js';
@@ -226,6 +227,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       await api.register(staffRoutes, { prefix: '/staff' });
       await api.register(settingsRoutes, { prefix: '/settings' });
       await api.register(conversationsRoutes, { prefix: '/conversations' });
+      await api.register(searchRoutes, { prefix: '/messages' });
       await api.register(guestsRoutes, { prefix: '/guests' });
       await api.register(tasksRoutes, { prefix: '/tasks' });
       await api.register(staysRoutes, { prefix: '/stays' });

@@ -25,6 +25,7 @@ import { jobs } from './migrations/024-jobs.js';
 import { stays } from './migrations/026-stays.js';
 import { attachments } from './migrations/027-attachments.js';
 import { productivity } from './migrations/028-productivity.js';
+import { messageSearch } from './migrations/029-message-search.js';
 import { columnTypes, type MigrationDef } from './migrations/helpers.js';
 import type { Store } from './store.js';
 
@@ -54,6 +55,7 @@ const MIGRATIONS: MigrationDef[] = [
   stays,
   attachments,
   productivity,
+  messageSearch,
 ];
 
 export async function migrate(store: Store): Promise<string[]> {

@@ -98,6 +98,19 @@ export async function operations(app: FastifyInstance, o: { providers?: boolean 
   return out;
 }
 
+/**
+ * The query string (no `?`) setting every required query parameter of an operation to its
+ * documented example (a search's `q`), so a sweep's call is a valid one; '' when none is required.
+ */
+export function requiredQuery(op: {
+  parameters?: { in: string; name: string; required?: boolean; example?: unknown }[];
+}) {
+  return (op.parameters ?? [])
+    .filter((p) => p.in === 'query' && p.required === true)
+    .map((p) => `${p.name}=${encodeURIComponent(String(p.example))}`)
+    .join('&');
+}
+
 /** The URL of an operation with every path parameter set (`{id}` → id, `{key}` → key). */
 export const fill = (path: string, values: Record<string, string>) =>
   path.replace(/\{(\w+)\}/g, (_m, name: string) => encodeURIComponent(values[name] ?? 'none'));

@@ -382,6 +382,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/messages/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Search every message full-text, best match first (a staff-role caller: their own conversations)
+         * @description Messages and internal notes holding every word of `q` (the last as a prefix), ranked best match first (ties: the newer first), each with a `highlight` snippet. The newest 1,000 matches are ranked and counted (`meta.capped` says when more matched). Narrow by the conversation channel and by creation time (`from` inclusive, `to` exclusive). Ranked, so by page number only (no cursor). API keys need `conversations:read`.
+         *
+         *     API key scope: `conversations:read`.
+         */
+        get: operations["searchMessages"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/guests": {
         parameters: {
             query?: never;
@@ -1817,6 +1839,92 @@ export interface components {
             }[];
             /** Format: date-time */
             createdAt: string;
+        };
+        /**
+         * @description A message with the snippet that shows why it matched.
+         * @example {
+         *       "id": "msg_01jd8x3k5q7w9e2r4t6y8v0m1n",
+         *       "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
+         *       "direction": "inbound",
+         *       "type": "text",
+         *       "content": "Hi, could we have a late checkout tomorrow? Our flight is at 6 pm & we have a baby.",
+         *       "sender": {
+         *         "type": "guest",
+         *         "id": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n"
+         *       },
+         *       "deliveryStatus": "received",
+         *       "externalId": null,
+         *       "error": null,
+         *       "sentAt": null,
+         *       "deliveredAt": null,
+         *       "readAt": null,
+         *       "createdAt": "2026-11-22T06:33:12.000Z",
+         *       "highlight": "Hi, could we have a <mark>late</mark> <mark>checkout</mark> tomorrow? Our flight is at 6 pm &amp; we have a baby."
+         *     }
+         */
+        MessageSearchHit: {
+            /** @example msg_01jd8x3k5q7w9e2r4t6y8v0m1n */
+            id: string;
+            /** @example cnv_01jd8x3k5q7w9e2r4t6y8v0m1n */
+            conversationId: string;
+            /** @enum {unknown} */
+            direction: "inbound" | "outbound";
+            /**
+             * @description text goes to the guest; note is internal and never sent
+             * @enum {unknown}
+             */
+            type: "text" | "note";
+            content: string;
+            sender: {
+                /** @enum {unknown} */
+                type: "guest" | "staff" | "system" | "api_key";
+                id: string | null;
+            };
+            /**
+             * @description received: inbound from the guest; queued → sent → delivered → read (or failed): an outbound text on its way to the guest, only ever moving forward; a note is delivered at once because it stays inside the team
+             * @enum {unknown}
+             */
+            deliveryStatus: "received" | "queued" | "sent" | "delivered" | "read" | "failed";
+            externalId: string | null;
+            error: {
+                /**
+                 * @example CHANNEL_NOT_CONFIGURED
+                 * @example PROVIDER_REJECTED
+                 */
+                code: string;
+                /** @description The provider's reason, as it gave it */
+                message: string;
+            } | null;
+            sentAt: string | null;
+            deliveredAt: string | null;
+            readAt: string | null;
+            /** @description Files the message carries, in order (docs/attachments.md); empty for most */
+            attachments: {
+                /** @example att_01jd8x3k5q7w9e2r4t6y8v0m1n */
+                id: string;
+                /** @description Cleaned: no folders, no control characters */
+                filename: string;
+                contentType: string | null;
+                size: number | null;
+                /**
+                 * @description pending: an inbound file not fetched yet; stored: its content is kept and `url` serves it; failed: it could not be fetched or was refused (`error` says why)
+                 * @enum {unknown}
+                 */
+                status: "pending" | "stored" | "failed";
+                url: string | null;
+                error: {
+                    /**
+                     * @example ATTACHMENT_TOO_LARGE
+                     * @example ATTACHMENT_TYPE_REFUSED
+                     */
+                    code: string;
+                    message: string;
+                } | null;
+            }[];
+            /** Format: date-time */
+            createdAt: string;
+            /** @description Up to about 200 characters of the content around its first match, HTML-escaped (`&`, `<`, `>`, `"` and `'` as entities), each matching word wrapped in `<mark>…</mark>`, `…` where content was left out. The only markup in it is `<mark>`: it may be rendered as HTML as it is. */
+            highlight: string;
         };
         Guest: {
             /** @example gst_01jd8x3k5q7w9e2r4t6y8v0m1n */
@@ -7539,6 +7647,224 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Error422"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error429"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error500"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: the store cannot be reached; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error503"];
+                };
+            };
+        };
+    };
+    searchMessages: {
+        parameters: {
+            query: {
+                /**
+                 * @description The words to find. A message matches when it holds every word, the last one as a prefix (`late chec` finds "late checkout"), case- and accent-insensitively (`MULLER` finds "Müller"), never stemmed. Quotes, operators and punctuation separate words and mean nothing else; at most 16 words count. A blank text is a VALIDATION_ERROR; one without a letter or digit finds nothing.
+                 * @example late check
+                 */
+                q: string;
+                channel?: "whatsapp" | "sms" | "email" | "web";
+                /** @description Only messages created at or after this time */
+                from?: string;
+                /** @description Only messages created before this time */
+                to?: string;
+                /** @description Page number, from 1 (default 1) */
+                page?: number;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": [
+                     *         {
+                     *           "id": "msg_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *           "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *           "direction": "inbound",
+                     *           "type": "text",
+                     *           "content": "Hi, could we have a late checkout tomorrow? Our flight is at 6 pm & we have a baby.",
+                     *           "sender": {
+                     *             "type": "guest",
+                     *             "id": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n"
+                     *           },
+                     *           "deliveryStatus": "received",
+                     *           "externalId": null,
+                     *           "error": null,
+                     *           "sentAt": null,
+                     *           "deliveredAt": null,
+                     *           "readAt": null,
+                     *           "createdAt": "2026-11-22T06:33:12.000Z",
+                     *           "highlight": "Hi, could we have a <mark>late</mark> <mark>checkout</mark> tomorrow? Our flight is at 6 pm &amp; we have a baby."
+                     *         }
+                     *       ],
+                     *       "meta": {
+                     *         "page": 1,
+                     *         "limit": 1,
+                     *         "total": 1,
+                     *         "pages": 1,
+                     *         "nextCursor": "WyIyMDI2LTExLTIyVDA2OjMzOjEyLjAwMFoiLCJjbnZfMDFqZDh4M2s1cTd3OWUycjR0Nnk4dTBpMW8iXQ.bm8tc2ln",
+                     *         "capped": true
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["MessageSearchHit"][];
+                        /** @description A numbered page; `total` counts the ranked matches, at most 1,000. */
+                        meta: {
+                            /** Format: int32 */
+                            page?: number;
+                            /** Format: int32 */
+                            limit: number;
+                            /** Format: int64 */
+                            total?: number;
+                            /** Format: int64 */
+                            pages?: number;
+                            /** @description Pass as `cursor` for the page after this one; null on the last page */
+                            nextCursor: string | null;
+                            /** @description true when more than 1,000 messages match: only the newest 1,000 are ranked and counted (`total`), older ones are not found; add a word or a filter to narrow the search */
+                            capped: boolean;
+                        };
+                    };
+                };
+            };
+            /** @description VALIDATION_ERROR: the request is malformed or a field is invalid */
+            400: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error400"];
+                };
+            };
+            /** @description TOKEN_MISSING, TOKEN_INVALID, TOKEN_EXPIRED or UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error401"];
+                };
+            };
+            /** @description FORBIDDEN: the role may not do this */
+            403: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error403"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error404"];
                 };
             };
             /** @description RATE_LIMITED */

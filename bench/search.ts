@@ -1,0 +1,247 @@
+// Owns the message search benchmark (docs/search.md, Speed): seeds a store with many messages
+// through the demo-data command (or takes a seeded one), then times GET /messages/search through
+// the app (in process, `inject`: the route, the query and the highlight, no network) for queries
+// drawn from the stored messages themselves, so common words come up as often as they are written.
+// Prints p50 / p95 per kind of query and over all of them. Never asserted: figures to read.
+//
+//   node --import tsx bench/search.ts [--pg] [--messages 5M] [--sqlite-file F | --pg-database DB]
+//                                     [--keep] [--runs N]
+import { randomBytes } from 'node:crypto';
+import { rmSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { type Kysely, sql } from 'kysely';
+import pg from 'pg';
+import { buildApp } from '../src/app.js';
+import { loadConfig } from '../src/config.js';
+import type { Database } from '../src/db/tables.js';
+import { cleanupAll, installSignalHandlers, onCleanup, runNode } from './proc.js';
+
+const ROOT = new URL('..', import.meta.url).pathname;
+
+function count(raw: string): number {
+  const m = /^(\d+(?:\.\d+)?)(k|m)?$/i.exec(raw.trim());
+  if (m === null) throw new Error(`not a count: ${raw} (like 500k or 5M)`);
+  return Math.round(Number(m[1]) * (m[2] === undefined ? 1 : m[2].toLowerCase() === 'k' ? 1e3 : 1e6));
+}
+
+const { values: opts } = parseArgs({
+  options: {
+    pg: { type: 'boolean', default: false },
+    messages: { type: 'string', default: '5M' },
+    'sqlite-file': { type: 'string' },
+    'pg-database': { type: 'string' },
+    'pg-url': { type: 'string', default: 'postgres://postgres@127.0.0.1:5432' },
+    keep: { type: 'boolean', default: false },
+    runs: { type: 'string', default: '5' },
+    queries: { type: 'string', default: '40' },
+  },
+});
+
+const messages = count(opts.messages);
+// The seed command's proportions: about ten messages a conversation, 0.4 guests a conversation.
+const conversations = Math.max(1, Math.round(messages / 10));
+const guests = Math.max(1, Math.round(conversations * 0.4));
+
+async function pgAdmin(text: string): Promise<void> {
+  const client = new pg.Client({ connectionString: `${opts['pg-url']}/postgres` });
+  await client.connect();
+  try {
+    await client.query(text);
+  } finally {
+    await client.end();
+  }
+}
+
+async function pgQuery(url: string, text: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query(text);
+  } finally {
+    await client.end();
+  }
+}
+
+async function store(): Promise<{ url: string; seeded: boolean }> {
+  if (opts['sqlite-file'] !== undefined) return { url: `sqlite:${opts['sqlite-file']}`, seeded: true };
+  if (opts['pg-database'] !== undefined) return { url: `${opts['pg-url']}/${opts['pg-database']}`, seeded: true };
+  const tag = `bench_search_${randomBytes(4).toString('hex')}`;
+  if (opts.pg) {
+    await pgAdmin(`create database ${tag}`);
+    if (!opts.keep) onCleanup(`drop ${tag}`, () => pgAdmin(`drop database if exists ${tag} with (force)`));
+    return { url: `${opts['pg-url']}/${tag}`, seeded: false };
+  }
+  const file = join(tmpdir(), `${tag}.db`);
+  if (!opts.keep)
+    onCleanup(
+      `rm ${file}`,
+      () => rmSync(file, { force: true }),
+      () => rmSync(file, { force: true }),
+    );
+  return { url: `sqlite:${file}`, seeded: false };
+}
+
+const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!;
+const ms = (n: number) => `${n.toFixed(1)} ms`;
+
+async function main() {
+  const { url, seeded } = await store();
+  if (!seeded) {
+    const t0 = performance.now();
+    const args = ['--import', 'tsx', 'src/cli/index.ts', 'seed', '--guests', String(guests)];
+    args.push('--conversations', String(conversations), '--messages', String(messages), '--tasks', '0');
+    args.push('--knowledge', '0');
+    await runNode(args, { ...process.env, DATABASE_URL: url, NODE_ENV: 'development' }, '/dev/stderr', ROOT);
+    console.log(
+      `seeded ${messages.toLocaleString('en-US')} messages in ${((performance.now() - t0) / 1000).toFixed(0)} s`,
+    );
+    // As autovacuum would have by the time a store in service is searched: the planner's statistics
+    // (PostgreSQL picks between the GIN index and walking the primary key by them).
+    if (opts.pg) await pgQuery(url, 'vacuum analyze');
+  }
+  console.log(`store: ${url.replace(/\/\/[^@/]*@/, '//')}${opts.keep && !seeded ? ' (kept)' : ''}`);
+
+  const config = loadConfig({
+    NODE_ENV: 'production',
+    LOG_LEVEL: 'silent',
+    DATABASE_URL: url,
+    JWT_SECRET: randomBytes(32).toString('hex'),
+    RATE_LIMIT_STANDARD: '10000000',
+  });
+  const app = await buildApp(config);
+  try {
+    const db = app.ctx.store.db;
+    const total = await db
+      .selectFrom('messages')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .executeTakeFirstOrThrow();
+    console.log(`messages: ${Number(total.n).toLocaleString('en-US')}`);
+    const admin = await db.selectFrom('staff').select('id').where('role', '=', 'admin').executeTakeFirstOrThrow();
+    // The staff member with the most conversations: the widest a staff-scoped search gets.
+    const busiest = await db
+      .selectFrom('conversations')
+      .select(['assignee', (eb) => eb.fn.countAll<number>().as('n')])
+      .where('assignee', 'is not', null)
+      .groupBy('assignee')
+      .orderBy('n', 'desc')
+      .limit(1)
+      .executeTakeFirstOrThrow();
+    const staffRow = await db
+      .selectFrom('staff')
+      .select(['id', 'role'])
+      .where('id', '=', busiest.assignee!)
+      .executeTakeFirstOrThrow();
+    const adminToken = app.ctx.tokens.sign(admin.id, 'admin').token;
+    const staffToken = app.ctx.tokens.sign(staffRow.id, staffRow.role).token;
+
+    // Messages picked at random (by id range, not a scan), their words the queries.
+    const sample = await sampleContents(app.ctx.store.dialect, db, Number(opts.queries));
+    const words = (text: string) => (text.match(/[\p{L}\p{N}][\p{L}\p{N}\p{M}]*/gu) ?? []).filter((w) => w.length > 2);
+    const kinds: Record<string, { q: string; extra: string; token: string }[]> = {
+      'one word': [],
+      'two words, last a prefix': [],
+      'one word, staff-scoped': [],
+      'two words, channel filter': [],
+    };
+    for (const content of sample) {
+      const w = words(content);
+      if (w.length < 2) continue;
+      const a = w[Math.floor(Math.random() * w.length)]!;
+      const b = w[Math.floor(Math.random() * w.length)]!;
+      kinds['one word']!.push({ q: a, extra: '', token: adminToken });
+      kinds['two words, last a prefix']!.push({ q: `${a} ${b.slice(0, 3)}`, extra: '', token: adminToken });
+      kinds['one word, staff-scoped']!.push({ q: a, extra: '', token: staffToken });
+      kinds['two words, channel filter']!.push({ q: `${a} ${b}`, extra: '&channel=whatsapp', token: adminToken });
+    }
+    const runs = Number(opts.runs);
+    const all: number[] = [];
+    const allCpu: number[] = [];
+    console.log(
+      `\n${runs} timed runs of each query after one warm-up run (the machine may be shared: figures include its load)`,
+    );
+    // CPU time of this process per request: on SQLite the whole search (the store runs in process),
+    // so it holds on a loaded machine where wall time does not; on PostgreSQL only the app's part.
+    console.log(
+      `load average at start: ${loadavg()
+        .map((l) => l.toFixed(1))
+        .join(' ')} (${cpus().length} CPUs)`,
+    );
+    console.log(
+      'kind                           queries   p50        p95        max        cpu p50    cpu p95    matches p50',
+    );
+    for (const [kind, list] of Object.entries(kinds)) {
+      const times: number[] = [];
+      const cpu: number[] = [];
+      const matches: number[] = [];
+      for (const { q, extra, token } of list) {
+        const url = `/api/v1/messages/search?q=${encodeURIComponent(q)}${extra}`;
+        const headers = { authorization: `Bearer ${token}` };
+        const first = await app.inject({ method: 'GET', url, headers });
+        if (first.statusCode !== 200) throw new Error(`${url}: ${first.statusCode} ${first.body}`);
+        matches.push(first.json().meta.total);
+        for (let r = 0; r < runs; r++) {
+          const t0 = performance.now();
+          const c0 = process.cpuUsage();
+          await app.inject({ method: 'GET', url, headers });
+          times.push(performance.now() - t0);
+          const c = process.cpuUsage(c0);
+          cpu.push((c.user + c.system) / 1000);
+        }
+      }
+      all.push(...times);
+      allCpu.push(...cpu);
+      times.sort((x, y) => x - y);
+      cpu.sort((x, y) => x - y);
+      matches.sort((x, y) => x - y);
+      console.log(
+        `${kind.padEnd(30)} ${String(list.length).padStart(7)}   ${ms(pct(times, 0.5)).padEnd(10)} ${ms(pct(times, 0.95)).padEnd(10)} ${ms(times[times.length - 1]!).padEnd(10)} ${ms(pct(cpu, 0.5)).padEnd(10)} ${ms(pct(cpu, 0.95)).padEnd(10)} ${pct(matches, 0.5)}`,
+      );
+    }
+    all.sort((x, y) => x - y);
+    allCpu.sort((x, y) => x - y);
+    const blank = ''.padEnd(10);
+    console.log(
+      `${'all'.padEnd(30)} ${String(all.length / runs).padStart(7)}   ${ms(pct(all, 0.5)).padEnd(10)} ${ms(pct(all, 0.95)).padEnd(10)} ${blank} ${ms(pct(allCpu, 0.5)).padEnd(10)} ${ms(pct(allCpu, 0.95))}`,
+    );
+    console.log(
+      `load average at end: ${loadavg()
+        .map((l) => l.toFixed(1))
+        .join(' ')}`,
+    );
+  } finally {
+    await app.close();
+  }
+}
+
+async function sampleContents(dialect: string, db: Kysely<Database>, n: number): Promise<string[]> {
+  const out: string[] = [];
+  if (dialect === 'postgres') {
+    const { rows } = await sql<{
+      content: string;
+    }>`select content from messages tablesample system (1) limit ${n * 20}`.execute(db);
+    for (let i = 0; i < n && rows.length > 0; i++) out.push(rows[Math.floor(Math.random() * rows.length)]!.content);
+    return out;
+  }
+  const { rows } = await sql<{ n: number }>`select max(rowid) as n from messages`.execute(db);
+  const max = Number(rows[0]!.n);
+  for (let i = 0; i < n; i++) {
+    const r = 1 + Math.floor(Math.random() * max);
+    const got = await sql<{ content: string }>`select content from messages where rowid >= ${r} limit 1`.execute(db);
+    if (got.rows[0] !== undefined) out.push(got.rows[0].content);
+  }
+  return out;
+}
+
+/** Exits once stdout is written out: a pipe's pending writes are dropped by an early exit. */
+const exit = (code: number) => process.stdout.write('', () => process.exit(code));
+
+installSignalHandlers();
+main().then(
+  () => cleanupAll().then(() => exit(0)),
+  (err) => {
+    console.error(err);
+    void cleanupAll().then(() => exit(1));
+  },
+);

@@ -1,0 +1,371 @@
+import assert from 'node:assert/strict';
+import { type TestContext, test } from 'node:test';
+import fc from 'fast-check';
+import type { FastifyInstance } from 'fastify';
+import { newId } from '../../src/lib/ids.js';
+import { assertError, insertConversation, insertGuest, openConversation } from '../fixtures.js';
+import { buildTestApp, call, createStaff, type TestUser } from '../helpers.js';
+
+interface World {
+  app: FastifyInstance;
+  admin: TestUser;
+  manager: TestUser;
+  staff: TestUser;
+  guestId: string;
+}
+
+async function setup(t: TestContext, env: Record<string, string> = {}): Promise<World> {
+  const app = await buildTestApp(t, env);
+  const [admin, manager, staff] = await Promise.all([
+    createStaff(app, 'admin'),
+    createStaff(app, 'manager'),
+    createStaff(app, 'staff'),
+  ]);
+  return { app, admin, manager, staff, guestId: await insertGuest(app) };
+}
+
+/** A conversation (email unless told) holding these messages, posted in order by the admin. */
+async function conversation(w: World, contents: (string | { content: string; type: 'note' })[], body = {}) {
+  const c = await openConversation(w.app, w.admin.token, { guestId: w.guestId, channel: 'email', ...body });
+  const ids: string[] = [];
+  for (const m of contents) {
+    const res = await call(w.app, 'POST', `/conversations/${c.id}/messages`, {
+      token: w.admin.token,
+      body: typeof m === 'string' ? { content: m } : m,
+    });
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    ids.push(res.data.id);
+  }
+  return { id: c.id as string, ids };
+}
+
+const search = (w: World, q: string, extra = '', token = w.manager.token) =>
+  call(w.app, 'GET', `/messages/search?q=${encodeURIComponent(q)}${extra}`, { token });
+const contents = (res: { data: { content: string }[] }) => res.data.map((m) => m.content);
+
+test('search finds messages holding every word, the last as a prefix, best match first, with a highlight', async (t) => {
+  const w = await setup(t);
+  const c = await conversation(w, [
+    'Could we have a late checkout tomorrow?',
+    'Late checkout is fine: late, late, late checkout until 2 pm.',
+    'The checkout desk opens at 7.',
+    'We will arrive late tonight.',
+  ]);
+  const res = await search(w, 'late check');
+  assert.equal(res.status, 200, JSON.stringify(res.body));
+  assert.deepEqual(contents(res), [
+    'Late checkout is fine: late, late, late checkout until 2 pm.',
+    'Could we have a late checkout tomorrow?',
+  ]);
+  assert.deepEqual(res.body.meta, { page: 1, limit: 20, total: 2, pages: 1, nextCursor: null, capped: false });
+  const [best] = res.data;
+  assert.equal(best.conversationId, c.id);
+  assert.equal(best.id, c.ids[1]);
+  assert.equal(best.direction, 'outbound');
+  assert.equal(
+    best.highlight,
+    '<mark>Late</mark> <mark>checkout</mark> is fine: <mark>late</mark>, <mark>late</mark>, <mark>late</mark> <mark>checkout</mark> until 2 pm.',
+  );
+  // Only the last word is a prefix: "chec late" needs the word "chec" itself.
+  assert.deepEqual(contents(await search(w, 'chec late')), []);
+  // A word that is not there rules a message out, however many others are.
+  assert.deepEqual(contents(await search(w, 'late checkout breakfast')), []);
+});
+
+test('search matches case- and accent-insensitively in any script, never stemmed', async (t) => {
+  const w = await setup(t);
+  await conversation(w, [
+    'Frau Müller fragt nach dem Frühstück',
+    'Гость Москва просит такси',
+    'José Ñúñez llega mañana',
+    'The guests are running',
+    '東京から来ました',
+  ]);
+  assert.deepEqual(contents(await search(w, 'MÜLLER')), ['Frau Müller fragt nach dem Frühstück']);
+  assert.deepEqual(contents(await search(w, 'muller fruhstuck')), ['Frau Müller fragt nach dem Frühstück']);
+  assert.deepEqual(contents(await search(w, 'МОСКВА')), ['Гость Москва просит такси']);
+  assert.deepEqual(contents(await search(w, 'jose nunez')), ['José Ñúñez llega mañana']);
+  // Not stemmed: "run" is a prefix of "running", "guest" is not the word "guests" but its prefix.
+  assert.deepEqual(contents(await search(w, 'guest run')), []);
+  assert.deepEqual(contents(await search(w, 'guests run')), ['The guests are running']);
+  // A run of CJK characters is one word: found by its start.
+  assert.deepEqual(contents(await search(w, '東京')), ['東京から来ました']);
+  const [hit] = (await search(w, 'MULLER')).data;
+  assert.equal(hit.highlight, 'Frau <mark>Müller</mark> fragt nach dem Frühstück');
+});
+
+test('notes are searched, punctuation separates words, and the highlight escapes the rest as HTML', async (t) => {
+  const w = await setup(t);
+  await conversation(w, [
+    { content: 'VIP: <b>anna@hotel.example</b> wants the "sea-view" suite & a cot', type: 'note' },
+  ]);
+  const res = await search(w, 'anna hotel sea view');
+  assert.equal(res.status, 200);
+  assert.equal(res.data.length, 1);
+  assert.equal(res.data[0].type, 'note');
+  assert.equal(
+    res.data[0].highlight,
+    'VIP: &lt;b&gt;<mark>anna</mark>@<mark>hotel</mark>.example&lt;/b&gt; wants the &quot;<mark>sea</mark>-<mark>view</mark>&quot; suite &amp; a cot',
+  );
+});
+
+test('a long message is cut around its first match at word boundaries', async (t) => {
+  const w = await setup(t);
+  const filler = 'lorem ipsum dolor sit amet '.repeat(20);
+  await conversation(w, [`${filler}the spare towel is in the wardrobe ${filler}`]);
+  const [hit] = (await search(w, 'wardrobe')).data;
+  assert.ok(hit.highlight.startsWith('…'), hit.highlight);
+  assert.ok(hit.highlight.endsWith('…'), hit.highlight);
+  assert.match(hit.highlight, /the spare towel is in the <mark>wardrobe<\/mark> lorem/);
+  const text = hit.highlight.replace(/<\/?mark>/g, '');
+  assert.ok(text.length <= 202, `${text.length}`);
+  // Whole words only at both ends.
+  assert.match(text, /^…(lorem|ipsum|dolor|sit|amet) /);
+  assert.match(text, / (lorem|ipsum|dolor|sit|amet)…$/);
+});
+
+test('FTS and tsquery operators, quotes and punctuation in q are words or separators, never an error', async (t) => {
+  const w = await setup(t);
+  await conversation(w, ['Room 512 needs towels AND soap', 'NEAR the lift: room 12']);
+  for (const q of [
+    '"room',
+    'room" OR "lift',
+    'NEAR(room lift)',
+    'room -towels',
+    'content:room',
+    "room' & !lift:*",
+    'room*',
+    '(room) | (lift)',
+    'room\\',
+    '^room',
+    'towels AND',
+  ]) {
+    const res = await search(w, q);
+    assert.equal(res.status, 200, `${q}: ${JSON.stringify(res.body)}`);
+  }
+  assert.deepEqual(contents(await search(w, 'NEAR(room lift)')), ['NEAR the lift: room 12']);
+  assert.deepEqual(contents(await search(w, 'towels AND')), ['Room 512 needs towels AND soap']);
+  assert.deepEqual(contents(await search(w, '"512"')), ['Room 512 needs towels AND soap']);
+});
+
+test('any q is answered 200 or 400 VALIDATION_ERROR naming q, never a 5xx (fast-check)', async (t) => {
+  const w = await setup(t, { RATE_LIMIT_STANDARD: '100000' });
+  await conversation(w, ['Room 512 needs towels', 'Müller: NEAR the lift']);
+  const tricky = fc.constantFrom(
+    '"',
+    "'",
+    '*',
+    ':*',
+    '&',
+    '|',
+    '!',
+    '(',
+    ')',
+    '-',
+    '^',
+    'NEAR',
+    'OR',
+    'AND',
+    'NOT',
+    ':',
+    '\\',
+    '<->',
+    '\u0301',
+    '😀',
+    ' ',
+  );
+  const q = fc.oneof(
+    fc.string({ minLength: 1, maxLength: 60 }),
+    fc.string({ unit: 'binary', minLength: 1, maxLength: 60 }),
+    fc
+      .array(fc.oneof(tricky, fc.constantFrom('room', 'müller', 'lift', '5')), { minLength: 1, maxLength: 12 })
+      .map((a) => a.join('')),
+  );
+  await fc.assert(
+    fc.asyncProperty(q, async (text) => {
+      const res = await search(w, text);
+      if (res.status === 200) return;
+      assertError(res, 400, 'VALIDATION_ERROR', text);
+      assert.equal(res.body.error.details[0].field, 'q', text);
+    }),
+    { numRuns: Number(process.env.FUZZ_RUNS ?? 150), seed: 20261127 },
+  );
+});
+
+test('a blank q, or none at all, is a VALIDATION_ERROR naming q; one without a word finds nothing', async (t) => {
+  const w = await setup(t);
+  await conversation(w, ['Room 512 needs towels']);
+  for (const url of [
+    '/messages/search',
+    '/messages/search?q=',
+    '/messages/search?q=%20%20',
+    '/messages/search?q=%E3%80%80',
+  ]) {
+    const res = await call(w.app, 'GET', url, { token: w.manager.token });
+    assertError(res, 400, 'VALIDATION_ERROR', url);
+    assert.equal(res.body.error.details[0].field, 'q', url);
+  }
+  assertError(await search(w, 'x'.repeat(201)), 400, 'VALIDATION_ERROR');
+  const none = await search(w, '"!?" * -');
+  assert.equal(none.status, 200);
+  assert.deepEqual(none.data, []);
+  assert.deepEqual(none.body.meta, { page: 1, limit: 20, total: 0, pages: 0, nextCursor: null, capped: false });
+});
+
+test('a staff member finds only messages of conversations assigned to them', async (t) => {
+  const w = await setup(t);
+  const mine = await conversation(w, ['towels for room 5, mine'], { assignee: w.staff.id });
+  await conversation(w, ['towels for room 6, unassigned']);
+  const other = await createStaff(w.app, 'staff');
+  await conversation(w, ['towels for room 7, theirs'], { assignee: other.id });
+
+  const staffRes = await search(w, 'towels', '', w.staff.token);
+  assert.equal(staffRes.status, 200);
+  assert.deepEqual(contents(staffRes), ['towels for room 5, mine']);
+  assert.equal(staffRes.data[0].conversationId, mine.id);
+  assert.equal(staffRes.body.meta.total, 1);
+  assert.equal((await search(w, 'towels', '', other.token)).body.meta.total, 1);
+  // Managers and admins search everything.
+  assert.equal((await search(w, 'towels', '', w.manager.token)).body.meta.total, 3);
+  assert.equal((await search(w, 'towels', '', w.admin.token)).body.meta.total, 3);
+  // The filters narrow a staff member's own results, never widen them.
+  assert.deepEqual(contents(await search(w, 'towels', '&channel=email', w.staff.token)), ['towels for room 5, mine']);
+});
+
+test('API keys search with conversations:read (or write) and are refused without it', async (t) => {
+  const w = await setup(t);
+  await conversation(w, ['spare pillow please']);
+  const key = async (scopes: string[]) => {
+    const res = await call(w.app, 'POST', '/api-keys', { token: w.admin.token, body: { name: scopes.join(), scopes } });
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    return res.data.key as string;
+  };
+  const [read, write, guests] = await Promise.all([
+    key(['conversations:read']),
+    key(['conversations:write']),
+    key(['guests:read']),
+  ]);
+  assert.deepEqual(contents(await search(w, 'pillow', '', read)), ['spare pillow please']);
+  assert.deepEqual(contents(await search(w, 'pillow', '', write)), ['spare pillow please']);
+  assertError(await search(w, 'pillow', '', guests), 403, 'FORBIDDEN');
+  assertError(await call(w.app, 'GET', '/messages/search?q=pillow'), 401, 'TOKEN_MISSING');
+});
+
+test('results are paginated by page and limit (no cursor), ordered stably', async (t) => {
+  const w = await setup(t);
+  await conversation(
+    w,
+    Array.from({ length: 7 }, (_, i) => `wifi password request ${i}`),
+  );
+  const all = await search(w, 'wifi', '&limit=100');
+  assert.equal(all.body.meta.total, 7);
+  // Equal rank: the newer first.
+  assert.deepEqual(
+    contents(all),
+    Array.from({ length: 7 }, (_, i) => `wifi password request ${6 - i}`),
+  );
+  const pages = [];
+  for (let page = 1; page <= 3; page++) {
+    const res = await search(w, 'wifi', `&limit=3&page=${page}`);
+    assert.equal(res.status, 200);
+    assert.deepEqual(res.body.meta, { page, limit: 3, total: 7, pages: 3, nextCursor: null, capped: false });
+    pages.push(...contents(res));
+  }
+  assert.deepEqual(pages, contents(all));
+  const past = await search(w, 'wifi', '&limit=3&page=9');
+  assert.deepEqual(past.data, []);
+  assert.equal(past.body.meta.total, 7);
+  const cursor = await search(w, 'wifi', '&cursor=abc.def');
+  assertError(cursor, 400, 'VALIDATION_ERROR');
+  assertError(await search(w, 'wifi', '&limit=101'), 400, 'VALIDATION_ERROR');
+  assertError(await search(w, 'wifi', '&page=0'), 400, 'VALIDATION_ERROR');
+});
+
+test('channel, from and to narrow the results; a bad filter is a VALIDATION_ERROR naming it', async (t) => {
+  const w = await setup(t);
+  await conversation(w, ['breakfast by email'], { channel: 'email' });
+  const before = new Date().toISOString();
+  await new Promise((r) => setTimeout(r, 5));
+  const web = await conversation(w, ['breakfast on the web'], { channel: 'web' });
+  const webMessage = (await search(w, 'breakfast', '&channel=web')).data;
+  assert.deepEqual(
+    webMessage.map((m: { content: string }) => m.content),
+    ['breakfast on the web'],
+  );
+  assert.equal(webMessage[0].conversationId, web.id);
+  assert.deepEqual(contents(await search(w, 'breakfast', '&channel=sms')), []);
+  assert.deepEqual(contents(await search(w, 'breakfast', `&from=${before}`)), ['breakfast on the web']);
+  assert.deepEqual(contents(await search(w, 'breakfast', `&to=${before}`)), ['breakfast by email']);
+  const at = webMessage[0].createdAt as string;
+  // from is inclusive, to exclusive.
+  assert.deepEqual(contents(await search(w, 'breakfast', `&from=${at}&channel=web`)), ['breakfast on the web']);
+  assert.deepEqual(contents(await search(w, 'breakfast', `&to=${at}&channel=web`)), []);
+  // Another offset names the same instant.
+  const plusOne = at
+    .replace(/Z$/, '+01:00')
+    .replace(/T(\d\d)/, (_, h) => `T${String((Number(h) + 1) % 24).padStart(2, '0')}`);
+  if (!at.startsWith('23', 11)) {
+    assert.deepEqual(contents(await search(w, 'breakfast', `&from=${encodeURIComponent(plusOne)}`)), [
+      'breakfast on the web',
+    ]);
+  }
+  for (const [extra, field] of [
+    ['&channel=fax', 'channel'],
+    ['&from=yesterday', 'from'],
+    [`&from=${at}&to=${at}`, 'to'],
+  ] as const) {
+    const res = await search(w, 'breakfast', extra);
+    assertError(res, 400, 'VALIDATION_ERROR', extra);
+    assert.equal(res.body.error.details[0].field, field, extra);
+  }
+});
+
+test('the index follows a change of content (an erasure) and the removal of messages', async (t) => {
+  const w = await setup(t);
+  const c = await conversation(w, ['my passport number is X1234567', 'thanks for the passport copy']);
+  const db = w.app.ctx.store.db;
+  await db.updateTable('messages').set({ content: '[erased]' }).where('id', '=', c.ids[0]!).execute();
+  assert.deepEqual(contents(await search(w, 'passport')), ['thanks for the passport copy']);
+  assert.deepEqual(contents(await search(w, 'X1234567')), []);
+  assert.deepEqual(contents(await search(w, 'erased')), ['[erased]']);
+  // A delivery status change leaves the index alone and the message found.
+  await db.updateTable('messages').set({ delivery_status: 'failed' }).where('id', '=', c.ids[1]!).execute();
+  assert.deepEqual(contents(await search(w, 'passport')), ['thanks for the passport copy']);
+  await db.deleteFrom('messages').where('conversation_id', '=', c.id).execute();
+  assert.deepEqual(contents(await search(w, 'passport')), []);
+});
+
+test('a search matching more than 1,000 messages ranks and counts the newest 1,000 and says it is capped', async (t) => {
+  const w = await setup(t);
+  const conversationId = await insertConversation(w.app, w.guestId);
+  // Inserted oldest first, ids in time order, as the API writes them.
+  const ids = Array.from({ length: 1003 }, () => newId('msg')).sort();
+  const base = Date.parse('2026-01-01T00:00:00.000Z');
+  const rows = ids.map((id, i) => ({
+    id,
+    conversation_id: conversationId,
+    direction: 'inbound' as const,
+    type: 'text' as const,
+    content: `shuttle ${i}`,
+    sender_type: 'guest' as const,
+    sender_id: w.guestId,
+    delivery_status: 'received' as const,
+    created_at: new Date(base + i * 1000).toISOString(),
+  }));
+  for (let i = 0; i < rows.length; i += 200) {
+    await w.app.ctx.store.db
+      .insertInto('messages')
+      .values(rows.slice(i, i + 200))
+      .execute();
+  }
+  const last = await search(w, 'shuttle', '&limit=100&page=10');
+  assert.equal(last.status, 200);
+  assert.deepEqual(last.body.meta, { page: 10, limit: 100, total: 1000, pages: 10, nextCursor: null, capped: true });
+  // Equal ranks, newest first: the window ends at the 1,000th newest; the three oldest are left out.
+  assert.equal(last.data.at(-1).content, 'shuttle 3');
+  assert.deepEqual((await search(w, 'shuttle', '&limit=100&page=11')).data, []);
+  // A narrower search finds an old one again.
+  const narrow = await search(w, 'shuttle 0');
+  assert.equal(narrow.body.meta.capped, false);
+  assert.deepEqual(contents(narrow), ['shuttle 0']);
+});
