@@ -3,6 +3,7 @@ import { type TestContext, test } from 'node:test';
 import fc from 'fast-check';
 import type { FastifyInstance } from 'fastify';
 import { newId } from '../../src/lib/ids.js';
+import { uploadText } from '../attachments/files.js';
 import { assertError, insertConversation, insertGuest, openConversation } from '../fixtures.js';
 import { buildTestApp, call, createStaff, type TestUser } from '../helpers.js';
 
@@ -368,4 +369,25 @@ test('a search matching more than 1,000 messages ranks and counts the newest 1,0
   const narrow = await search(w, 'shuttle 0');
   assert.equal(narrow.body.meta.capped, false);
   assert.deepEqual(contents(narrow), ['shuttle 0']);
+});
+
+test('a hit carries the message’s files with their signed links, as reading the message does', async (t) => {
+  const w = await setup(t);
+  const c = await conversation(w, []);
+  const file = await uploadText(w.app, w.admin.token, 'The invoice you asked for');
+  const sent = await call(w.app, 'POST', `/conversations/${c.id}/messages`, {
+    token: w.admin.token,
+    body: { content: 'Your invoice is attached', attachments: [file.id] },
+  });
+  assert.equal(sent.status, 201, JSON.stringify(sent.body));
+  const found = await call(w.app, 'GET', '/messages/search?q=invoice', { token: w.admin.token });
+  assert.equal(found.status, 200, JSON.stringify(found.body));
+  assert.deepEqual(
+    found.data.map((h: { id: string; attachments: { id: string; url: string | null }[] }) => [
+      h.id,
+      h.attachments.map((a) => a.id),
+      h.attachments.every((a) => a.url?.includes('signature=')),
+    ]),
+    [[sent.data.id, [file.id], true]],
+  );
 });

@@ -1859,6 +1859,7 @@ export interface components {
          *       "deliveredAt": null,
          *       "readAt": null,
          *       "createdAt": "2026-11-22T06:33:12.000Z",
+         *       "attachments": [],
          *       "highlight": "Hi, could we have a <mark>late</mark> <mark>checkout</mark> tomorrow? Our flight is at 6 pm &amp; we have a baby."
          *     }
          */
@@ -7764,6 +7765,7 @@ export interface operations {
                      *           "deliveredAt": null,
                      *           "readAt": null,
                      *           "createdAt": "2026-11-22T06:33:12.000Z",
+                     *           "attachments": [],
                      *           "highlight": "Hi, could we have a <mark>late</mark> <mark>checkout</mark> tomorrow? Our flight is at 6 pm &amp; we have a baby."
                      *         }
                      *       ],

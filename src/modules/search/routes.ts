@@ -8,6 +8,7 @@ import { ANY_ROLE } from '../../lib/auth.js';
 import { fieldError } from '../../lib/errors.js';
 import { listPage } from '../../lib/pages.js';
 import { STANDARD_ERRORS } from '../../lib/schemas.js';
+import { withAttachments } from '../attachments/service.js';
 import type { MessageView } from '../conversations/schemas.js';
 import { searchMessages, WINDOW } from './repository.js';
 import { SearchMessagesQuery, SearchResponse } from './schemas.js';
@@ -50,7 +51,9 @@ export const searchRoutes: FastifyPluginAsyncTypebox = async (app) => {
           offset: (req.page - 1) * req.limit,
         });
         capped = found.capped;
-        return { rows: found.rows, total: found.total, next: null };
+        // A hit is the message as read elsewhere: its files with their signed links.
+        const rows = await withAttachments(app.ctx.store, app.attachments.signer, found.rows);
+        return { rows, total: found.total, next: null };
       };
       const toHit = (m: MessageView) => ({ ...m, highlight: highlight(m.content, words) });
       const page = await listPage(request, reply, 'message-search', read, toHit, { ranked: true });

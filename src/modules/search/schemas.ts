@@ -62,6 +62,7 @@ export const MessageSearchHit = Type.Object(
         deliveredAt: null,
         readAt: null,
         createdAt: EXAMPLE_TIME,
+        attachments: [],
         highlight:
           'Hi, could we have a <mark>late</mark> <mark>checkout</mark> tomorrow? Our flight is at 6 pm &amp; we have a baby.',
       },
