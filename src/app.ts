@@ -216,9 +216,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(healthRoutes);
   await app.register(docs);
   await app.register(eventsRuntime, { eventStreams: options.eventStreams });
+  await app.register(jobsRuntime);
   await app.register(attachmentsRuntime);
   await app.register(channelsRuntime);
-  await app.register(jobsRuntime);
   await app.register(snooze);
   await app.register(metrics);
   await app.register(

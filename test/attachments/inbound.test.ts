@@ -114,7 +114,7 @@ test('WhatsApp media are resolved through the Graph API and downloaded with the 
     WHATSAPP_API_URL: meta.base,
     WHATSAPP_APP_SECRET: META_SECRET,
   });
-  // The in-process retry's first delay is a second; short enough here.
+  // The fetch job's backoff starts at a second (docs/jobs.md); short enough here.
   const admin = await createStaff(app, 'admin');
   const doc = pdf();
   const mediaId = meta.addMedia(doc, 'application/pdf');

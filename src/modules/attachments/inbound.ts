@@ -11,7 +11,6 @@ import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
-import type { FastifyBaseLogger } from 'fastify';
 import type { ChannelsConfig } from '../../config-channels.js';
 import { nowIso, type Store } from '../../db/store.js';
 import type { Tx } from '../../db/types.js';
@@ -22,6 +21,7 @@ import { findConversationRef } from '../conversations/repository.js';
 import type { MessageView } from '../conversations/schemas.js';
 import { changesOf, SYSTEM } from '../events/emit.js';
 import { withEvents } from '../events/outbox.js';
+import type { JobHandler, JobRunner } from '../jobs/runner.js';
 import { receive, TooLarge } from './blob-store.js';
 import { cleanFilename, declaredType, defaultFilename, judge } from './media.js';
 import {
@@ -56,6 +56,8 @@ export type FetchOutcome = 'stored' | 'failed' | 'retry';
 /** Attempts before a file whose provider keeps failing (5xx, 429, unreachable) is given up as failed. */
 const MAX_ATTEMPTS = 5;
 const FETCH_TIMEOUT_MS = 30_000;
+/** The job kind that fetches one inbound file. */
+export const FETCH_KIND = 'attachment.fetch';
 
 class FetchFailure extends Error {
   constructor(
@@ -72,8 +74,8 @@ export class InboundFiles {
     private readonly store: Store,
     private readonly deps: AttachmentDeps,
     private readonly channels: ChannelsConfig,
-    private readonly log: FastifyBaseLogger,
-    /** First retry delay; each later one doubles. */
+    private readonly jobs: JobRunner,
+    /** The runner's backoff base for a fetch the provider failed. */
     private readonly retryBaseMs = 1000,
   ) {}
 
@@ -155,27 +157,27 @@ export class InboundFiles {
   }
 
   /**
-   * After commit: fetch each pending file, retrying with backoff in this process.
-   * The job runner takes this over: one `attachment.fetch` job per id, enqueued in the message's
-   * transaction, running storeInboundAttachment and retrying on 'retry'.
+   * In the message's transaction: one `attachment.fetch` job per pending file, so each is fetched
+   * after commit on whichever instance claims it, retried with the runner's backoff, and survives a
+   * restart (docs/jobs.md). The file's id is the job's key: one live fetch per file.
    */
-  fetchAfterCommit(ids: readonly string[]): void {
-    for (const id of ids) this.runInProcess(id, 0);
+  async schedule(tx: Tx, ids: readonly string[]): Promise<void> {
+    for (const id of ids) await this.jobs.enqueue(tx, { kind: FETCH_KIND, payload: { id }, key: id });
   }
 
-  private runInProcess(id: string, attempt: number): void {
-    const timer = setTimeout(
-      () => {
-        this.storeInboundAttachment(id).then(
-          (outcome) => {
-            if (outcome === 'retry') this.runInProcess(id, attempt + 1);
-          },
-          (err: unknown) => this.log.warn({ err, attachment: id }, 'inbound attachment fetch failed'),
-        );
+  /** The runner's handler: a `retry` outcome throws, so the job is due again after the backoff. */
+  handler(): JobHandler {
+    return {
+      kind: FETCH_KIND,
+      // Below the runner's attempts: the fetch counts its own and settles `failed` at MAX_ATTEMPTS.
+      maxAttempts: MAX_ATTEMPTS + 2,
+      retryBaseMs: this.retryBaseMs,
+      run: async (job) => {
+        const { id } = job.payload as { id: string };
+        const outcome = await this.storeInboundAttachment(id);
+        if (outcome === 'retry') throw new Error(`attachment ${id}: the provider failed; fetched again later`);
       },
-      attempt === 0 ? 0 : this.retryBaseMs * 2 ** (attempt - 1),
-    );
-    timer.unref();
+    };
   }
 
   /** Fetches, sniffs and stores one pending inbound file (see the file's comment). */

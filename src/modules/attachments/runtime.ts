@@ -34,7 +34,9 @@ export default fp(
     const signer = new LinkSigner(base, [config.jwtSecret, ...config.jwtPreviousSecrets]);
     const deps: AttachmentDeps = { blobs, signer, maxBytes: c.maxBytes };
     app.decorate('attachments', deps);
-    app.decorate('inboundFiles', new InboundFiles(store, deps, config.channels, app.log));
+    const inbound = new InboundFiles(store, deps, config.channels, app.jobs);
+    app.jobs.register(inbound.handler());
+    app.decorate('inboundFiles', inbound);
     const sweep = setInterval(() => {
       sweepUnused(store, blobs, Date.now()).catch((err: unknown) => app.log.warn({ err }, 'attachments sweep failed'));
     }, SWEEP_EVERY_MS);
@@ -44,5 +46,5 @@ export default fp(
       if (blobs instanceof S3BlobStore) blobs.destroy();
     });
   },
-  { name: 'attachments-runtime' },
+  { name: 'attachments-runtime', dependencies: ['jobs-runtime'] },
 );

@@ -86,7 +86,7 @@ export async function receiveInbound(
       ? null
       : async (tx, message) => {
           const r = await files!.record(tx, message, prepared);
-          tx.onCommit(() => files!.fetchAfterCommit(r.pending));
+          await files!.schedule(tx, r.pending);
           return r.message;
         };
   let result: InboundResult;
