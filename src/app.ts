@@ -26,6 +26,7 @@ import eventsRuntime from './modules/events/runtime.js';
 import { guestsRoutes } from './modules/guests/routes.js';
 import { healthRoutes } from './modules/health/routes.js';
 import { knowledgeRoutes } from './modules/knowledge/routes.js';
+import { reportsRoutes } from './modules/reports/routes.js';
 import { settingsRoutes } from './modules/settings/routes.js';
 import { staffRoutes } from './modules/staff/routes.js';
 import { tasksRoutes } from './modules/tasks/routes.js';
@@ -224,6 +225,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       await api.register(channelsRoutes, { prefix: '/channels' });
       await api.register(apiKeysRoutes, { prefix: '/api-keys' });
       await api.register(auditRoutes, { prefix: '/audit-log' });
+      await api.register(reportsRoutes, { prefix: '/reports' });
     },
     { prefix: '/api/v1' },
   );

@@ -21,6 +21,7 @@ import { webhookOwner } from './migrations/018-webhook-owner.js';
 import { sendGuarantees } from './migrations/020-send-guarantees.js';
 import { streamTickets } from './migrations/022-stream-tickets.js';
 import { webVisitors } from './migrations/023-web-visitors.js';
+import { reports } from './migrations/025-reports.js';
 import { columnTypes, type MigrationDef } from './migrations/helpers.js';
 import type { Store } from './store.js';
 
@@ -46,6 +47,7 @@ const MIGRATIONS: MigrationDef[] = [
   sendGuarantees,
   streamTickets,
   webVisitors,
+  reports,
 ];
 
 export async function migrate(store: Store): Promise<string[]> {

@@ -5,6 +5,7 @@ import { paginate } from '../../db/paginate.js';
 import { type Param, type Prepared, prepared } from '../../db/prepared.js';
 import { nowIso, toBool, toIso } from '../../db/store.js';
 import type { ConversationRow, Database, Executor } from '../../db/types.js';
+import { conversationOpened, conversationStatusSet } from '../reports/recorder.js';
 import type { ConversationStatus, ConversationView } from './schemas.js';
 
 const COLUMNS = [
@@ -143,6 +144,8 @@ export async function insertConversation(db: Executor, c: NewConversation): Prom
       updated_at: c.at,
     })
     .execute();
+  // Reports count the opening in the same transaction (docs/reports.md).
+  await conversationOpened(db, c.id, c.at);
 }
 
 export async function updateConversationRow(
@@ -160,6 +163,7 @@ export async function updateConversationRow(
     })
     .where('id', '=', id)
     .execute();
+  if (c.status !== undefined) await conversationStatusSet(db, id, c.status, at);
 }
 
 /** What a new message changes in its conversation's row: one more message, activity at `at`. */

@@ -4,6 +4,7 @@ import { paginate } from '../../db/paginate.js';
 import { nowIso, toIso } from '../../db/store.js';
 import type { Executor, TaskRow } from '../../db/types.js';
 import { newId } from '../../lib/ids.js';
+import { taskWritten } from '../reports/recorder.js';
 import type { CreateTaskInput, TaskFilter, TaskView, UpdateTaskInput } from './schemas.js';
 
 const COLUMNS = [
@@ -138,7 +139,10 @@ export async function insertTask(db: Executor, input: CreateTaskInput): Promise<
     updated_at: now,
   };
   await db.insertInto('tasks').values(row).execute();
-  return toTask(row);
+  const task = toTask(row);
+  // Reports count it, and schedule its deadline, in the same transaction (docs/reports.md).
+  await taskWritten(db, null, task);
+  return task;
 }
 
 /** Applies `c` to `current`; completedAt is stamped on entering completed and cleared on leaving it. */
@@ -165,5 +169,7 @@ export async function updateTask(db: Executor, current: TaskView, c: UpdateTaskI
     })
     .where('id', '=', current.id)
     .execute();
-  return (await findTask(db, current.id))!;
+  const after = (await findTask(db, current.id))!;
+  await taskWritten(db, current, after);
+  return after;
 }
