@@ -54,6 +54,13 @@ export interface ConversationTable {
   message_count: number;
   created_at: Timestamp;
   updated_at: Timestamp;
+  /** SLA targets running (migration 025, written by src/modules/reports/recorder.ts). */
+  sla_target?: 'first_response' | 'next_response' | null;
+  sla_response_due?: Timestamp | null;
+  sla_response_risk?: Timestamp | null;
+  sla_resolution_due?: Timestamp | null;
+  sla_resolution_risk?: Timestamp | null;
+  sla_breached?: Bool;
 }
 
 export interface MessageTable {
@@ -118,6 +125,8 @@ export interface TaskTable {
   completed_at: Timestamp | null;
   created_at: Timestamp;
   updated_at: Timestamp;
+  /** dueAt, or creation plus the sla setting's minutes (migration 025, src/modules/reports/recorder.ts). */
+  deadline?: Timestamp | null;
 }
 
 export interface KnowledgeTable {

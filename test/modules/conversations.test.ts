@@ -37,6 +37,7 @@ test('creating a conversation with a first message stores it as an outbound text
       assignee: null,
       subject: 'Late check-out',
       messageCount: 1,
+      sla: null,
       createdAt: undefined,
       updatedAt: undefined,
       lastMessageAt: undefined,

@@ -58,6 +58,14 @@ test('a scripted day comes out exactly as docs/reports.md defines, at once after
   // Conversation B: a guest writes and nobody answers; its 6 s target will be breached.
   const guestB = await insertGuest(app, 'Bea');
   const inB = await guestWrites(app, manager.token, guestB, 'Is the pool open?');
+  const dueB = new Date(ms(inB.message.createdAt) + 6000).toISOString();
+  const b = await call(app, 'GET', `/conversations/${inB.conversationId}`, { token: manager.token });
+  assert.deepEqual(b.data.sla, {
+    firstResponseDueAt: dueB,
+    nextResponseDueAt: null,
+    resolutionDueAt: null,
+    status: 'ok',
+  });
 
   // Conversation A: the guest writes, the agent (assigned) replies 2 s later, notes, the guest
   // writes again, a reply 1.5 s later, then the agent closes it.
@@ -111,6 +119,32 @@ test('a scripted day comes out exactly as docs/reports.md defines, at once after
   const waitB = 6000 - (Date.now() - ms(inB.message.createdAt));
   await sleep(Math.max(waitB, 1100) + 200);
   const end = new Date(Date.now() + 60_000).toISOString();
+
+  // The SLA state in the records, and the lists that select by it.
+  const breached = await call(app, 'GET', '/conversations?sla=breached', { token: manager.token });
+  assert.deepEqual(
+    breached.data.map((c: { id: string; sla: unknown }) => [c.id, c.sla]),
+    [
+      [
+        inB.conversationId,
+        { firstResponseDueAt: dueB, nextResponseDueAt: null, resolutionDueAt: null, status: 'breached' },
+      ],
+    ],
+  );
+  assert.equal(breached.body.meta.total, 1);
+  assert.equal((await call(app, 'GET', `/conversations/${a}`, { token: manager.token })).data.sla, null);
+  assert.deepEqual((await call(app, 'GET', '/conversations?sla=at_risk', { token: manager.token })).data, []);
+  const overdue = await call(app, 'GET', '/tasks?overdue=true', { token: manager.token });
+  assert.deepEqual(
+    overdue.data.map((x: { id: string; deadline: string }) => [x.id, x.deadline]),
+    [[t2.id, t2.dueAt]],
+  );
+  assert.equal(overdue.body.meta.total, 1);
+  assert.equal(done.deadline, new Date(ms(t1.createdAt) + 240 * 60_000).toISOString());
+  assert.deepEqual(
+    (await call(app, 'GET', '/tasks?overdue=false', { token: manager.token })).data.map((x: { id: string }) => x.id),
+    [t1.id],
+  );
   const res = await call(app, 'GET', `/reports/summary?from=${begin}&to=${end}&businessHours=false`, {
     token: manager.token,
   });
@@ -211,7 +245,6 @@ test('a scripted day comes out exactly as docs/reports.md defines, at once after
   assert.equal(lines[0], 'figure,value,previous');
   assert.ok(lines.includes('messages.inbound,3,0'), lines.join('\n'));
   assert.ok(lines.includes(`replyTime.count,2,0`));
-  void t2;
 });
 
 test('business time: Friday 17:00 to Monday 09:30 under 09:00–18:00 on weekdays is 1 h 30 min', async () => {

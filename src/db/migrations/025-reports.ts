@@ -72,23 +72,23 @@ export const reports: MigrationDef = {
       .addColumn('opened_at', 'bigint', (c) => c.notNull())
       .addColumn('wait_at', 'bigint')
       .addColumn('waited', 'integer', (c) => c.notNull())
-      .addColumn('response_target', 'text')
-      .addColumn('response_due', 'bigint')
-      .addColumn('response_risk', 'bigint')
-      .addColumn('resolution_due', 'bigint')
-      .addColumn('resolution_risk', 'bigint')
-      .addColumn('breached', 'integer', (c) => c.notNull())
       .execute();
+    // A conversation's running SLA targets live in its row, so `?sla=` is an indexed read: the
+    // response target (first or next) and resolution, each due and at-risk moment, and whether a
+    // target was missed since it was last opened.
+    for (const column of ['sla_response_due', 'sla_response_risk', 'sla_resolution_due', 'sla_resolution_risk']) {
+      await db.schema.alterTable('conversations').addColumn(column, t.ts).execute();
+    }
+    await db.schema.alterTable('conversations').addColumn('sla_target', 'text').execute();
     await db.schema
-      .createIndex('report_conversations_response_due')
-      .on('report_conversations')
-      .column('response_due')
+      .alterTable('conversations')
+      .addColumn('sla_breached', t.bool, (c) => c.notNull().defaultTo(t.dialect === 'postgres' ? false : 0))
       .execute();
-    await db.schema
-      .createIndex('report_conversations_resolution_due')
-      .on('report_conversations')
-      .column('resolution_due')
-      .execute();
+    for (const column of ['sla_response_due', 'sla_response_risk', 'sla_resolution_due', 'sla_resolution_risk']) {
+      await db.schema.createIndex(`conversations_${column}`).on('conversations').column(column).execute();
+    }
+    await db.schema.alterTable('tasks').addColumn('deadline', t.ts).execute();
+    await db.schema.createIndex('tasks_deadline').on('tasks').column('deadline').execute();
 
     await db.schema
       .createTable('report_tasks')

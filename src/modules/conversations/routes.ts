@@ -36,10 +36,11 @@ export const conversationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
-      const { status, channel, assignee } = request.query;
+      const { status, channel, assignee, sla } = request.query;
       const filter = {
         status,
         channel,
+        ...(sla !== undefined && { sla: { status: sla, now: new Date().toISOString() } }),
         ...(assignee !== undefined && { assignee: assignee === 'unassigned' ? null : assignee }),
         onlyAssignee: ownerFilter(request.user!),
       };

@@ -29,6 +29,25 @@ export const Conversation = Type.Object(
       description: 'Time of the latest message; the creation time while there is none',
     }),
     messageCount: Type.Integer({ format: 'int64', minimum: 0, maximum: Number.MAX_SAFE_INTEGER }),
+    sla: Type.Union(
+      [
+        Type.Object(
+          {
+            firstResponseDueAt: Nullable({ ...Timestamp, description: 'While the first wait runs' }),
+            nextResponseDueAt: Nullable({ ...Timestamp, description: 'While a later wait runs' }),
+            resolutionDueAt: Nullable({ ...Timestamp, description: 'While not closed' }),
+            status: Type.Enum(['ok', 'at_risk', 'breached'], {
+              description:
+                'at_risk once 80 % of a running target has passed; breached once a target was missed since the ' +
+                'conversation was last opened',
+            }),
+          },
+          { additionalProperties: false },
+        ),
+        Type.Null(),
+      ],
+      { description: "The `sla` setting's targets (docs/reports.md); null when no target applies" },
+    ),
     createdAt: Timestamp,
     updatedAt: Timestamp,
   },
@@ -110,6 +129,11 @@ export const ListConversationsQuery = Type.Object(
     status: Type.Optional(ConversationStatus),
     channel: Type.Optional(Channel),
     assignee: Type.Optional(RefIdInput('stf', 'A staff id, or `unassigned` for those with none', 'unassigned')),
+    sla: Type.Optional(
+      Type.Enum(['at_risk', 'breached'], {
+        description: 'Only those whose `sla.status` is this now (docs/reports.md)',
+      }),
+    ),
   },
   { additionalProperties: false },
 );

@@ -110,6 +110,8 @@ export async function createConversation(
       subject: body.subject ?? null,
       lastMessageAt: at,
       messageCount: hasFirst ? 1 : 0,
+      // A resolution target may run from the start (the sla setting).
+      sla: (await findConversation(tx, id))!.sla,
       createdAt: at,
       updatedAt: at,
     };

@@ -42,16 +42,54 @@ interface ConversationNow {
   id: string;
   channel: string;
   assignee: string;
+  target: Target | null;
+  responseDue: number | null;
+  resolutionDue: number | null;
 }
+
+const msOrNull = (v: string | Date | null | undefined) =>
+  v === null || v === undefined ? null : new Date(v).getTime();
+const isoOrNull = (v: number | null | undefined) => (v === null || v === undefined ? null : new Date(v).toISOString());
 
 async function conversationNow(x: Executor, id: string): Promise<ConversationNow | undefined> {
   const c = await rdb(x)
     .selectFrom('conversations')
-    .select(['id', 'channel', 'assignee'])
+    .select(['id', 'channel', 'assignee', 'sla_target', 'sla_response_due', 'sla_resolution_due'])
     .where('id', '=', id)
     .executeTakeFirst();
-  return c && { id: c.id, channel: c.channel, assignee: c.assignee ?? '' };
+  return (
+    c && {
+      id: c.id,
+      channel: c.channel,
+      assignee: c.assignee ?? '',
+      target: c.sla_target as Target | null,
+      responseDue: msOrNull(c.sla_response_due),
+      resolutionDue: msOrNull(c.sla_resolution_due),
+    }
+  );
 }
+
+type SlaColumns = {
+  sla_target?: Target | null;
+  sla_response_due?: number | null;
+  sla_response_risk?: number | null;
+  sla_resolution_due?: number | null;
+  sla_resolution_risk?: number | null;
+  sla_breached?: boolean;
+};
+
+/** Writes the conversation's running SLA targets into its row (read by `?sla=` and its `sla` field). */
+async function setSla(x: Executor, id: string, c: SlaColumns): Promise<void> {
+  const set: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(c)) {
+    if (k === 'sla_breached') set[k] = x.dialect === 'postgres' ? v : v ? 1 : 0;
+    else if (k === 'sla_target') set[k] = v;
+    else set[k] = isoOrNull(v as number | null);
+  }
+  await rdb(x).updateTable('conversations').set(set).where('id', '=', id).execute();
+}
+
+const NO_RESPONSE_TARGET: SlaColumns = { sla_target: null, sla_response_due: null, sla_response_risk: null };
 
 async function stateOf(x: Executor, id: string) {
   return rdb(x).selectFrom('report_conversations').selectAll().where('id', '=', id).executeTakeFirst();
@@ -69,18 +107,13 @@ const fact = (c: ConversationNow, metric: Metric, at: number, extra: Partial<Fac
 /** The state and facts of a conversation (re)opened at `at`, with its resolution target. */
 async function open(x: Executor, r: Rules, c: ConversationNow, at: number, exists: boolean) {
   const due = dueOf(r.sla, r.hours, at, targetMinutes(r.sla, c.channel, 'resolution'));
-  const row = {
-    closed: 0,
-    opened_at: at,
-    wait_at: null,
-    waited: 0,
-    response_target: null,
-    response_due: null,
-    response_risk: null,
-    resolution_due: due?.due ?? null,
-    resolution_risk: due?.risk ?? null,
-    breached: 0,
-  };
+  const row = { closed: 0, opened_at: at, wait_at: null, waited: 0 };
+  await setSla(x, c.id, {
+    ...NO_RESPONSE_TARGET,
+    sla_resolution_due: due?.due ?? null,
+    sla_resolution_risk: due?.risk ?? null,
+    sla_breached: false,
+  });
   if (exists) await rdb(x).updateTable('report_conversations').set(row).where('id', '=', c.id).execute();
   else
     await rdb(x)
@@ -132,7 +165,7 @@ interface MessageWritten {
 /** A message was stored: counts texts, starts a wait on a guest's text, ends it on a staff reply. */
 export async function messageStored(x: Executor, m: MessageWritten): Promise<void> {
   if (m.type !== 'text') return;
-  const c = await conversationNow(x, m.conversationId);
+  let c = await conversationNow(x, m.conversationId);
   if (c === undefined) return;
   const at = ms(m.createdAt);
   const r = await rulesOf(x);
@@ -141,23 +174,19 @@ export async function messageStored(x: Executor, m: MessageWritten): Promise<voi
     // A guest writing to a closed conversation reopens it (the row was reopened with this message).
     await open(x, r, c, at, s !== undefined);
     s = (await stateOf(x, c.id))!;
+    c = (await conversationNow(x, m.conversationId))!;
   }
   if (m.direction === 'inbound') {
     await addFacts(x, [fact(c, 'inbound', at)]);
     if (s.wait_at !== null) return;
     const target: Target = s.waited === 1 ? 'next_response' : 'first_response';
     const due = dueOf(r.sla, r.hours, at, targetMinutes(r.sla, c.channel, target));
-    await rdb(x)
-      .updateTable('report_conversations')
-      .set({
-        wait_at: at,
-        waited: 1,
-        response_target: target,
-        response_due: due?.due ?? null,
-        response_risk: due?.risk ?? null,
-      })
-      .where('id', '=', c.id)
-      .execute();
+    await rdb(x).updateTable('report_conversations').set({ wait_at: at, waited: 1 }).where('id', '=', c.id).execute();
+    await setSla(x, c.id, {
+      sla_target: target,
+      sla_response_due: due?.due ?? null,
+      sla_response_risk: due?.risk ?? null,
+    });
     if (due !== null) await addFacts(x, [fact(c, BREACHED[target], due.due, { ref: c.id })]);
     return;
   }
@@ -169,20 +198,11 @@ export async function messageStored(x: Executor, m: MessageWritten): Promise<voi
   if (byStaff && waitAt !== null) {
     const d = span(r, waitAt, at);
     facts.push(fact(by, 'reply_time', at, d));
-    const target = (s.response_target ?? 'next_response') as Target;
+    const target = c.target ?? 'next_response';
     if (target === 'first_response') facts.push(fact(by, 'first_response', at, d));
-    const { missed } = await endTarget(x, by, target, num(s.response_due), at, true);
-    await rdb(x)
-      .updateTable('report_conversations')
-      .set({
-        wait_at: null,
-        response_target: null,
-        response_due: null,
-        response_risk: null,
-        ...(missed && { breached: 1 }),
-      })
-      .where('id', '=', c.id)
-      .execute();
+    const { missed } = await endTarget(x, by, target, c.responseDue, at, true);
+    await rdb(x).updateTable('report_conversations').set({ wait_at: null }).where('id', '=', c.id).execute();
+    await setSla(x, c.id, { ...NO_RESPONSE_TARGET, ...(missed && { sla_breached: true }) });
   }
   await addFacts(x, facts);
 }
@@ -201,23 +221,15 @@ export async function conversationStatusSet(x: Executor, id: string, status: str
   if (s === undefined || s.closed === 1) return;
   const openedAt = num(s.opened_at)!;
   await addFacts(x, [fact(c, 'resolution', when, span(r, openedAt, when))]);
-  const resolution = await endTarget(x, c, 'resolution', num(s.resolution_due), when, true);
-  const target = s.response_target as Target | null;
-  if (target !== null) await endTarget(x, c, target, num(s.response_due), when, false);
-  await rdb(x)
-    .updateTable('report_conversations')
-    .set({
-      closed: 1,
-      wait_at: null,
-      response_target: null,
-      response_due: null,
-      response_risk: null,
-      resolution_due: null,
-      resolution_risk: null,
-      ...(resolution.missed && { breached: 1 }),
-    })
-    .where('id', '=', id)
-    .execute();
+  const resolution = await endTarget(x, c, 'resolution', c.resolutionDue, when, true);
+  if (c.target !== null) await endTarget(x, c, c.target, c.responseDue, when, false);
+  await rdb(x).updateTable('report_conversations').set({ closed: 1, wait_at: null }).where('id', '=', id).execute();
+  await setSla(x, id, {
+    ...NO_RESPONSE_TARGET,
+    sla_resolution_due: null,
+    sla_resolution_risk: null,
+    ...(resolution.missed && { sla_breached: true }),
+  });
 }
 
 interface TaskWritten {
@@ -237,8 +249,8 @@ interface TaskWritten {
 const overdueAt = (deadline: number | null, status: string, completedAt: number | null) =>
   deadline === null || status === 'cancelled' || (completedAt !== null && completedAt <= deadline) ? null : deadline;
 
-/** A task was created (`before` null) or changed. */
-export async function taskWritten(x: Executor, before: TaskWritten | null, t: TaskWritten): Promise<void> {
+/** A task was created (`before` null) or changed; returns its deadline (ISO), also kept in its row. */
+export async function taskWritten(x: Executor, before: TaskWritten | null, t: TaskWritten): Promise<string | null> {
   const r = await rulesOf(x);
   const conversation = t.conversationId === null ? undefined : await conversationNow(x, t.conversationId);
   const base = { channel: conversation?.channel ?? '', assignee: t.assignee ?? '', department: t.department };
@@ -277,4 +289,9 @@ export async function taskWritten(x: Executor, before: TaskWritten | null, t: Ta
     if (now !== null) facts.push({ metric: 'task_overdue', at: now, ...base, ref: t.id });
   }
   await addFacts(x, facts);
+  const iso = isoOrNull(deadline);
+  if (s === undefined || num(s.deadline) !== deadline) {
+    await rdb(x).updateTable('tasks').set({ deadline: iso }).where('id', '=', t.id).execute();
+  }
+  return iso;
 }

@@ -97,3 +97,43 @@ export function taskOverdueMoment(t: { deadline: number | null; status: string }
   if (t.deadline === null || t.status === 'completed' || t.status === 'cancelled') return null;
   return t.deadline > after ? t.deadline : null;
 }
+
+export interface SlaView {
+  firstResponseDueAt: string | null;
+  nextResponseDueAt: string | null;
+  resolutionDueAt: string | null;
+  status: SlaStatus;
+}
+
+type Stamp = string | Date | null | undefined;
+const msOf = (v: Stamp) => (v === null || v === undefined ? null : new Date(v).getTime());
+const isoOf = (v: number | null) => (v === null ? null : new Date(v).toISOString());
+
+/** A conversation row's `sla` field at `now`: null when no target runs and none was missed. */
+export function slaView(
+  row: {
+    sla_target?: string | null;
+    sla_response_due?: Stamp;
+    sla_response_risk?: Stamp;
+    sla_resolution_due?: Stamp;
+    sla_resolution_risk?: Stamp;
+    sla_breached?: number | boolean;
+  },
+  now = Date.now(),
+): SlaView | null {
+  const s: ConversationSla = {
+    responseTarget: (row.sla_target ?? null) as ConversationSla['responseTarget'],
+    responseDue: msOf(row.sla_response_due),
+    responseRisk: msOf(row.sla_response_risk),
+    resolutionDue: msOf(row.sla_resolution_due),
+    resolutionRisk: msOf(row.sla_resolution_risk),
+    breached: Boolean(row.sla_breached),
+  };
+  if (s.responseDue === null && s.resolutionDue === null && !s.breached) return null;
+  return {
+    firstResponseDueAt: s.responseTarget === 'first_response' ? isoOf(s.responseDue) : null,
+    nextResponseDueAt: s.responseTarget === 'next_response' ? isoOf(s.responseDue) : null,
+    resolutionDueAt: isoOf(s.resolutionDue),
+    status: slaStatus(s, now),
+  };
+}

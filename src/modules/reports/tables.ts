@@ -45,12 +45,6 @@ export interface ReportTables {
     opened_at: Num;
     wait_at: Num | null;
     waited: number;
-    response_target: string | null;
-    response_due: Num | null;
-    response_risk: Num | null;
-    resolution_due: Num | null;
-    resolution_risk: Num | null;
-    breached: number;
   };
   report_tasks: {
     id: string;
@@ -59,8 +53,19 @@ export interface ReportTables {
     completed_at: Num | null;
     status: string;
   };
-  conversations: { id: string; channel: string; assignee: string | null; status: string };
-  tasks: { id: string; conversation_id: string | null };
+  conversations: {
+    id: string;
+    channel: string;
+    assignee: string | null;
+    status: string;
+    sla_target: string | null;
+    sla_response_due: string | null;
+    sla_response_risk: string | null;
+    sla_resolution_due: string | null;
+    sla_resolution_risk: string | null;
+    sla_breached: number | boolean;
+  };
+  tasks: { id: string; conversation_id: string | null; deadline: string | null };
 }
 
 export type ReportDb = Pick<Kysely<ReportTables>, 'selectFrom' | 'insertInto' | 'updateTable' | 'deleteFrom'>;
