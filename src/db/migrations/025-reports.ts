@@ -3,11 +3,16 @@
 // report_rollups and report_bins, the same summed per UTC quarter-hour, hour and day for every
 // combination of channel, assignee and department ('*' standing for all); and the running state
 // of each conversation and task (waits, due times) that the next write continues from.
+import { type CreateTableBuilder, sql } from 'kysely';
 import type { MigrationDef } from './helpers.js';
 
 export const reports: MigrationDef = {
   name: '025-reports',
   async up(db, t) {
+    // SQLite: rows stored in primary-key order, so a report's range of one figure is one contiguous
+    // read rather than an index walk plus a row lookup per entry.
+    const clustered = <B extends CreateTableBuilder<string, never>>(b: B): B =>
+      t.dialect === 'sqlite' ? (b.modifyEnd(sql`without rowid`) as B) : b;
     const real = t.dialect === 'postgres' ? 'double precision' : 'real';
     let facts = db.schema.createTable('report_facts');
     facts =
@@ -40,6 +45,7 @@ export const reports: MigrationDef = {
       .addColumn('wall', real, (c) => c.notNull())
       .addColumn('biz', real, (c) => c.notNull())
       .addPrimaryKeyConstraint('report_rollups_pk', ['metric', 'channel', 'assignee', 'department', 'grain', 'start'])
+      .$call(clustered)
       .execute();
 
     await db.schema
@@ -63,6 +69,7 @@ export const reports: MigrationDef = {
         'start',
         'bin',
       ])
+      .$call(clustered)
       .execute();
 
     await db.schema

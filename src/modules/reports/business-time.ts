@@ -21,8 +21,19 @@ const minutesOf = (hhmm: string) => Number(hhmm.slice(0, 2)) * 60 + Number(hhmm.
 /** 24:00 (and, as the setting's earlier default wrote it, 23:59) closes at midnight. */
 const closeOf = (hhmm: string) => (hhmm === '23:59' ? 1440 : minutesOf(hhmm));
 
-/** The open intervals of each weekday (0 = Monday) in minutes, merged and sorted. */
+const weeks = new WeakMap<BusinessHours, [number, number][][]>();
+
+/** The open intervals of each weekday (0 = Monday) in minutes, merged and sorted (kept per setting value). */
 function weekOf(h: BusinessHours): [number, number][][] {
+  let w = weeks.get(h);
+  if (w === undefined) {
+    w = computeWeek(h);
+    weeks.set(h, w);
+  }
+  return w;
+}
+
+function computeWeek(h: BusinessHours): [number, number][][] {
   return DAYS.map((d) => {
     const ivs = (h.days[d] ?? [])
       .map((iv) => [minutesOf(iv.open), closeOf(iv.close)] as [number, number])

@@ -19,7 +19,11 @@ const run = (grain: number, a: number, b: number): Piece[] => {
   return out;
 };
 
-/** Signed rollup pieces summing exactly to [a, b) (epoch seconds, multiples of 900). */
+/**
+ * Signed rollup pieces summing exactly to [a, b) (epoch seconds, multiples of 900): whole blocks of
+ * the coarsest grain inside, and each ragged end either added from finer grains or, when it is more
+ * than half a block, taken as the whole block less the rest (decided by length, so linear).
+ */
 function go(a: number, b: number, gi: number): Piece[] {
   if (a >= b) return [];
   const G = GRAINS[gi]!;
@@ -28,19 +32,14 @@ function go(a: number, b: number, gi: number): Piece[] {
   const hi = Math.floor(b / G) * G;
   const L = Math.floor(a / G) * G;
   const R = Math.ceil(b / G) * G;
-  const shortest = (...options: Piece[][]) => options.reduce((x, y) => (y.length < x.length ? y : x));
+  const block = (start: number): Piece => ({ grain: G, start, sign: 1 });
   if (lo > hi) {
-    // Inside one G block: finer pieces, or the block less both ends.
-    return shortest(go(a, b, gi + 1), [
-      { grain: G, start: L, sign: 1 },
-      ...neg(go(L, a, gi + 1)),
-      ...neg(go(b, R, gi + 1)),
-    ]);
+    // Inside one block: finer pieces, or the block less both ends.
+    if (b - a <= G / 2) return go(a, b, gi + 1);
+    return [block(L), ...neg(go(L, a, gi + 1)), ...neg(go(b, R, gi + 1))];
   }
-  const left =
-    lo === a ? [] : shortest(go(a, lo, gi + 1), [{ grain: G, start: L, sign: 1 as const }, ...neg(go(L, a, gi + 1))]);
-  const right =
-    hi === b ? [] : shortest(go(hi, b, gi + 1), [{ grain: G, start: hi, sign: 1 as const }, ...neg(go(b, R, gi + 1))]);
+  const left = lo === a ? [] : lo - a <= a - L ? go(a, lo, gi + 1) : [block(L), ...neg(go(L, a, gi + 1))];
+  const right = hi === b ? [] : b - hi <= R - b ? go(hi, b, gi + 1) : [block(hi), ...neg(go(b, R, gi + 1))];
   return [...left, ...run(G, lo, hi), ...right];
 }
 

@@ -36,8 +36,12 @@ export const SCHEDULED = new Set<Metric>([
 ]);
 export const isTaskMetric = (m: Metric) => (TASK_METRICS as readonly string[]).includes(m);
 
-/** Rollup grains in seconds: quarter-hour (every zone's offset today is a multiple), hour, day. */
-export const GRAINS = [86_400, 3_600, 900] as const;
+/**
+ * Rollup grains in seconds, each a multiple of the next, aligned to the Unix epoch: 28 and 7 days
+ * (so a year is read from a few dozen rows), day, hour and quarter-hour (every zone's offset today
+ * is a whole number of quarter-hours, so every local hour and day is a sum of them).
+ */
+export const GRAINS = [2_419_200, 604_800, 86_400, 3_600, 900] as const;
 export const ALL = '*';
 
 export interface Fact {
