@@ -67,7 +67,9 @@ function sendCsv(reply: FastifyReply, name: string, body: string) {
     .send(body);
 }
 
-const CSV = { 'text/csv': { schema: Type.String({ description: 'RFC 4180, a header row first' }) } };
+const CSV = {
+  'text/csv': { schema: Type.String({ maxLength: 10_000_000, description: 'RFC 4180, a header row first' }) },
+};
 const answers = (data: object, description: string) => ({
   200: { description, content: { 'application/json': { schema: Ok(data as never) }, ...CSV } },
   ...STANDARD_ERRORS,

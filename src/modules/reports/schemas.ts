@@ -5,6 +5,10 @@ import { Channel } from '../conversations/schemas.js';
 import { DepartmentFilter } from '../settings/registry.js';
 import { SERIES_METRICS } from './service.js';
 
+const Count = (description: string) =>
+  Type.Integer({ format: 'int64', minimum: 0, maximum: Number.MAX_SAFE_INTEGER, description });
+const Stamp = (description?: string) => Type.String({ format: 'date-time', maxLength: 30, description });
+
 const Instant = (description: string) => Type.String({ format: 'date-time', maxLength: 64, description });
 
 export const ReportQuery = {
@@ -56,10 +60,10 @@ export const BreakdownQuery = Type.Object(
 );
 export type SummaryInput = Static<typeof SummaryQuery>;
 
-const Seconds = (what: string) => Nullable(Type.Number({ minimum: 0, description: what }));
+const Seconds = (what: string) => Nullable(Type.Number({ minimum: 0, maximum: 1e12, description: what }));
 export const Stat = Type.Object(
   {
-    count: Type.Integer({ minimum: 0, description: 'How many measures ended in the period' }),
+    count: Count('How many measures ended in the period'),
     avgSeconds: Seconds('Their mean (exact); null when count is 0'),
     medianSeconds: Seconds('Their median (within 5 % or 1 s); null when count is 0'),
     p90Seconds: Seconds('90 % took at most this long (within 5 % or 1 s); null when count is 0'),
@@ -68,12 +72,12 @@ export const Stat = Type.Object(
 );
 export const Hits = Type.Object(
   {
-    met: Type.Integer({ minimum: 0, description: 'Targets met, counted at the reply, close or completion' }),
-    breached: Type.Integer({ minimum: 0, description: 'Targets missed, counted at their due moment' }),
+    met: Count('Targets met, counted at the reply, close or completion'),
+    breached: Count('Targets missed, counted at their due moment'),
   },
   { additionalProperties: false },
 );
-const Count = (d: string) => Type.Integer({ description: d });
+
 const TaskFigures = Type.Object(
   {
     created: Count('Tasks created'),
@@ -110,8 +114,8 @@ const conversationFigures = {
   ),
 };
 const periodHead = {
-  from: Type.String({ format: 'date-time' }),
-  to: Type.String({ format: 'date-time' }),
+  from: Stamp('Start of the period, included'),
+  to: Stamp('End of the period, excluded'),
   businessHours: Type.Boolean(),
 };
 
@@ -126,8 +130,8 @@ export const Summary = Type.Object(
 
 export const SeriesPoint = Type.Object(
   {
-    start: Type.String({ format: 'date-time', description: 'Where the bucket begins (the first: `from`)' }),
-    count: Type.Integer(),
+    start: Stamp('Where the bucket begins (the first: `from`)'),
+    count: Count('The figure in the bucket'),
     avgSeconds: Seconds('Time metrics only'),
     medianSeconds: Seconds('Time metrics only'),
   },
@@ -139,7 +143,9 @@ const partial = Object.fromEntries(
 );
 export const BreakdownRow = Type.Object(
   {
-    key: Nullable(Type.String({ description: 'The channel, staff id or department; null: no assignee' })),
+    key: Nullable(
+      Type.String({ maxLength: 64, description: 'The channel, staff id or department; null: no assignee' }),
+    ),
     ...partial,
     tasks: TaskFigures,
     sla: Type.Object(
