@@ -109,19 +109,19 @@ type Stamp = string | Date | null | undefined;
 const msOf = (v: Stamp) => (v === null || v === undefined ? null : new Date(v).getTime());
 const isoOf = (v: number | null) => (v === null ? null : new Date(v).toISOString());
 
-/** A conversation row's `sla` field at `now`: null when no target runs and none was missed. */
-export function slaView(
-  row: {
-    sla_target?: string | null;
-    sla_response_due?: Stamp;
-    sla_response_risk?: Stamp;
-    sla_resolution_due?: Stamp;
-    sla_resolution_risk?: Stamp;
-    sla_breached?: number | boolean;
-  },
-  now = Date.now(),
-): SlaView | null {
-  const s: ConversationSla = {
+/** A conversation row's SLA columns (migration 025). */
+export interface SlaColumns {
+  sla_target?: string | null;
+  sla_response_due?: Stamp;
+  sla_response_risk?: Stamp;
+  sla_resolution_due?: Stamp;
+  sla_resolution_risk?: Stamp;
+  sla_breached?: number | boolean;
+}
+
+/** The running targets a conversation row holds: what nextConversationMoments and slaStatus read. */
+export function slaOfRow(row: SlaColumns): ConversationSla {
+  return {
     responseTarget: (row.sla_target ?? null) as ConversationSla['responseTarget'],
     responseDue: msOf(row.sla_response_due),
     responseRisk: msOf(row.sla_response_risk),
@@ -129,6 +129,11 @@ export function slaView(
     resolutionRisk: msOf(row.sla_resolution_risk),
     breached: Boolean(row.sla_breached),
   };
+}
+
+/** A conversation row's `sla` field at `now`: null when no target runs and none was missed. */
+export function slaView(row: SlaColumns, now = Date.now()): SlaView | null {
+  const s = slaOfRow(row);
   if (s.responseDue === null && s.resolutionDue === null && !s.breached) return null;
   return {
     firstResponseDueAt: s.responseTarget === 'first_response' ? isoOf(s.responseDue) : null,
