@@ -2,6 +2,7 @@
 // series) and each metric, the count, summed seconds and histogram, from the rollup rows that
 // cover the range (src/modules/reports/cover.ts) plus the facts at its unaligned edges. When few
 // enough durations are involved they are read one by one, so medians and p90s are exact.
+import { sql } from 'kysely';
 import type { Executor } from '../../db/types.js';
 import { binOf } from './bins.js';
 import { cover } from './cover.js';
@@ -100,43 +101,42 @@ export async function readFigures(
     const task = isTaskMetric(family[0]!);
     const level = levelOf(s, task);
     const timed = family.filter((m) => TIMED.has(m));
+    // One range (a summary, a breakdown): rows of a grain and sign are summed by the store, so a
+    // year of histograms comes back as one row per bin. Several (a time series): row by row.
+    const single = ranges.length === 1;
     for (const [grain, set] of starts) {
-      const all = [...set];
-      for (let i = 0; i < all.length; i += 5000) {
-        const chunk = all.slice(i, i + 5000);
-        let q = rdb(x)
-          .selectFrom('report_rollups')
-          .select(['metric', 'start', 'n', 'wall', 'biz', 'channel', 'assignee', 'department'])
-          .where('metric', 'in', family)
-          .where('grain', '=', grain)
-          .where('start', 'in', chunk);
-        for (const d of ['channel', 'assignee', 'department'] as const) {
-          q = level[d] === null ? q.where(d, '<>', ALL) : q.where(d, '=', level[d]);
+      const parts: { sign: number; starts: number[] }[] = [];
+      if (single) {
+        // Grouped by the net sign of each row (a row both added and taken away counts for nothing).
+        const bySign = new Map<number, number[]>();
+        for (const st of set) {
+          const net = uses.get(`${grain}|${st}`)!.reduce((t, u) => t + u.sign, 0);
+          if (net !== 0) bySign.set(net, [...(bySign.get(net) ?? []), st]);
         }
-        for (const row of await q.execute()) {
-          const group = s.by === undefined ? '' : row[s.by];
-          for (const u of uses.get(`${grain}|${num(row.start)}`) ?? []) {
-            const a = accOf(out, u.range, group, row.metric as Metric);
-            a.n += u.sign * Number(row.n);
-            a.seconds += u.sign * Number(s.biz ? row.biz : row.wall);
+        for (const [sign, list] of bySign) parts.push({ sign, starts: list });
+      } else parts.push({ sign: 0, starts: [...set] });
+      for (const part of parts) {
+        for (let i = 0; i < part.starts.length; i += 5000) {
+          const chunk = part.starts.slice(i, i + 5000);
+          if (chunk.length === 0) continue;
+          const targets = (start: unknown) =>
+            part.sign === 0 ? (uses.get(`${grain}|${num(start as number)}`) ?? []) : [{ range: 0, sign: part.sign }];
+          for (const row of await rollupRows(x, family, grain, chunk, level, s, single)) {
+            const group = s.by === undefined ? '' : (row[s.by] as string);
+            for (const u of targets(row.start)) {
+              const a = accOf(out, u.range, group, row.metric as Metric);
+              a.n += u.sign * Number(row.n);
+              a.seconds += u.sign * Number(s.biz ? row.biz : row.wall);
+            }
           }
-        }
-        if (timed.length === 0) continue;
-        let b = rdb(x)
-          .selectFrom('report_bins')
-          .select(['metric', 'start', 'bin', 'n', 'channel', 'assignee', 'department'])
-          .where('metric', 'in', timed)
-          .where('biz', '=', s.biz ? 1 : 0)
-          .where('grain', '=', grain)
-          .where('start', 'in', chunk);
-        for (const d of ['channel', 'assignee', 'department'] as const) {
-          b = level[d] === null ? b.where(d, '<>', ALL) : b.where(d, '=', level[d]);
-        }
-        for (const row of await b.execute()) {
-          const group = s.by === undefined ? '' : row[s.by];
-          for (const u of uses.get(`${grain}|${num(row.start)}`) ?? []) {
-            const a = accOf(out, u.range, group, row.metric as Metric);
-            a.bins.set(row.bin, (a.bins.get(row.bin) ?? 0) + u.sign * Number(row.n));
+          if (timed.length === 0) continue;
+          for (const row of await binRows(x, timed, grain, chunk, level, s, single)) {
+            const group = s.by === undefined ? '' : (row[s.by] as string);
+            for (const u of targets(row.start)) {
+              const a = accOf(out, u.range, group, row.metric as Metric);
+              const bin = Number(row.bin);
+              a.bins.set(bin, (a.bins.get(bin) ?? 0) + u.sign * Number(row.n));
+            }
           }
         }
       }
@@ -156,6 +156,68 @@ export async function readFigures(
     if (timed.length > 0) await exactValues(x, out, timed, ranges, s, task);
   }
   return out;
+}
+
+type Level = ReturnType<typeof levelOf>;
+type Row = Record<string, unknown> & { metric: string; n: unknown };
+
+/** Rollup rows of `grain` at `starts`: each (summed = false) or summed per metric and group. */
+async function rollupRows(
+  x: Executor,
+  metrics: Metric[],
+  grain: number,
+  starts: number[],
+  level: Level,
+  s: Scope,
+  summed: boolean,
+): Promise<Row[]> {
+  let q = rdb(x)
+    .selectFrom('report_rollups')
+    .where('metric', 'in', metrics)
+    .where('grain', '=', grain)
+    .where('start', 'in', starts);
+  for (const d of ['channel', 'assignee', 'department'] as const) {
+    q = level[d] === null ? q.where(d, '<>', ALL) : q.where(d, '=', level[d]);
+  }
+  if (!summed)
+    return (await q
+      .select(['metric', 'start', 'n', 'wall', 'biz', 'channel', 'assignee', 'department'])
+      .execute()) as Row[];
+  const by = s.by === undefined ? [] : [s.by];
+  return (await q
+    .select(['metric', ...by])
+    .select([sql<number>`sum(n)`.as('n'), sql<number>`sum(wall)`.as('wall'), sql<number>`sum(biz)`.as('biz')])
+    .groupBy(['metric', ...by])
+    .execute()) as Row[];
+}
+
+/** Histogram rows of `grain` at `starts`: each, or summed per metric, group and bin. */
+async function binRows(
+  x: Executor,
+  metrics: Metric[],
+  grain: number,
+  starts: number[],
+  level: Level,
+  s: Scope,
+  summed: boolean,
+): Promise<Row[]> {
+  let q = rdb(x)
+    .selectFrom('report_bins')
+    .where('metric', 'in', metrics)
+    .where('biz', '=', s.biz ? 1 : 0)
+    .where('grain', '=', grain)
+    .where('start', 'in', starts);
+  for (const d of ['channel', 'assignee', 'department'] as const) {
+    q = level[d] === null ? q.where(d, '<>', ALL) : q.where(d, '=', level[d]);
+  }
+  if (!summed)
+    return (await q.select(['metric', 'start', 'bin', 'n', 'channel', 'assignee', 'department']).execute()) as Row[];
+  const by = s.by === undefined ? [] : [s.by];
+  return (await q
+    .select(['metric', 'bin', ...by])
+    .select(sql<number>`sum(n)`.as('n'))
+    .groupBy(['metric', 'bin', ...by])
+    .execute()) as Row[];
 }
 
 function rawFacts(x: Executor, metrics: Metric[], from: number, to: number, s: Scope, task: boolean) {
