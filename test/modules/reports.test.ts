@@ -284,6 +284,40 @@ test('staff get 403, an API key needs reports:read, and bad input names the para
     ],
     ['/reports/breakdown?by=floor', 'by'],
   ];
+  // The grown settings: fractional and per-channel targets, a 24:00 close; and what they refuse.
+  const weekday = [{ open: '09:00', close: '24:00' }];
+  const hours = {
+    timezone: 'Asia/Kolkata',
+    days: { mon: weekday, tue: [], wed: [], thu: [], fri: [], sat: [], sun: [] },
+  };
+  assert.equal(
+    (await call(app, 'PUT', '/settings/business_hours', { token: admin.token, body: { value: hours } })).status,
+    200,
+  );
+  const sla = {
+    firstResponseMinutes: 0.5,
+    channels: { whatsapp: { firstResponseMinutes: 2 } },
+    taskMinutes: { low: 1, normal: 1, high: 1, urgent: 0.25 },
+  };
+  assert.equal((await call(app, 'PUT', '/settings/sla', { token: admin.token, body: { value: sla } })).status, 200);
+  const refused: [string, unknown, string][] = [
+    ['sla', { ...sla, channels: { fax: { firstResponseMinutes: 1 } } }, 'value.channels.fax'],
+    ['sla', { ...sla, nextResponseMinutes: 0 }, 'value.nextResponseMinutes'],
+    ['sla', { ...sla, resolutionMinutes: 525_601 }, 'value.resolutionMinutes'],
+    [
+      'business_hours',
+      { ...hours, days: { ...hours.days, tue: [{ open: '09:00', close: '24:30' }] } },
+      'value.days.tue.0.close',
+    ],
+  ];
+  for (const [key, value, field] of refused) {
+    const res = await call(app, 'PUT', `/settings/${key}`, { token: admin.token, body: { value } });
+    assertError(res, 400, 'VALIDATION_ERROR', field);
+    assert.ok(
+      (res.body.error.details as { field: string }[]).some((d) => d.field === field),
+      JSON.stringify(res.body.error.details),
+    );
+  }
   for (const [url, field] of bad) {
     const res = await call(app, 'GET', url, { token: admin.token });
     assertError(res, 400, 'VALIDATION_ERROR', url);
