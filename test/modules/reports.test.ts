@@ -278,6 +278,7 @@ test('staff get 403, an API key needs reports:read, and bad input names the para
     ['/reports/summary?businessHours=maybe', 'businessHours'],
     ['/reports/summary?color=red', 'color'],
     ['/reports/timeseries?metric=vibes', 'metric'],
+    ['/reports/timeseries?granularity=fortnight', 'granularity'],
     [
       '/reports/timeseries?metric=reply_time&granularity=hour&from=2026-01-01T00:00:00Z&to=2026-03-01T00:00:00Z',
       'granularity',

@@ -119,7 +119,8 @@ export const reportsRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request, reply) => {
       const { period, tz } = await periodOf(db(), request.query);
       const granularity = request.query.granularity ?? 'day';
-      const data = await timeseries(db(), period, request.query.metric as SeriesMetric, granularity, tz);
+      const metric = (request.query.metric ?? 'conversations_opened') as SeriesMetric;
+      const data = await timeseries(db(), period, metric, granularity, tz);
       if (data === null) {
         throw validation(
           [{ field: 'granularity', message: `gives more than ${MAX_BUCKETS} buckets for this period` }],
@@ -127,7 +128,7 @@ export const reportsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         );
       }
       if (wantsCsv(request.headers.accept)) {
-        return sendCsv(reply, filename(`${request.query.metric}-${granularity}`, period), tableCsv(data));
+        return sendCsv(reply, filename(`${metric}-${granularity}`, period), tableCsv(data));
       }
       return ok(data);
     },
@@ -148,9 +149,10 @@ export const reportsRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request, reply) => {
       const { period } = await periodOf(db(), request.query);
-      const data = await breakdown(db(), period, request.query.by as 'channel' | 'assignee' | 'department');
+      const by = (request.query.by ?? 'channel') as 'channel' | 'assignee' | 'department';
+      const data = await breakdown(db(), period, by);
       if (wantsCsv(request.headers.accept)) {
-        return sendCsv(reply, filename(`by-${request.query.by}`, period), tableCsv(data as Record<string, unknown>[]));
+        return sendCsv(reply, filename(`by-${by}`, period), tableCsv(data as Record<string, unknown>[]));
       }
       return ok(data);
     },

@@ -39,7 +39,12 @@ export const SummaryQuery = Type.Object(ReportQuery, { additionalProperties: fal
 export const TimeseriesQuery = Type.Object(
   {
     ...ReportQuery,
-    metric: Type.Enum(Object.keys(SERIES_METRICS), { description: 'The figure to follow', examples: ['reply_time'] }),
+    metric: Type.Optional(
+      Type.Enum(Object.keys(SERIES_METRICS), {
+        description: 'The figure to follow; default conversations_opened',
+        examples: ['reply_time'],
+      }),
+    ),
     granularity: Type.Optional(
       Type.Enum(['hour', 'day', 'week', 'month'], {
         description: 'Local hours, days, ISO weeks (from Monday) or months in `timezone`; default day',
@@ -51,10 +56,12 @@ export const TimeseriesQuery = Type.Object(
 export const BreakdownQuery = Type.Object(
   {
     ...ReportQuery,
-    by: Type.Enum(['channel', 'assignee', 'department'], {
-      description: 'One row per value of it',
-      examples: ['channel'],
-    }),
+    by: Type.Optional(
+      Type.Enum(['channel', 'assignee', 'department'], {
+        description: 'One row per value of it; default channel',
+        examples: ['channel'],
+      }),
+    ),
   },
   { additionalProperties: false },
 );
