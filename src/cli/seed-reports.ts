@@ -3,8 +3,9 @@
 // each new task by the same rules (waits, replies, closes, completions, SLA targets), writes the
 // facts, and sums them into the rollups in SQL, the new rows first in a table of their own so a
 // second run adds to what the first left.
-import { sql } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import type { Store } from '../db/store.js';
+import type { Database } from '../db/types.js';
 import { type BusinessHours, businessSecondsBetween } from '../modules/reports/business-time.js';
 import { type Fact, type Metric, TASK_METRICS, TIMED } from '../modules/reports/facts.js';
 import { dueOf, type SlaSetting, type Target, targetMinutes, taskDeadline } from '../modules/reports/sla.js';
@@ -119,8 +120,15 @@ async function insertFacts(store: Store, facts: Fact[]): Promise<void> {
 const list = (ms: readonly string[]) => ms.map((m) => `'${m}'`).join(',');
 
 /** Sums the facts after `afterId` into the rollups: quarter-hours from the facts, then every view of them. */
-async function rollUp(store: Store, afterId: number): Promise<void> {
-  const db = store.db;
+export async function rollUp(store: Store, afterId: number): Promise<void> {
+  // One transaction: on PostgreSQL its statements may outlast the pool's statement timeout.
+  await store.db.transaction().execute(async (db) => {
+    if (store.dialect === 'postgres') await sql`set local statement_timeout = 0`.execute(db);
+    await rollUpIn(db, afterId);
+  });
+}
+
+async function rollUpIn(db: Kysely<Database>, afterId: number): Promise<void> {
   const run = (text: string) => sql.raw(text).execute(db);
   const tasks = list(TASK_METRICS);
   const timed = list([...TIMED]);
