@@ -3,9 +3,9 @@
 // each new task by the same rules (waits, replies, closes, completions, SLA targets), writes the
 // facts, and sums them into the rollups in SQL, the new rows first in a table of their own so a
 // second run adds to what the first left.
-import { type Kysely, sql } from 'kysely';
+import { sql } from 'kysely';
+import pg from 'pg';
 import type { Store } from '../db/store.js';
-import type { Database } from '../db/types.js';
 import { type BusinessHours, businessSecondsBetween } from '../modules/reports/business-time.js';
 import { type Fact, type Metric, TASK_METRICS, TIMED } from '../modules/reports/facts.js';
 import { dueOf, type SlaSetting, type Target, targetMinutes, taskDeadline } from '../modules/reports/sla.js';
@@ -120,16 +120,26 @@ async function insertFacts(store: Store, facts: Fact[]): Promise<void> {
 const list = (ms: readonly string[]) => ms.map((m) => `'${m}'`).join(',');
 
 /** Sums the facts after `afterId` into the rollups: quarter-hours from the facts, then every view of them. */
-export async function rollUp(store: Store, afterId: number): Promise<void> {
-  // One transaction: on PostgreSQL its statements may outlast the pool's statement timeout.
-  await store.db.transaction().execute(async (db) => {
-    if (store.dialect === 'postgres') await sql`set local statement_timeout = 0`.execute(db);
-    await rollUpIn(db, afterId);
-  });
+export async function rollUp(store: Store, afterId: number, pgUrl?: string): Promise<void> {
+  if (store.dialect === 'postgres' && pgUrl !== undefined) {
+    // Its own connection: a million conversations' sums outlast the pool's statement and read
+    // timeouts, which guard requests, not this.
+    const client = new pg.Client({ connectionString: pgUrl });
+    await client.connect();
+    try {
+      await client.query('begin');
+      await client.query('set local statement_timeout = 0');
+      await rollUpIn((text) => client.query(text), afterId);
+      await client.query('commit');
+    } finally {
+      await client.end();
+    }
+    return;
+  }
+  await store.db.transaction().execute((db) => rollUpIn((text) => sql.raw(text).execute(db), afterId));
 }
 
-async function rollUpIn(db: Kysely<Database>, afterId: number): Promise<void> {
-  const run = (text: string) => sql.raw(text).execute(db);
+async function rollUpIn(run: (text: string) => Promise<unknown>, afterId: number): Promise<void> {
   const tasks = list(TASK_METRICS);
   const timed = list([...TIMED]);
   const dept = `case when metric in (${tasks}) then department else '*' end`;
@@ -278,7 +288,7 @@ async function replayTasks(store: Store, r: Rules): Promise<number> {
   }
 }
 
-export async function seedReports(store: Store, world: World): Promise<PhaseResult> {
+export async function seedReports(store: Store, world: World, pgUrl?: string): Promise<PhaseResult> {
   const value = async <T>(key: string) => ((await getSetting(store, key))?.value ?? SETTINGS[key]!.default) as T;
   const r: Rules = { hours: await value<BusinessHours>('business_hours'), sla: await value<SlaSetting>('sla') };
   const progress = new Progress('report facts', world.convIds.length);
@@ -324,6 +334,6 @@ export async function seedReports(store: Store, world: World): Promise<PhaseResu
     progress.update(i + ids.length);
   }
   written += await replayTasks(store, r);
-  await rollUp(store, afterId);
+  await rollUp(store, afterId, pgUrl);
   return { rows: written, ms: progress.finish() };
 }

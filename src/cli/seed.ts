@@ -157,7 +157,10 @@ export async function runSeed(config: Config, options: SeedOptions): Promise<voi
     phases.push(['messages', await seedMessages(w, world, options.messages, batch)]);
     phases.push(['tasks', await seedTasks(w, world, options.tasks, batch)]);
     phases.push(['knowledge', await seedKnowledge(w, world, options.knowledge, batch)]);
-    phases.push(['report facts', await seedReports(store, world)]);
+    phases.push([
+      'report facts',
+      await seedReports(store, world, config.store.kind === 'postgres' ? config.store.url : undefined),
+    ]);
     if (store.dialect === 'postgres') await compactCounts(store.db);
     process.stdout.write(summary(store.dialect, performance.now() - started, staff, phases));
   } finally {
