@@ -19,6 +19,8 @@ export interface Scope {
   biz: boolean;
   /** One result per value of this dimension (breakdown). */
   by?: Dimension | undefined;
+  /** The values of `by` to read ('' included for none): an index seek each, not a scan of the rest. */
+  keys?: string[] | undefined;
 }
 
 export interface Acc {
@@ -177,7 +179,7 @@ async function rollupRows(
     .where('grain', '=', grain)
     .where('start', 'in', starts);
   for (const d of ['channel', 'assignee', 'department'] as const) {
-    q = level[d] === null ? q.where(d, '<>', ALL) : q.where(d, '=', level[d]);
+    q = level[d] === null ? q.where(d, 'in', s.keys ?? ['']) : q.where(d, '=', level[d]);
   }
   if (!summed)
     return (await q
@@ -208,7 +210,7 @@ async function binRows(
     .where('grain', '=', grain)
     .where('start', 'in', starts);
   for (const d of ['channel', 'assignee', 'department'] as const) {
-    q = level[d] === null ? q.where(d, '<>', ALL) : q.where(d, '=', level[d]);
+    q = level[d] === null ? q.where(d, 'in', s.keys ?? ['']) : q.where(d, '=', level[d]);
   }
   if (!summed)
     return (await q.select(['metric', 'start', 'bin', 'n', 'channel', 'assignee', 'department']).execute()) as Row[];

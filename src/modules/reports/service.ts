@@ -2,6 +2,8 @@
 // time series of one figure, and a breakdown by channel, assignee or department, all read from
 // the figures the writes recorded (src/modules/reports/recorder.ts).
 import type { Executor } from '../../db/types.js';
+import { DEFAULT_DEPARTMENTS } from '../settings/registry.js';
+import { getSetting } from '../settings/repository.js';
 import { quantileOfBins, quantileOfSorted } from './bins.js';
 import { bucketsOf, type Granularity } from './buckets.js';
 import { type Metric, SCHEDULED } from './facts.js';
@@ -171,8 +173,16 @@ export async function timeseries(x: Executor, p: Period, metric: SeriesMetric, g
   });
 }
 
+/** Every value a breakdown's rows may have: the channels, the staff, the departments ('' for none). */
+async function keysOf(x: Executor, by: Dimension): Promise<string[]> {
+  if (by === 'channel') return ['whatsapp', 'sms', 'email', 'web', ''];
+  if (by === 'assignee') return ['', ...(await x.selectFrom('staff').select('id').execute()).map((r) => r.id)];
+  const set = ((await getSetting(x, 'departments'))?.value ?? []) as string[];
+  return [...new Set(['', ...DEFAULT_DEPARTMENTS, ...set])];
+}
+
 export async function breakdown(x: Executor, p: Period, by: Dimension, now = Date.now()) {
-  const f = await periodFigures(x, [[p.from, p.to]], scopeOf(p, by), now);
+  const f = await periodFigures(x, [[p.from, p.to]], { ...scopeOf(p, by), keys: await keysOf(x, by) }, now);
   const rows = [];
   for (const [key, metrics] of f.get(0) ?? new Map<string, Map<Metric, Acc>>()) {
     if (![...metrics.values()].some((a) => a.n !== 0)) continue;
