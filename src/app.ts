@@ -31,6 +31,7 @@ import { guestsRoutes } from './modules/guests/routes.js';
 import { healthRoutes } from './modules/health/routes.js';
 import jobsRuntime from './modules/jobs/runtime.js';
 import { knowledgeRoutes } from './modules/knowledge/routes.js';
+import { reportsRoutes } from './modules/reports/routes.js';
 import { searchRoutes } from './modules/search/routes.js';
 import { settingsRoutes } from './modules/settings/routes.js';
 import { staffRoutes } from './modules/staff/routes.js';
@@ -240,6 +241,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
       await api.register(cannedResponsesRoutes, { prefix: '/canned-responses' });
       await api.register(suggestionsRoutes, { prefix: '/conversations' });
       await api.register(attachmentsRoutes, { prefix: '/attachments' });
+      await api.register(reportsRoutes, { prefix: '/reports' });
     },
     { prefix: '/api/v1' },
   );

@@ -48,6 +48,8 @@ export interface World {
   convCount: Int32Array;
   /** Mixed into each conversation's clock so a re-run does not repeat the same rhythm. */
   salt: number;
+  /** Conversations and tasks are spread over this many days before now. */
+  days: number;
 }
 
 export interface PhaseResult {
@@ -208,8 +210,8 @@ export async function seedConversations(w: BulkWriter, world: World, n: number, 
   const sink = w.sink('conversations', CONVERSATION_COLUMNS, batch);
   const progress = new Progress('conversations', n);
   const guests = world.guestIds.length;
-  const from = world.nowMs - 90 * DAY;
-  const span = 90 * DAY - 2 * HOUR;
+  const from = world.nowMs - world.days * DAY;
+  const span = world.days * DAY - 2 * HOUR;
   const poolFor = staffPools(world.staff);
   world.convIds = new Array(n);
   world.convCreated = new Float64Array(n);

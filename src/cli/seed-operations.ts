@@ -26,8 +26,8 @@ function taskStatus(ageMs: number): TaskStatus {
 export async function seedTasks(w: BulkWriter, world: World, n: number, batch: number) {
   const sink = w.sink('tasks', TASK_COLUMNS, batch);
   const progress = new Progress('tasks', n);
-  const from = world.nowMs - 90 * DAY;
-  const span = 90 * DAY - HOUR;
+  const from = world.nowMs - world.days * DAY;
+  const span = world.days * DAY - HOUR;
   const conversations = world.convIds.length;
   const guests = world.guestIds.length;
   const poolFor = staffPools(world.staff);

@@ -7,6 +7,8 @@ export interface SeedOptions {
   messages: number;
   tasks: number;
   knowledge: number;
+  /** Conversations and tasks are spread over this many days before now. */
+  days: number;
   /** Rows per INSERT statement (lowered per table to stay under the store's parameter limit). */
   batch: number;
 }
@@ -17,6 +19,7 @@ const DEFAULTS: SeedOptions = {
   messages: 2000,
   tasks: 300,
   knowledge: 40,
+  days: 90,
   batch: 1000,
 };
 // Upper bounds keep a typo (an extra zero or three) from filling the disk; phones allow 10^8 guests.
@@ -26,6 +29,7 @@ const LIMITS: Record<keyof SeedOptions, [number, number]> = {
   messages: [0, 500_000_000],
   tasks: [0, 20_000_000],
   knowledge: [0, 1_000_000],
+  days: [1, 400],
   batch: [1, 10_000],
 };
 export const MAX_GUEST_SEQUENCE = 100_000_000;
@@ -34,8 +38,8 @@ const OPTION_NAMES = Object.keys(DEFAULTS)
   .join(' ');
 
 export const SEED_USAGE =
-  '  seed [--guests N] [--conversations N] [--messages N] [--tasks N] [--knowledge N] [--batch N] [--force]\n' +
-  `                                                demo data (defaults ${DEFAULTS.guests}/${DEFAULTS.conversations}/${DEFAULTS.messages}/${DEFAULTS.tasks}/${DEFAULTS.knowledge}, batch ${DEFAULTS.batch});\n` +
+  '  seed [--guests N] [--conversations N] [--messages N] [--tasks N] [--knowledge N] [--days N] [--batch N] [--force]\n' +
+  `                                                demo data (defaults ${DEFAULTS.guests}/${DEFAULTS.conversations}/${DEFAULTS.messages}/${DEFAULTS.tasks}/${DEFAULTS.knowledge}, over ${DEFAULTS.days} days, batch ${DEFAULTS.batch}), with its report figures;\n` +
   '                                                refused under NODE_ENV=production unless given --force\n';
 
 /** A bad option; the message is one line naming it. */

@@ -21,6 +21,7 @@ import {
 } from './seed-generate.js';
 import { seedKnowledge, seedTasks } from './seed-operations.js';
 import { formatCount, MAX_GUEST_SEQUENCE, type SeedOptions } from './seed-options.js';
+import { seedReports } from './seed-reports.js';
 import { seedStays } from './seed-stays.js';
 import { BulkWriter } from './seed-writer.js';
 
@@ -149,6 +150,7 @@ export async function runSeed(config: Config, options: SeedOptions): Promise<voi
       convAssignee: new Int16Array(0),
       convCount: new Int32Array(0),
       salt: (Math.random() * 2 ** 32) >>> 0,
+      days: options.days,
     };
     const w = new BulkWriter(store);
     const { batch } = options;
@@ -159,6 +161,10 @@ export async function runSeed(config: Config, options: SeedOptions): Promise<voi
     phases.push(['messages', await seedMessages(w, world, options.messages, batch)]);
     phases.push(['tasks', await seedTasks(w, world, options.tasks, batch)]);
     phases.push(['knowledge', await seedKnowledge(w, world, options.knowledge, batch)]);
+    phases.push([
+      'report facts',
+      await seedReports(store, world, config.store.kind === 'postgres' ? config.store.url : undefined),
+    ]);
     if (store.dialect === 'postgres') await compactCounts(store.db);
     process.stdout.write(summary(store.dialect, performance.now() - started, staff, phases));
   } finally {

@@ -22,6 +22,7 @@ import { sendGuarantees } from './migrations/020-send-guarantees.js';
 import { streamTickets } from './migrations/022-stream-tickets.js';
 import { webVisitors } from './migrations/023-web-visitors.js';
 import { jobs } from './migrations/024-jobs.js';
+import { reports } from './migrations/025-reports.js';
 import { stays } from './migrations/026-stays.js';
 import { attachments } from './migrations/027-attachments.js';
 import { productivity } from './migrations/028-productivity.js';
@@ -52,6 +53,7 @@ const MIGRATIONS: MigrationDef[] = [
   streamTickets,
   webVisitors,
   jobs,
+  reports,
   stays,
   attachments,
   productivity,

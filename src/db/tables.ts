@@ -62,6 +62,13 @@ export interface ConversationTable {
   updated_at: Timestamp;
   /** While snoozed (status pending): when a job wakes it (migration 024). */
   snoozed_until: Timestamp | null;
+  /** SLA targets running (migration 025, written by src/modules/reports/recorder.ts). */
+  sla_target?: 'first_response' | 'next_response' | null;
+  sla_response_due?: Timestamp | null;
+  sla_response_risk?: Timestamp | null;
+  sla_resolution_due?: Timestamp | null;
+  sla_resolution_risk?: Timestamp | null;
+  sla_breached?: Bool;
 }
 
 export interface MessageTable {
@@ -128,6 +135,8 @@ export interface TaskTable {
   updated_at: Timestamp;
   /** The stay the task is about (migration 026). */
   stay_id: ColumnType<string | null, string | null | undefined, string | null>;
+  /** dueAt, or creation plus the sla setting's minutes (migration 025, src/modules/reports/recorder.ts). */
+  deadline?: Timestamp | null;
 }
 
 /** A guest's stay (migration 026); dates are `YYYY-MM-DD` text on both stores. */

@@ -85,7 +85,13 @@ export function valid(schema: Schema, overrides: Overrides = {}): fc.Arbitrary<u
     case 'integer':
       return fc.integer({ min: s.minimum ?? -1_000_000, max: s.maximum ?? 1_000_000 });
     case 'number':
-      return fc.double({ min: s.minimum ?? -1e9, max: s.maximum ?? 1e9, noNaN: true, noDefaultInfinity: true });
+      return fc.double({
+        min: s.minimum ?? s.exclusiveMinimum ?? -1e9,
+        max: s.maximum ?? 1e9,
+        minExcluded: s.minimum === undefined && s.exclusiveMinimum !== undefined,
+        noNaN: true,
+        noDefaultInfinity: true,
+      });
     case 'string':
       return stringArb(s);
     case 'array': {
@@ -101,7 +107,8 @@ export function valid(schema: Schema, overrides: Overrides = {}): fc.Arbitrary<u
       const required = new Set<string>(s.required ?? []);
       const model: Record<string, fc.Arbitrary<unknown>> = {};
       for (const [k, p] of Object.entries(props)) {
-        const o = overrides[k];
+        // A name is overridden only where it names a value (the sla setting's `email` is a channel's targets).
+        const o = nonNull(p).type === 'object' ? undefined : overrides[k];
         model[k] = o === undefined ? valid(p, overrides) : nullable(p) ? fc.option(o, { nil: null, freq: 4 }) : o;
       }
       const keys = Object.keys(props);

@@ -39,6 +39,7 @@ test('creating a conversation with a first message stores it as an outbound text
       messageCount: 1,
       labels: [],
       stay: null,
+      sla: null,
       createdAt: undefined,
       updatedAt: undefined,
       lastMessageAt: undefined,

@@ -12,7 +12,7 @@ const DEFAULTS: Record<string, unknown> = {
   business_hours: {
     timezone: 'UTC',
     days: Object.fromEntries(
-      ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'].map((d) => [d, [{ open: '00:00', close: '23:59' }]]),
+      ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'].map((d) => [d, [{ open: '00:00', close: '24:00' }]]),
     ),
   },
   auto_reply: { enabled: false, message: 'Thank you for your message. We will reply shortly.' },

@@ -63,6 +63,7 @@ test('a manager creates a task with every field and gets the whole record back',
       notes: null,
       dueAt: '2030-05-01T08:30:00.000Z',
       completedAt: null,
+      deadline: '2030-05-01T08:30:00.000Z',
       createdAt: undefined,
       updatedAt: undefined,
     },
@@ -289,6 +290,8 @@ test('a manager can update every field and clear the nullable ones', async (t) =
   });
   assert.equal(cleared.status, 200);
   for (const f of ['assignee', 'description', 'dueAt', 'notes']) assert.equal(cleared.data[f], null, f);
+  // Without a dueAt the deadline is the creation plus the sla setting's 60 minutes for high.
+  assert.equal(cleared.data.deadline, new Date(Date.parse(task.createdAt) + 60 * 60_000).toISOString());
   const got = await call(app, 'GET', `/tasks/${task.id}`, { token: manager.token });
   assert.deepEqual(got.data, cleared.data);
 });

@@ -1272,6 +1272,72 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/reports/summary": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Figures of a period beside those of the period of equal length before it
+         * @description Admins, managers and API keys with `reports:read`; staff get 403. Every figure is exact as soon as the write that changes it commits. Send `Accept: text/csv` for CSV. What each figure means: docs/reports.md.
+         *
+         *     API key scope: `reports:read`.
+         */
+        get: operations["getReportSummary"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/reports/timeseries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One figure per local hour, day, ISO week or month (at most 1,000 buckets)
+         * @description Admins, managers and API keys with `reports:read`; staff get 403. Every figure is exact as soon as the write that changes it commits. Send `Accept: text/csv` for CSV. What each figure means: docs/reports.md. Empty buckets are included; the counts of all buckets add up to the summary's.
+         *
+         *     API key scope: `reports:read`.
+         */
+        get: operations["getReportTimeseries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/reports/breakdown": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The summary's figures per channel, assignee or department
+         * @description Admins, managers and API keys with `reports:read`; staff get 403. Every figure is exact as soon as the write that changes it commits. Send `Accept: text/csv` for CSV. What each figure means: docs/reports.md. One row per key with any figure in the period; department rows carry task figures only.
+         *
+         *     API key scope: `reports:read`.
+         */
+        get: operations["getReportBreakdown"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1564,43 +1630,43 @@ export interface components {
                     mon: {
                         /** @description HH:MM, 24-hour */
                         open: string;
-                        /** @description HH:MM, 24-hour */
+                        /** @description HH:MM, 24-hour; 24:00 is the end of the day */
                         close: string;
                     }[];
                     tue: {
                         /** @description HH:MM, 24-hour */
                         open: string;
-                        /** @description HH:MM, 24-hour */
+                        /** @description HH:MM, 24-hour; 24:00 is the end of the day */
                         close: string;
                     }[];
                     wed: {
                         /** @description HH:MM, 24-hour */
                         open: string;
-                        /** @description HH:MM, 24-hour */
+                        /** @description HH:MM, 24-hour; 24:00 is the end of the day */
                         close: string;
                     }[];
                     thu: {
                         /** @description HH:MM, 24-hour */
                         open: string;
-                        /** @description HH:MM, 24-hour */
+                        /** @description HH:MM, 24-hour; 24:00 is the end of the day */
                         close: string;
                     }[];
                     fri: {
                         /** @description HH:MM, 24-hour */
                         open: string;
-                        /** @description HH:MM, 24-hour */
+                        /** @description HH:MM, 24-hour; 24:00 is the end of the day */
                         close: string;
                     }[];
                     sat: {
                         /** @description HH:MM, 24-hour */
                         open: string;
-                        /** @description HH:MM, 24-hour */
+                        /** @description HH:MM, 24-hour; 24:00 is the end of the day */
                         close: string;
                     }[];
                     sun: {
                         /** @description HH:MM, 24-hour */
                         open: string;
-                        /** @description HH:MM, 24-hour */
+                        /** @description HH:MM, 24-hour; 24:00 is the end of the day */
                         close: string;
                     }[];
                 };
@@ -1640,18 +1706,39 @@ export interface components {
         } | {
             /** @constant */
             key: "sla";
-            /** @description Service levels: minutes to the first response, and to complete a task by priority. */
+            /** @description Service levels (docs/reports.md): minutes to the first response, to each later response and to resolution, per channel if need be, and to complete a task by priority; in business hours unless businessHours is false. Changes apply to waits and tasks that start afterwards. */
             value: {
-                /** Format: int32 */
                 firstResponseMinutes: number;
+                nextResponseMinutes?: number;
+                resolutionMinutes?: number;
+                /** @description Targets count business time (true, the default) or wall time (false) */
+                businessHours?: boolean;
+                channels?: {
+                    whatsapp?: {
+                        firstResponseMinutes?: number;
+                        nextResponseMinutes?: number;
+                        resolutionMinutes?: number;
+                    };
+                    sms?: {
+                        firstResponseMinutes?: number;
+                        nextResponseMinutes?: number;
+                        resolutionMinutes?: number;
+                    };
+                    email?: {
+                        firstResponseMinutes?: number;
+                        nextResponseMinutes?: number;
+                        resolutionMinutes?: number;
+                    };
+                    web?: {
+                        firstResponseMinutes?: number;
+                        nextResponseMinutes?: number;
+                        resolutionMinutes?: number;
+                    };
+                };
                 taskMinutes: {
-                    /** Format: int32 */
                     low: number;
-                    /** Format: int32 */
                     normal: number;
-                    /** Format: int32 */
                     high: number;
-                    /** Format: int32 */
                     urgent: number;
                 };
             };
@@ -1749,6 +1836,17 @@ export interface components {
                 checkOut: string;
                 /** @enum {unknown} */
                 status: "booked" | "in_house" | "checked_out" | "cancelled" | "no_show";
+            } | null;
+            /** @description The `sla` setting's targets (docs/reports.md); null when no target applies */
+            sla: {
+                firstResponseDueAt: string | null;
+                nextResponseDueAt: string | null;
+                resolutionDueAt: string | null;
+                /**
+                 * @description at_risk once 80 % of a running target has passed; breached once a target was missed since the conversation was last opened
+                 * @enum {unknown}
+                 */
+                status: "ok" | "at_risk" | "breached";
             } | null;
             /** Format: date-time */
             createdAt: string;
@@ -1987,6 +2085,7 @@ export interface components {
             notes: string | null;
             dueAt: string | null;
             completedAt: string | null;
+            deadline: string | null;
             /** Format: date-time */
             createdAt: string;
             /** Format: date-time */
@@ -5422,6 +5521,8 @@ export interface operations {
                  * @example vip,late-checkout
                  */
                 label?: string;
+                /** @description Only those whose `sla.status` is this now (docs/reports.md); not combined with `label` */
+                sla?: "at_risk" | "breached";
             };
             header?: never;
             path?: never;
@@ -5470,6 +5571,12 @@ export interface operations {
                      *             "checkIn": "2026-11-22",
                      *             "checkOut": "2026-11-22",
                      *             "status": "booked"
+                     *           },
+                     *           "sla": {
+                     *             "firstResponseDueAt": "2026-11-22T06:33:12.000Z",
+                     *             "nextResponseDueAt": "2026-11-22T06:33:12.000Z",
+                     *             "resolutionDueAt": "2026-11-22T06:33:12.000Z",
+                     *             "status": "ok"
                      *           },
                      *           "createdAt": "2026-11-22T06:33:12.000Z",
                      *           "updatedAt": "2026-11-22T06:33:12.000Z",
@@ -5713,6 +5820,12 @@ export interface operations {
                      *           "checkIn": "2026-11-22",
                      *           "checkOut": "2026-11-22",
                      *           "status": "booked"
+                     *         },
+                     *         "sla": {
+                     *           "firstResponseDueAt": "2026-11-22T06:33:12.000Z",
+                     *           "nextResponseDueAt": "2026-11-22T06:33:12.000Z",
+                     *           "resolutionDueAt": "2026-11-22T06:33:12.000Z",
+                     *           "status": "ok"
                      *         },
                      *         "createdAt": "2026-11-22T06:33:12.000Z",
                      *         "updatedAt": "2026-11-22T06:33:12.000Z",
@@ -6029,6 +6142,12 @@ export interface operations {
                      *               "checkOut": "2026-11-22",
                      *               "status": "booked"
                      *             },
+                     *             "sla": {
+                     *               "firstResponseDueAt": "2026-11-22T06:33:12.000Z",
+                     *               "nextResponseDueAt": "2026-11-22T06:33:12.000Z",
+                     *               "resolutionDueAt": "2026-11-22T06:33:12.000Z",
+                     *               "status": "ok"
+                     *             },
                      *             "createdAt": "2026-11-22T06:33:12.000Z",
                      *             "updatedAt": "2026-11-22T06:33:12.000Z",
                      *             "snoozedUntil": "2026-11-22T06:33:12.000Z"
@@ -6332,6 +6451,12 @@ export interface operations {
                      *           "checkOut": "2026-11-22",
                      *           "status": "booked"
                      *         },
+                     *         "sla": {
+                     *           "firstResponseDueAt": "2026-11-22T06:33:12.000Z",
+                     *           "nextResponseDueAt": "2026-11-22T06:33:12.000Z",
+                     *           "resolutionDueAt": "2026-11-22T06:33:12.000Z",
+                     *           "status": "ok"
+                     *         },
                      *         "createdAt": "2026-11-22T06:33:12.000Z",
                      *         "updatedAt": "2026-11-22T06:33:12.000Z",
                      *         "snoozedUntil": "2026-11-22T06:33:12.000Z"
@@ -6580,6 +6705,12 @@ export interface operations {
                      *           "checkIn": "2026-11-22",
                      *           "checkOut": "2026-11-22",
                      *           "status": "booked"
+                     *         },
+                     *         "sla": {
+                     *           "firstResponseDueAt": "2026-11-22T06:33:12.000Z",
+                     *           "nextResponseDueAt": "2026-11-22T06:33:12.000Z",
+                     *           "resolutionDueAt": "2026-11-22T06:33:12.000Z",
+                     *           "status": "ok"
                      *         },
                      *         "createdAt": "2026-11-22T06:33:12.000Z",
                      *         "updatedAt": "2026-11-22T06:33:12.000Z",
@@ -9685,6 +9816,8 @@ export interface operations {
                  * @example stf_01jd8x3k5q7w9e2r4t6y8v0m1n
                  */
                 assignee?: string;
+                /** @description true: only tasks past their deadline that are neither completed nor cancelled */
+                overdue?: boolean;
             };
             header?: never;
             path?: never;
@@ -9724,6 +9857,7 @@ export interface operations {
                      *           "notes": "Prefers a quiet room",
                      *           "dueAt": "2030-01-01T09:00:00.000Z",
                      *           "completedAt": null,
+                     *           "deadline": "2026-11-22T06:33:12.000Z",
                      *           "createdAt": "2026-11-22T06:33:12.000Z",
                      *           "updatedAt": "2026-11-22T06:33:12.000Z"
                      *         }
@@ -9966,6 +10100,7 @@ export interface operations {
                      *         "notes": "Prefers a quiet room",
                      *         "dueAt": "2030-01-01T09:00:00.000Z",
                      *         "completedAt": null,
+                     *         "deadline": "2026-11-22T06:33:12.000Z",
                      *         "createdAt": "2026-11-22T06:33:12.000Z",
                      *         "updatedAt": "2026-11-22T06:33:12.000Z"
                      *       }
@@ -10224,6 +10359,7 @@ export interface operations {
                      *         "notes": "Prefers a quiet room",
                      *         "dueAt": "2030-01-01T09:00:00.000Z",
                      *         "completedAt": null,
+                     *         "deadline": "2026-11-22T06:33:12.000Z",
                      *         "createdAt": "2026-11-22T06:33:12.000Z",
                      *         "updatedAt": "2026-11-22T06:33:12.000Z"
                      *       }
@@ -10460,6 +10596,7 @@ export interface operations {
                      *         "notes": "Prefers a quiet room",
                      *         "dueAt": "2030-01-01T09:00:00.000Z",
                      *         "completedAt": null,
+                     *         "deadline": "2026-11-22T06:33:12.000Z",
                      *         "createdAt": "2026-11-22T06:33:12.000Z",
                      *         "updatedAt": "2026-11-22T06:33:12.000Z"
                      *       }
@@ -10739,6 +10876,7 @@ export interface operations {
                      *             "notes": "Prefers a quiet room",
                      *             "dueAt": "2030-01-01T09:00:00.000Z",
                      *             "completedAt": null,
+                     *             "deadline": "2026-11-22T06:33:12.000Z",
                      *             "createdAt": "2026-11-22T06:33:12.000Z",
                      *             "updatedAt": "2026-11-22T06:33:12.000Z"
                      *           }
@@ -21891,6 +22029,1188 @@ export interface operations {
                     "video/3gpp": string;
                     /** @example text */
                     "text/plain": string;
+                };
+            };
+            /** @description VALIDATION_ERROR: the request is malformed or a field is invalid */
+            400: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error400"];
+                };
+            };
+            /** @description TOKEN_MISSING, TOKEN_INVALID, TOKEN_EXPIRED or UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error401"];
+                };
+            };
+            /** @description FORBIDDEN: the role may not do this */
+            403: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error403"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error404"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error429"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error500"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: the store cannot be reached; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error503"];
+                };
+            };
+        };
+    };
+    getReportSummary: {
+        parameters: {
+            query?: {
+                /** @description Start of the period, included (ISO 8601 instant). Default: 7 days before `to`. */
+                from?: string;
+                /** @description End of the period, excluded (ISO 8601 instant). Default: now. */
+                to?: string;
+                /** @description Only this channel (task figures: their conversation’s channel) */
+                channel?: "whatsapp" | "sms" | "email" | "web";
+                /**
+                 * @description Only figures belonging to this staff member (docs/reports.md)
+                 * @example stf_01jd8x3k5q7w9e2r4t6y8v0m1n
+                 */
+                assignee?: string;
+                /** @description Only tasks of this department (conversation figures are not filtered) */
+                department?: string;
+                /** @description Count only time inside the `business_hours` setting (true, the default), or wall time (false) */
+                businessHours?: boolean;
+                /**
+                 * @description IANA time zone placing bucket boundaries; default the `hotel` setting's
+                 * @example Europe/Lisbon
+                 */
+                timezone?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The figures */
+            200: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "from": "2026-11-22T06:33:12.000Z",
+                     *         "to": "2026-11-22T06:33:12.000Z",
+                     *         "businessHours": true,
+                     *         "conversations": {
+                     *           "opened": 1,
+                     *           "resolved": 1
+                     *         },
+                     *         "messages": {
+                     *           "inbound": 1,
+                     *           "outbound": 1
+                     *         },
+                     *         "firstResponse": {
+                     *           "count": 1,
+                     *           "avgSeconds": 1,
+                     *           "medianSeconds": 1,
+                     *           "p90Seconds": 1
+                     *         },
+                     *         "replyTime": {
+                     *           "count": 1,
+                     *           "avgSeconds": 1,
+                     *           "medianSeconds": 1,
+                     *           "p90Seconds": 1
+                     *         },
+                     *         "resolution": {
+                     *           "count": 1,
+                     *           "avgSeconds": 1,
+                     *           "medianSeconds": 1,
+                     *           "p90Seconds": 1
+                     *         },
+                     *         "tasks": {
+                     *           "created": 1,
+                     *           "completed": 1,
+                     *           "overdue": 1,
+                     *           "completion": {
+                     *             "count": 1,
+                     *             "avgSeconds": 1,
+                     *             "medianSeconds": 1,
+                     *             "p90Seconds": 1
+                     *           }
+                     *         },
+                     *         "sla": {
+                     *           "firstResponse": {
+                     *             "met": 1,
+                     *             "breached": 1
+                     *           },
+                     *           "nextResponse": {
+                     *             "met": 1,
+                     *             "breached": 1
+                     *           },
+                     *           "resolution": {
+                     *             "met": 1,
+                     *             "breached": 1
+                     *           },
+                     *           "tasks": {
+                     *             "met": 1,
+                     *             "breached": 1
+                     *           }
+                     *         },
+                     *         "previous": {
+                     *           "from": "2026-11-22T06:33:12.000Z",
+                     *           "to": "2026-11-22T06:33:12.000Z",
+                     *           "businessHours": true,
+                     *           "conversations": {
+                     *             "opened": 1,
+                     *             "resolved": 1
+                     *           },
+                     *           "messages": {
+                     *             "inbound": 1,
+                     *             "outbound": 1
+                     *           },
+                     *           "firstResponse": {
+                     *             "count": 1,
+                     *             "avgSeconds": 1,
+                     *             "medianSeconds": 1,
+                     *             "p90Seconds": 1
+                     *           },
+                     *           "replyTime": {
+                     *             "count": 1,
+                     *             "avgSeconds": 1,
+                     *             "medianSeconds": 1,
+                     *             "p90Seconds": 1
+                     *           },
+                     *           "resolution": {
+                     *             "count": 1,
+                     *             "avgSeconds": 1,
+                     *             "medianSeconds": 1,
+                     *             "p90Seconds": 1
+                     *           },
+                     *           "tasks": {
+                     *             "created": 1,
+                     *             "completed": 1,
+                     *             "overdue": 1,
+                     *             "completion": {
+                     *               "count": 1,
+                     *               "avgSeconds": 1,
+                     *               "medianSeconds": 1,
+                     *               "p90Seconds": 1
+                     *             }
+                     *           },
+                     *           "sla": {
+                     *             "firstResponse": {
+                     *               "met": 1,
+                     *               "breached": 1
+                     *             },
+                     *             "nextResponse": {
+                     *               "met": 1,
+                     *               "breached": 1
+                     *             },
+                     *             "resolution": {
+                     *               "met": 1,
+                     *               "breached": 1
+                     *             },
+                     *             "tasks": {
+                     *               "met": 1,
+                     *               "breached": 1
+                     *             }
+                     *           }
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            /**
+                             * Format: date-time
+                             * @description Start of the period, included
+                             */
+                            from: string;
+                            /**
+                             * Format: date-time
+                             * @description End of the period, excluded
+                             */
+                            to: string;
+                            businessHours: boolean;
+                            conversations: {
+                                /**
+                                 * Format: int64
+                                 * @description Conversations created or reopened from closed
+                                 */
+                                opened: number;
+                                /**
+                                 * Format: int64
+                                 * @description Closes
+                                 */
+                                resolved: number;
+                            };
+                            messages: {
+                                /**
+                                 * Format: int64
+                                 * @description Texts from guests
+                                 */
+                                inbound: number;
+                                /**
+                                 * Format: int64
+                                 * @description Texts to guests, auto-replies included (notes never)
+                                 */
+                                outbound: number;
+                            };
+                            firstResponse: {
+                                /**
+                                 * Format: int64
+                                 * @description How many measures ended in the period
+                                 */
+                                count: number;
+                                avgSeconds: number | null;
+                                medianSeconds: number | null;
+                                p90Seconds: number | null;
+                            };
+                            replyTime: {
+                                /**
+                                 * Format: int64
+                                 * @description How many measures ended in the period
+                                 */
+                                count: number;
+                                avgSeconds: number | null;
+                                medianSeconds: number | null;
+                                p90Seconds: number | null;
+                            };
+                            resolution: {
+                                /**
+                                 * Format: int64
+                                 * @description How many measures ended in the period
+                                 */
+                                count: number;
+                                avgSeconds: number | null;
+                                medianSeconds: number | null;
+                                p90Seconds: number | null;
+                            };
+                            tasks: {
+                                /**
+                                 * Format: int64
+                                 * @description Tasks created
+                                 */
+                                created: number;
+                                /**
+                                 * Format: int64
+                                 * @description Tasks completed
+                                 */
+                                completed: number;
+                                /**
+                                 * Format: int64
+                                 * @description Tasks whose deadline passed before completion (counted at the deadline)
+                                 */
+                                overdue: number;
+                                completion: {
+                                    /**
+                                     * Format: int64
+                                     * @description How many measures ended in the period
+                                     */
+                                    count: number;
+                                    avgSeconds: number | null;
+                                    medianSeconds: number | null;
+                                    p90Seconds: number | null;
+                                };
+                            };
+                            sla: {
+                                firstResponse: {
+                                    /**
+                                     * Format: int64
+                                     * @description Targets met, counted at the reply, close or completion
+                                     */
+                                    met: number;
+                                    /**
+                                     * Format: int64
+                                     * @description Targets missed, counted at their due moment
+                                     */
+                                    breached: number;
+                                };
+                                nextResponse: {
+                                    /**
+                                     * Format: int64
+                                     * @description Targets met, counted at the reply, close or completion
+                                     */
+                                    met: number;
+                                    /**
+                                     * Format: int64
+                                     * @description Targets missed, counted at their due moment
+                                     */
+                                    breached: number;
+                                };
+                                resolution: {
+                                    /**
+                                     * Format: int64
+                                     * @description Targets met, counted at the reply, close or completion
+                                     */
+                                    met: number;
+                                    /**
+                                     * Format: int64
+                                     * @description Targets missed, counted at their due moment
+                                     */
+                                    breached: number;
+                                };
+                                tasks: {
+                                    /**
+                                     * Format: int64
+                                     * @description Targets met, counted at the reply, close or completion
+                                     */
+                                    met: number;
+                                    /**
+                                     * Format: int64
+                                     * @description Targets missed, counted at their due moment
+                                     */
+                                    breached: number;
+                                };
+                            };
+                            previous: {
+                                /**
+                                 * Format: date-time
+                                 * @description Start of the period, included
+                                 */
+                                from: string;
+                                /**
+                                 * Format: date-time
+                                 * @description End of the period, excluded
+                                 */
+                                to: string;
+                                businessHours: boolean;
+                                conversations: {
+                                    /**
+                                     * Format: int64
+                                     * @description Conversations created or reopened from closed
+                                     */
+                                    opened: number;
+                                    /**
+                                     * Format: int64
+                                     * @description Closes
+                                     */
+                                    resolved: number;
+                                };
+                                messages: {
+                                    /**
+                                     * Format: int64
+                                     * @description Texts from guests
+                                     */
+                                    inbound: number;
+                                    /**
+                                     * Format: int64
+                                     * @description Texts to guests, auto-replies included (notes never)
+                                     */
+                                    outbound: number;
+                                };
+                                firstResponse: {
+                                    /**
+                                     * Format: int64
+                                     * @description How many measures ended in the period
+                                     */
+                                    count: number;
+                                    avgSeconds: number | null;
+                                    medianSeconds: number | null;
+                                    p90Seconds: number | null;
+                                };
+                                replyTime: {
+                                    /**
+                                     * Format: int64
+                                     * @description How many measures ended in the period
+                                     */
+                                    count: number;
+                                    avgSeconds: number | null;
+                                    medianSeconds: number | null;
+                                    p90Seconds: number | null;
+                                };
+                                resolution: {
+                                    /**
+                                     * Format: int64
+                                     * @description How many measures ended in the period
+                                     */
+                                    count: number;
+                                    avgSeconds: number | null;
+                                    medianSeconds: number | null;
+                                    p90Seconds: number | null;
+                                };
+                                tasks: {
+                                    /**
+                                     * Format: int64
+                                     * @description Tasks created
+                                     */
+                                    created: number;
+                                    /**
+                                     * Format: int64
+                                     * @description Tasks completed
+                                     */
+                                    completed: number;
+                                    /**
+                                     * Format: int64
+                                     * @description Tasks whose deadline passed before completion (counted at the deadline)
+                                     */
+                                    overdue: number;
+                                    completion: {
+                                        /**
+                                         * Format: int64
+                                         * @description How many measures ended in the period
+                                         */
+                                        count: number;
+                                        avgSeconds: number | null;
+                                        medianSeconds: number | null;
+                                        p90Seconds: number | null;
+                                    };
+                                };
+                                sla: {
+                                    firstResponse: {
+                                        /**
+                                         * Format: int64
+                                         * @description Targets met, counted at the reply, close or completion
+                                         */
+                                        met: number;
+                                        /**
+                                         * Format: int64
+                                         * @description Targets missed, counted at their due moment
+                                         */
+                                        breached: number;
+                                    };
+                                    nextResponse: {
+                                        /**
+                                         * Format: int64
+                                         * @description Targets met, counted at the reply, close or completion
+                                         */
+                                        met: number;
+                                        /**
+                                         * Format: int64
+                                         * @description Targets missed, counted at their due moment
+                                         */
+                                        breached: number;
+                                    };
+                                    resolution: {
+                                        /**
+                                         * Format: int64
+                                         * @description Targets met, counted at the reply, close or completion
+                                         */
+                                        met: number;
+                                        /**
+                                         * Format: int64
+                                         * @description Targets missed, counted at their due moment
+                                         */
+                                        breached: number;
+                                    };
+                                    tasks: {
+                                        /**
+                                         * Format: int64
+                                         * @description Targets met, counted at the reply, close or completion
+                                         */
+                                        met: number;
+                                        /**
+                                         * Format: int64
+                                         * @description Targets missed, counted at their due moment
+                                         */
+                                        breached: number;
+                                    };
+                                };
+                            };
+                        };
+                    };
+                    /** @example text */
+                    "text/csv": string;
+                };
+            };
+            /** @description VALIDATION_ERROR: the request is malformed or a field is invalid */
+            400: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error400"];
+                };
+            };
+            /** @description TOKEN_MISSING, TOKEN_INVALID, TOKEN_EXPIRED or UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error401"];
+                };
+            };
+            /** @description FORBIDDEN: the role may not do this */
+            403: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error403"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error404"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error429"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error500"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: the store cannot be reached; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error503"];
+                };
+            };
+        };
+    };
+    getReportTimeseries: {
+        parameters: {
+            query?: {
+                /** @description Start of the period, included (ISO 8601 instant). Default: 7 days before `to`. */
+                from?: string;
+                /** @description End of the period, excluded (ISO 8601 instant). Default: now. */
+                to?: string;
+                /** @description Only this channel (task figures: their conversation’s channel) */
+                channel?: "whatsapp" | "sms" | "email" | "web";
+                /**
+                 * @description Only figures belonging to this staff member (docs/reports.md)
+                 * @example stf_01jd8x3k5q7w9e2r4t6y8v0m1n
+                 */
+                assignee?: string;
+                /** @description Only tasks of this department (conversation figures are not filtered) */
+                department?: string;
+                /** @description Count only time inside the `business_hours` setting (true, the default), or wall time (false) */
+                businessHours?: boolean;
+                /**
+                 * @description IANA time zone placing bucket boundaries; default the `hotel` setting's
+                 * @example Europe/Lisbon
+                 */
+                timezone?: string;
+                /**
+                 * @description The figure to follow; default conversations_opened
+                 * @example reply_time
+                 */
+                metric?: "conversations_opened" | "conversations_resolved" | "messages_inbound" | "messages_outbound" | "first_response" | "reply_time" | "resolution" | "tasks_created" | "tasks_completed";
+                /** @description Local hours, days, ISO weeks (from Monday) or months in `timezone`; default day */
+                granularity?: "hour" | "day" | "week" | "month";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One row per bucket */
+            200: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": [
+                     *         {
+                     *           "start": "2026-11-22T06:33:12.000Z",
+                     *           "count": 1,
+                     *           "avgSeconds": 1,
+                     *           "medianSeconds": 1
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            /**
+                             * Format: date-time
+                             * @description Where the bucket begins (the first: `from`)
+                             */
+                            start: string;
+                            /**
+                             * Format: int64
+                             * @description The figure in the bucket
+                             */
+                            count: number;
+                            avgSeconds: number | null;
+                            medianSeconds: number | null;
+                        }[];
+                    };
+                    /** @example text */
+                    "text/csv": string;
+                };
+            };
+            /** @description VALIDATION_ERROR: the request is malformed or a field is invalid */
+            400: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error400"];
+                };
+            };
+            /** @description TOKEN_MISSING, TOKEN_INVALID, TOKEN_EXPIRED or UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error401"];
+                };
+            };
+            /** @description FORBIDDEN: the role may not do this */
+            403: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error403"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error404"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error429"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error500"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: the store cannot be reached; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error503"];
+                };
+            };
+        };
+    };
+    getReportBreakdown: {
+        parameters: {
+            query?: {
+                /** @description Start of the period, included (ISO 8601 instant). Default: 7 days before `to`. */
+                from?: string;
+                /** @description End of the period, excluded (ISO 8601 instant). Default: now. */
+                to?: string;
+                /** @description Only this channel (task figures: their conversation’s channel) */
+                channel?: "whatsapp" | "sms" | "email" | "web";
+                /**
+                 * @description Only figures belonging to this staff member (docs/reports.md)
+                 * @example stf_01jd8x3k5q7w9e2r4t6y8v0m1n
+                 */
+                assignee?: string;
+                /** @description Only tasks of this department (conversation figures are not filtered) */
+                department?: string;
+                /** @description Count only time inside the `business_hours` setting (true, the default), or wall time (false) */
+                businessHours?: boolean;
+                /**
+                 * @description IANA time zone placing bucket boundaries; default the `hotel` setting's
+                 * @example Europe/Lisbon
+                 */
+                timezone?: string;
+                /**
+                 * @description One row per value of it; default channel
+                 * @example channel
+                 */
+                by?: "channel" | "assignee" | "department";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One row per key */
+            200: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": [
+                     *         {
+                     *           "key": "hotel",
+                     *           "conversations": {
+                     *             "opened": 1,
+                     *             "resolved": 1
+                     *           },
+                     *           "messages": {
+                     *             "inbound": 1,
+                     *             "outbound": 1
+                     *           },
+                     *           "firstResponse": {
+                     *             "count": 1,
+                     *             "avgSeconds": 1,
+                     *             "medianSeconds": 1,
+                     *             "p90Seconds": 1
+                     *           },
+                     *           "replyTime": {
+                     *             "count": 1,
+                     *             "avgSeconds": 1,
+                     *             "medianSeconds": 1,
+                     *             "p90Seconds": 1
+                     *           },
+                     *           "resolution": {
+                     *             "count": 1,
+                     *             "avgSeconds": 1,
+                     *             "medianSeconds": 1,
+                     *             "p90Seconds": 1
+                     *           },
+                     *           "tasks": {
+                     *             "created": 1,
+                     *             "completed": 1,
+                     *             "overdue": 1,
+                     *             "completion": {
+                     *               "count": 1,
+                     *               "avgSeconds": 1,
+                     *               "medianSeconds": 1,
+                     *               "p90Seconds": 1
+                     *             }
+                     *           },
+                     *           "sla": {
+                     *             "firstResponse": {
+                     *               "met": 1,
+                     *               "breached": 1
+                     *             },
+                     *             "nextResponse": {
+                     *               "met": 1,
+                     *               "breached": 1
+                     *             },
+                     *             "resolution": {
+                     *               "met": 1,
+                     *               "breached": 1
+                     *             },
+                     *             "tasks": {
+                     *               "met": 1,
+                     *               "breached": 1
+                     *             }
+                     *           }
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: {
+                            key: string | null;
+                            conversations?: {
+                                /**
+                                 * Format: int64
+                                 * @description Conversations created or reopened from closed
+                                 */
+                                opened: number;
+                                /**
+                                 * Format: int64
+                                 * @description Closes
+                                 */
+                                resolved: number;
+                            };
+                            messages?: {
+                                /**
+                                 * Format: int64
+                                 * @description Texts from guests
+                                 */
+                                inbound: number;
+                                /**
+                                 * Format: int64
+                                 * @description Texts to guests, auto-replies included (notes never)
+                                 */
+                                outbound: number;
+                            };
+                            firstResponse?: {
+                                /**
+                                 * Format: int64
+                                 * @description How many measures ended in the period
+                                 */
+                                count: number;
+                                avgSeconds: number | null;
+                                medianSeconds: number | null;
+                                p90Seconds: number | null;
+                            };
+                            replyTime?: {
+                                /**
+                                 * Format: int64
+                                 * @description How many measures ended in the period
+                                 */
+                                count: number;
+                                avgSeconds: number | null;
+                                medianSeconds: number | null;
+                                p90Seconds: number | null;
+                            };
+                            resolution?: {
+                                /**
+                                 * Format: int64
+                                 * @description How many measures ended in the period
+                                 */
+                                count: number;
+                                avgSeconds: number | null;
+                                medianSeconds: number | null;
+                                p90Seconds: number | null;
+                            };
+                            tasks: {
+                                /**
+                                 * Format: int64
+                                 * @description Tasks created
+                                 */
+                                created: number;
+                                /**
+                                 * Format: int64
+                                 * @description Tasks completed
+                                 */
+                                completed: number;
+                                /**
+                                 * Format: int64
+                                 * @description Tasks whose deadline passed before completion (counted at the deadline)
+                                 */
+                                overdue: number;
+                                completion: {
+                                    /**
+                                     * Format: int64
+                                     * @description How many measures ended in the period
+                                     */
+                                    count: number;
+                                    avgSeconds: number | null;
+                                    medianSeconds: number | null;
+                                    p90Seconds: number | null;
+                                };
+                            };
+                            sla: {
+                                firstResponse?: {
+                                    /**
+                                     * Format: int64
+                                     * @description Targets met, counted at the reply, close or completion
+                                     */
+                                    met: number;
+                                    /**
+                                     * Format: int64
+                                     * @description Targets missed, counted at their due moment
+                                     */
+                                    breached: number;
+                                };
+                                nextResponse?: {
+                                    /**
+                                     * Format: int64
+                                     * @description Targets met, counted at the reply, close or completion
+                                     */
+                                    met: number;
+                                    /**
+                                     * Format: int64
+                                     * @description Targets missed, counted at their due moment
+                                     */
+                                    breached: number;
+                                };
+                                resolution?: {
+                                    /**
+                                     * Format: int64
+                                     * @description Targets met, counted at the reply, close or completion
+                                     */
+                                    met: number;
+                                    /**
+                                     * Format: int64
+                                     * @description Targets missed, counted at their due moment
+                                     */
+                                    breached: number;
+                                };
+                                tasks: {
+                                    /**
+                                     * Format: int64
+                                     * @description Targets met, counted at the reply, close or completion
+                                     */
+                                    met: number;
+                                    /**
+                                     * Format: int64
+                                     * @description Targets missed, counted at their due moment
+                                     */
+                                    breached: number;
+                                };
+                            };
+                        }[];
+                    };
+                    /** @example text */
+                    "text/csv": string;
                 };
             };
             /** @description VALIDATION_ERROR: the request is malformed or a field is invalid */

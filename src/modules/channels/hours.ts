@@ -11,6 +11,7 @@ export interface BusinessHours {
 }
 
 const minutesOf = (hhmm: string) => Number(hhmm.slice(0, 2)) * 60 + Number(hhmm.slice(3, 5));
+// 24:00 is 1440 by itself.
 const closeMinutes = (hhmm: string) => (hhmm === '23:59' ? 1440 : minutesOf(hhmm));
 
 const formats = new Map<string, Intl.DateTimeFormat>();

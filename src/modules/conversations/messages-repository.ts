@@ -6,6 +6,7 @@ import { type Param, prepared } from '../../db/prepared.js';
 import { toIso } from '../../db/store.js';
 import type { Executor, MessageRow } from '../../db/types.js';
 import { newId } from '../../lib/ids.js';
+import { messageStored } from '../reports/recorder.js';
 import type { MessageView } from './schemas.js';
 
 const COLUMNS = [
@@ -106,7 +107,10 @@ export async function insertMessage(db: Executor, m: NewMessage): Promise<Messag
     ...m,
   };
   await db.run(insert, row);
-  return toMessage({ ...row, delivered_at: null, read_at: null });
+  const message = toMessage({ ...row, delivered_at: null, read_at: null });
+  // Reports count it in the same transaction (docs/reports.md).
+  await messageStored(db, { ...message, senderType: row.sender_type, senderId: row.sender_id });
+  return message;
 }
 
 const one = prepared((db, p: Param<{ conversationId: string; id: string }>) =>

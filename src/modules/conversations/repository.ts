@@ -1,10 +1,12 @@
 // Owns conversation rows: reads (joined with the guest's name), writes, and the row-to-API mapping;
 // also the two lookups a conversation's references are checked with (guest, active staff).
-import { type ExpressionBuilder, type RawBuilder, sql } from 'kysely';
+import { type ExpressionBuilder, type RawBuilder, type SelectQueryBuilder, sql } from 'kysely';
 import { paginate } from '../../db/paginate.js';
 import { type Param, type Prepared, prepared } from '../../db/prepared.js';
 import { fromJson, nowIso, toBool, toIso } from '../../db/store.js';
 import type { ConversationRow, Database, Executor } from '../../db/types.js';
+import { conversationOpened, conversationStatusSet } from '../reports/recorder.js';
+import { slaView } from '../reports/sla.js';
 import { currentStay } from '../stays/current.js';
 import type { StaySummaryView } from '../stays/schemas.js';
 import type { ConversationStatus, ConversationView } from './schemas.js';
@@ -24,6 +26,12 @@ export const COLUMNS = [
   'c.created_at',
   'c.updated_at',
   'c.snoozed_until',
+  'c.sla_target',
+  'c.sla_response_due',
+  'c.sla_response_risk',
+  'c.sla_resolution_due',
+  'c.sla_resolution_risk',
+  'c.sla_breached',
 ] as const;
 
 /** `stay` is added for a page at once (src/modules/stays/current.ts), never per row. */
@@ -42,6 +50,7 @@ export function toConversation(row: ConversationListRow): ConversationView {
     messageCount: Number(row.message_count),
     labels: fromJson<string[]>(row.labels),
     stay: row.stay ?? null,
+    sla: slaView(row),
     createdAt: toIso(row.created_at),
     updatedAt: toIso(row.updated_at),
     snoozedUntil: row.snoozed_until === null ? null : toIso(row.snoozed_until),
@@ -74,6 +83,29 @@ export interface ConversationFilter {
   assignee?: string | null;
   /** A staff-role caller's own id: ANDed with every other filter. */
   onlyAssignee?: string;
+  /** Only those whose SLA status is this at `now` (ISO): read from the indexed due columns. */
+  sla?: { status: 'at_risk' | 'breached'; now: string };
+}
+
+/** `q` narrowed to the conversations whose SLA status is f.sla.status at f.sla.now (src/modules/reports/sla.ts). */
+// biome-ignore lint/suspicious/noExplicitAny: applied to the list's builder and to its count's alike.
+function whereSla<Q extends SelectQueryBuilder<any, any, any>>(
+  q: Q,
+  status: 'at_risk' | 'breached',
+  p: (n: string) => never,
+): Q {
+  return q.where((eb) => {
+    const breached = eb.or([
+      eb('c.sla_breached', '=', toBool(true)),
+      eb('c.sla_response_due', '<=', p('slaNow')),
+      eb('c.sla_resolution_due', '<=', p('slaNow')),
+    ]);
+    if (status === 'breached') return breached;
+    return eb.and([
+      eb.not(breached),
+      eb.or([eb('c.sla_response_risk', '<=', p('slaNow')), eb('c.sla_resolution_risk', '<=', p('slaNow'))]),
+    ]);
+  }) as Q;
 }
 
 /** The filters a query shape has: each present or not, the assignee also "is null". */
@@ -83,6 +115,7 @@ const shapeOf = (f: ConversationFilter): string =>
     f.channel !== undefined,
     f.assignee === undefined ? 'any' : f.assignee === null ? 'none' : 'one',
     f.onlyAssignee !== undefined,
+    f.sla?.status ?? '',
   ].join();
 
 /** Conversations, latest activity first (lastMessageAt newest first, then id). */
@@ -95,6 +128,7 @@ export const listConversations = paginate<ConversationFilter, ConversationListRo
     if (f.assignee === null) q = q.where('c.assignee', 'is', null);
     else if (f.assignee !== undefined) q = q.where('c.assignee', '=', p('assignee'));
     if (f.onlyAssignee !== undefined) q = q.where('c.assignee', '=', p('onlyAssignee'));
+    if (f.sla !== undefined) q = whereSla(q, f.sla.status, p);
     return q;
   },
   columns: (q) => q.innerJoin('guests as g', 'g.id', 'c.guest_id').select(COLUMNS),
@@ -106,6 +140,16 @@ export const listConversations = paginate<ConversationFilter, ConversationListRo
    * rows whatever the table's size, where a count(*) grows with it. Same filters, on the count keys.
    */
   count(x, f, p) {
+    if (f.sla !== undefined) {
+      // No kept count follows a status that changes with the clock: counted from the due indexes.
+      let c = x.selectFrom('conversations as c').select((eb) => eb.fn.countAll<number>().as('n'));
+      if (f.status !== undefined) c = c.where('c.status', '=', p('status'));
+      if (f.channel !== undefined) c = c.where('c.channel', '=', p('channel'));
+      if (f.assignee === null) c = c.where('c.assignee', 'is', null);
+      else if (f.assignee !== undefined) c = c.where('c.assignee', '=', p('assignee'));
+      if (f.onlyAssignee !== undefined) c = c.where('c.assignee', '=', p('onlyAssignee'));
+      return whereSla(c, f.sla.status, p);
+    }
     let q = x
       .selectFrom('conversation_counts')
       .select((eb) => eb.fn.coalesce(eb.fn.sum<number>('n'), eb.lit(0)).as('n'));
@@ -122,6 +166,7 @@ export const listConversations = paginate<ConversationFilter, ConversationListRo
     channel: f.channel,
     assignee: f.assignee ?? null,
     onlyAssignee: f.onlyAssignee,
+    slaNow: f.sla?.now,
   }),
 });
 
@@ -152,6 +197,8 @@ export async function insertConversation(db: Executor, c: NewConversation): Prom
       updated_at: c.at,
     })
     .execute();
+  // Reports count the opening in the same transaction (docs/reports.md).
+  await conversationOpened(db, c.id, c.at);
 }
 
 export async function updateConversationRow(
@@ -170,6 +217,7 @@ export async function updateConversationRow(
     })
     .where('id', '=', id)
     .execute();
+  if (c.status !== undefined) await conversationStatusSet(db, id, c.status, at);
 }
 
 /** What a new message changes in its conversation's row: one more message, activity at `at`. */

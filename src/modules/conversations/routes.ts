@@ -5,6 +5,7 @@ import type { PageRequest } from '../../db/paginate.js';
 import { ownerFilter } from '../../lib/access.js';
 import { ANY_ROLE } from '../../lib/auth.js';
 import { BulkBody, BulkResponse, runBulk } from '../../lib/bulk.js';
+import { fieldError } from '../../lib/errors.js';
 import { currentById } from '../../lib/etag.js';
 import { listPage } from '../../lib/pages.js';
 import { BODY_ERRORS, errorResponse, IdParams, Ok, OkList, ok, STANDARD_ERRORS } from '../../lib/schemas.js';
@@ -44,14 +45,17 @@ export const conversationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
-      const { status, channel, assignee, label } = request.query;
+      const { status, channel, assignee, label, sla } = request.query;
       const filter = {
         status,
         channel,
+        ...(sla !== undefined && { sla: { status: sla, now: new Date().toISOString() } }),
         ...(assignee !== undefined && { assignee: assignee === 'unassigned' ? null : assignee }),
         onlyAssignee: ownerFilter(request.user!),
       };
       const labels = labelFilter(label);
+      // Label lists read their own index ranges, which hold no SLA columns (docs/productivity.md).
+      if (labels !== undefined && sla !== undefined) throw fieldError('sla', 'cannot be combined with label');
       const read = (req: PageRequest) =>
         labels === undefined ? listConversations(db(), filter, req) : listLabelled(db(), { ...filter, labels }, req);
       return listPage(

@@ -58,6 +58,25 @@ export const Conversation = Type.Object(
       examples: [['vip', 'late-checkout']],
     }),
     stay: StaySummary,
+    sla: Type.Union(
+      [
+        Type.Object(
+          {
+            firstResponseDueAt: Nullable({ ...Timestamp, description: 'While the first wait runs' }),
+            nextResponseDueAt: Nullable({ ...Timestamp, description: 'While a later wait runs' }),
+            resolutionDueAt: Nullable({ ...Timestamp, description: 'While not closed' }),
+            status: Type.Enum(['ok', 'at_risk', 'breached'], {
+              description:
+                'at_risk once 80 % of a running target has passed; breached once a target was missed since the ' +
+                'conversation was last opened',
+            }),
+          },
+          { additionalProperties: false },
+        ),
+        Type.Null(),
+      ],
+      { description: "The `sla` setting's targets (docs/reports.md); null when no target applies" },
+    ),
     createdAt: Timestamp,
     updatedAt: Timestamp,
     snoozedUntil: Nullable(
@@ -162,6 +181,11 @@ export const ListConversationsQuery = Type.Object(
           `Comma-separated labels (up to ${MAX_LABELS}): conversations carrying any of them, compared lower-cased. ` +
           'Empty: no filter.',
         examples: ['vip,late-checkout'],
+      }),
+    ),
+    sla: Type.Optional(
+      Type.Enum(['at_risk', 'breached'], {
+        description: 'Only those whose `sla.status` is this now (docs/reports.md); not combined with `label`',
       }),
     ),
   },

@@ -117,6 +117,8 @@ export async function createConversation(
       messageCount: hasFirst ? 1 : 0,
       labels: [],
       stay: await currentStay(tx, body.guestId),
+      // A resolution target may run from the start (the sla setting).
+      sla: (await findConversation(tx, id))!.sla,
       createdAt: at,
       updatedAt: at,
       snoozedUntil: null,

@@ -32,9 +32,24 @@ const HHMM = Type.String({
   maxLength: 5,
   description: 'HH:MM, 24-hour',
 });
-const Interval = Type.Object({ open: HHMM, close: HHMM }, { additionalProperties: false });
+const CLOSE = Type.String({
+  pattern: '^(([01]\\d|2[0-3]):[0-5]\\d|24:00)$',
+  'x-pattern-message': 'must be a time HH:MM on the 24-hour clock, like 18:00, or 24:00 for midnight',
+  maxLength: 5,
+  description: 'HH:MM, 24-hour; 24:00 is the end of the day',
+});
+const Interval = Type.Object({ open: HHMM, close: CLOSE }, { additionalProperties: false });
 const DAYS = ['mon', 'tue', 'wed', 'thu', 'fri', 'sat', 'sun'] as const;
-const Minutes = Type.Integer({ format: 'int32', minimum: 1, maximum: 525600 });
+/** SLA minutes: fractional allowed (0.1 is 6 s), up to a year. */
+const SlaMinutes = Type.Number({ exclusiveMinimum: 0, maximum: 525600 });
+const ChannelTargets = Type.Object(
+  {
+    firstResponseMinutes: Type.Optional(SlaMinutes),
+    nextResponseMinutes: Type.Optional(SlaMinutes),
+    resolutionMinutes: Type.Optional(SlaMinutes),
+  },
+  { additionalProperties: false },
+);
 
 export interface KeyDef {
   schema: TSchema;
@@ -127,7 +142,7 @@ export const SETTINGS: Record<string, KeyDef> = {
     ),
     default: {
       timezone: 'UTC',
-      days: Object.fromEntries(DAYS.map((d) => [d, [{ open: '00:00', close: '23:59' }]])),
+      days: Object.fromEntries(DAYS.map((d) => [d, [{ open: '00:00', close: '24:00' }]])),
     },
     check: (v: { timezone: string; days: Record<string, { open: string; close: string }[]> }) => {
       const out: FieldError[] = [];
@@ -192,12 +207,31 @@ export const SETTINGS: Record<string, KeyDef> = {
     default: [],
   },
   sla: {
-    description: 'Service levels: minutes to the first response, and to complete a task by priority.',
+    description:
+      'Service levels (docs/reports.md): minutes to the first response, to each later response and to ' +
+      'resolution, per channel if need be, and to complete a task by priority; in business hours unless ' +
+      'businessHours is false. Changes apply to waits and tasks that start afterwards.',
     schema: Type.Object(
       {
-        firstResponseMinutes: Minutes,
+        firstResponseMinutes: SlaMinutes,
+        nextResponseMinutes: Type.Optional(SlaMinutes),
+        resolutionMinutes: Type.Optional(SlaMinutes),
+        businessHours: Type.Optional(
+          Type.Boolean({ description: 'Targets count business time (true, the default) or wall time (false)' }),
+        ),
+        channels: Type.Optional(
+          Type.Object(
+            {
+              whatsapp: Type.Optional(ChannelTargets),
+              sms: Type.Optional(ChannelTargets),
+              email: Type.Optional(ChannelTargets),
+              web: Type.Optional(ChannelTargets),
+            },
+            { additionalProperties: false },
+          ),
+        ),
         taskMinutes: Type.Object(
-          { low: Minutes, normal: Minutes, high: Minutes, urgent: Minutes },
+          { low: SlaMinutes, normal: SlaMinutes, high: SlaMinutes, urgent: SlaMinutes },
           { additionalProperties: false },
         ),
       },

@@ -1,9 +1,11 @@
 // Owns task rows: reads, writes, the lookups of what a task refers to, and the mapping of a row
 // to its API shape.
+import type { SelectQueryBuilder } from 'kysely';
 import { paginate } from '../../db/paginate.js';
 import { nowIso, toIso } from '../../db/store.js';
 import type { Executor, TaskRow } from '../../db/types.js';
 import { newId } from '../../lib/ids.js';
+import { taskWritten } from '../reports/recorder.js';
 import type { CreateTaskInput, TaskFilter, TaskView, UpdateTaskInput } from './schemas.js';
 
 const COLUMNS = [
@@ -22,6 +24,7 @@ const COLUMNS = [
   'completed_at',
   'created_at',
   'updated_at',
+  'deadline',
 ] as const;
 
 export function toTask(row: TaskRow): TaskView {
@@ -39,6 +42,7 @@ export function toTask(row: TaskRow): TaskView {
     notes: row.notes,
     dueAt: row.due_at === null ? null : toIso(row.due_at),
     completedAt: row.completed_at === null ? null : toIso(row.completed_at),
+    deadline: row.deadline == null ? null : toIso(row.deadline),
     createdAt: toIso(row.created_at),
     updatedAt: toIso(row.updated_at),
   };
@@ -52,6 +56,21 @@ export async function findTask(db: Executor, id: string): Promise<TaskView | und
 export interface ListFilter extends TaskFilter {
   /** Restricts the list to tasks assigned to this staff id (a staff-role caller's own). */
   owner?: string;
+  /** The moment `overdue` is judged at (ISO). */
+  now?: string;
+}
+
+/** Past its deadline at `now`, neither completed nor cancelled: read from the deadline index. */
+// biome-ignore lint/suspicious/noExplicitAny: applied to the list's builder and to its count's alike.
+function whereOverdue<Q extends SelectQueryBuilder<any, any, any>>(q: Q, overdue: boolean, p: (n: string) => never): Q {
+  return q.where((eb) => {
+    if (overdue) return eb.and([eb('deadline', '<=', p('now')), eb('status', 'not in', ['completed', 'cancelled'])]);
+    return eb.or([
+      eb('deadline', 'is', null),
+      eb('deadline', '>', p('now')),
+      eb('status', 'in', ['completed', 'cancelled']),
+    ]);
+  }) as Q;
 }
 
 /** The filters a query shape has: each present or not, the assignee also "unassigned". */
@@ -62,6 +81,7 @@ const shapeOf = (f: ListFilter): string =>
     f.department !== undefined,
     f.assignee === undefined ? 'any' : f.assignee === 'unassigned' ? 'none' : 'one',
     f.owner !== undefined,
+    f.overdue ?? '',
   ].join();
 
 /** Tasks, newest first; each filter leads one of the tasks_*_idx indexes, which end in (created_at, id). */
@@ -75,6 +95,7 @@ export const listTasks = paginate<ListFilter, TaskRow>({
     if (f.assignee === 'unassigned') q = q.where('assignee', 'is', null);
     else if (f.assignee !== undefined) q = q.where('assignee', '=', p('assignee'));
     if (f.owner !== undefined) q = q.where('assignee', '=', p('owner'));
+    if (f.overdue !== undefined) q = whereOverdue(q, f.overdue, p);
     return q;
   },
   columns: (q) => q.select(COLUMNS),
@@ -86,6 +107,17 @@ export const listTasks = paginate<ListFilter, TaskRow>({
    * tasks: the same filters, mapped onto the count keys.
    */
   count(x, f, p) {
+    if (f.overdue !== undefined) {
+      // Overdue changes with the clock, so no kept count follows it: counted from the deadline index.
+      let c = x.selectFrom('tasks').select((eb) => eb.fn.countAll<number>().as('n'));
+      if (f.status !== undefined) c = c.where('status', '=', p('status'));
+      if (f.priority !== undefined) c = c.where('priority', '=', p('priority'));
+      if (f.department !== undefined) c = c.where('department', '=', p('department'));
+      if (f.assignee === 'unassigned') c = c.where('assignee', 'is', null);
+      else if (f.assignee !== undefined) c = c.where('assignee', '=', p('assignee'));
+      if (f.owner !== undefined) c = c.where('assignee', '=', p('owner'));
+      return whereOverdue(c, f.overdue, p);
+    }
     let q = x.selectFrom('task_counts').select((eb) => eb.fn.coalesce(eb.fn.sum<number>('n'), eb.lit(0)).as('n'));
     if (f.status !== undefined) q = q.where('status', '=', p('status'));
     if (f.priority !== undefined) q = q.where('priority', '=', p('priority'));
@@ -102,6 +134,7 @@ export const listTasks = paginate<ListFilter, TaskRow>({
     department: f.department,
     assignee: f.assignee,
     owner: f.owner,
+    now: f.now,
   }),
 });
 
@@ -144,9 +177,13 @@ export async function insertTask(db: Executor, input: CreateTaskInput): Promise<
     completed_at: null,
     created_at: now,
     updated_at: now,
+    deadline: null,
   };
   await db.insertInto('tasks').values(row).execute();
-  return toTask(row);
+  const task = toTask(row);
+  // Reports count it, and fix its deadline, in the same transaction (docs/reports.md).
+  task.deadline = await taskWritten(db, null, task);
+  return task;
 }
 
 /** Applies `c` to `current`; completedAt is stamped on entering completed and cleared on leaving it. */
@@ -179,5 +216,7 @@ export async function updateTask(
     })
     .where('id', '=', current.id)
     .execute();
-  return (await findTask(db, current.id))!;
+  const after = (await findTask(db, current.id))!;
+  after.deadline = await taskWritten(db, current, after);
+  return after;
 }

@@ -34,8 +34,16 @@ export const tasksRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
-      const { status, priority, department, assignee } = request.query;
-      const filter = { status, priority, department, assignee, owner: ownerFilter(request.user!) };
+      const { status, priority, department, assignee, overdue } = request.query;
+      const filter = {
+        status,
+        priority,
+        department,
+        assignee,
+        overdue,
+        now: new Date().toISOString(),
+        owner: ownerFilter(request.user!),
+      };
       return listPage(request, reply, 'tasks', (req) => listTasks(db(), filter, req), toTask);
     },
   );

@@ -28,6 +28,15 @@ export const Task = Type.Object(
     completedAt: Nullable(
       Type.String({ format: 'date-time', maxLength: 30, description: 'Set when the task moves to completed' }),
     ),
+    deadline: Nullable(
+      Type.String({
+        format: 'date-time',
+        maxLength: 30,
+        description:
+          "dueAt, or without one the creation plus the `sla` setting's taskMinutes for its priority (in business " +
+          'hours unless sla.businessHours is false); null when neither applies. Overdue once it passes before completion.',
+      }),
+    ),
     createdAt: DateTime,
     updatedAt: DateTime,
   },
@@ -88,6 +97,9 @@ export const ListTasksQuery = Type.Object(
     priority: Type.Optional(Priority),
     department: Type.Optional(DepartmentFilter),
     assignee: Type.Optional(RefIdInput('stf', 'A staff id, or `unassigned`', 'unassigned')),
+    overdue: Type.Optional(
+      Type.Boolean({ description: 'true: only tasks past their deadline that are neither completed nor cancelled' }),
+    ),
   },
   { additionalProperties: false },
 );

@@ -1,0 +1,297 @@
+// Owns turning writes into figures (docs/reports.md): a conversation opened, a message stored, a
+// status changed, a task created or changed each call in here, inside the transaction of the
+// write, and the measures that end with it (a wait, an open period, a task) become facts. The
+// running state (when the current wait began, which SLA targets run and until when) is kept in
+// report_conversations and report_tasks.
+import type { Executor } from '../../db/types.js';
+import { SETTINGS } from '../settings/registry.js';
+import { getSetting } from '../settings/repository.js';
+import { type BusinessHours, businessSecondsBetween } from './business-time.js';
+import { addFacts, type Fact, type Metric, retractFacts } from './facts.js';
+import { dueOf, type SlaSetting, type Target, targetMinutes, taskDeadline } from './sla.js';
+import { num, rdb } from './tables.js';
+
+async function settingValue<T>(x: Executor, key: string): Promise<T> {
+  return ((await getSetting(x, key))?.value ?? SETTINGS[key]!.default) as T;
+}
+
+interface Rules {
+  hours: BusinessHours;
+  sla: SlaSetting;
+}
+const rulesOf = async (x: Executor): Promise<Rules> => ({
+  hours: await settingValue<BusinessHours>(x, 'business_hours'),
+  sla: await settingValue<SlaSetting>(x, 'sla'),
+});
+
+const ms = (iso: string) => Date.parse(iso);
+const span = (r: Rules, a: number, b: number) => ({ wall: (b - a) / 1000, biz: businessSecondsBetween(r.hours, a, b) });
+
+const BREACHED: Record<Target, Metric> = {
+  first_response: 'sla_first_response_breached',
+  next_response: 'sla_next_response_breached',
+  resolution: 'sla_resolution_breached',
+};
+const MET: Record<Target, Metric> = {
+  first_response: 'sla_first_response_met',
+  next_response: 'sla_next_response_met',
+  resolution: 'sla_resolution_met',
+};
+
+interface ConversationNow {
+  id: string;
+  channel: string;
+  assignee: string;
+  target: Target | null;
+  responseDue: number | null;
+  resolutionDue: number | null;
+}
+
+const msOrNull = (v: string | Date | null | undefined) =>
+  v === null || v === undefined ? null : new Date(v).getTime();
+const isoOrNull = (v: number | null | undefined) => (v === null || v === undefined ? null : new Date(v).toISOString());
+
+async function conversationNow(x: Executor, id: string): Promise<ConversationNow | undefined> {
+  const c = await rdb(x)
+    .selectFrom('conversations')
+    .select(['id', 'channel', 'assignee', 'sla_target', 'sla_response_due', 'sla_resolution_due'])
+    .where('id', '=', id)
+    .executeTakeFirst();
+  return (
+    c && {
+      id: c.id,
+      channel: c.channel,
+      assignee: c.assignee ?? '',
+      target: c.sla_target as Target | null,
+      responseDue: msOrNull(c.sla_response_due),
+      resolutionDue: msOrNull(c.sla_resolution_due),
+    }
+  );
+}
+
+type SlaColumns = {
+  sla_target?: Target | null;
+  sla_response_due?: number | null;
+  sla_response_risk?: number | null;
+  sla_resolution_due?: number | null;
+  sla_resolution_risk?: number | null;
+  sla_breached?: boolean;
+};
+
+/** Writes the conversation's running SLA targets into its row (read by `?sla=` and its `sla` field). */
+async function setSla(x: Executor, id: string, c: SlaColumns): Promise<void> {
+  const set: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(c)) {
+    if (k === 'sla_breached') set[k] = x.dialect === 'postgres' ? v : v ? 1 : 0;
+    else if (k === 'sla_target') set[k] = v;
+    else set[k] = isoOrNull(v as number | null);
+  }
+  await rdb(x).updateTable('conversations').set(set).where('id', '=', id).execute();
+}
+
+const NO_RESPONSE_TARGET: SlaColumns = { sla_target: null, sla_response_due: null, sla_response_risk: null };
+
+async function stateOf(x: Executor, id: string) {
+  return rdb(x).selectFrom('report_conversations').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+const fact = (c: ConversationNow, metric: Metric, at: number, extra: Partial<Fact> = {}): Fact => ({
+  metric,
+  at,
+  channel: c.channel,
+  assignee: c.assignee,
+  department: '',
+  ...extra,
+});
+
+/** The state and facts of a conversation (re)opened at `at`, with its resolution target. */
+async function open(x: Executor, r: Rules, c: ConversationNow, at: number, exists: boolean) {
+  const due = dueOf(r.sla, r.hours, at, targetMinutes(r.sla, c.channel, 'resolution'));
+  const row = { closed: 0, opened_at: at, wait_at: null, waited: 0 };
+  await setSla(x, c.id, {
+    ...NO_RESPONSE_TARGET,
+    sla_resolution_due: due?.due ?? null,
+    sla_resolution_risk: due?.risk ?? null,
+    sla_breached: false,
+  });
+  if (exists) await rdb(x).updateTable('report_conversations').set(row).where('id', '=', c.id).execute();
+  else
+    await rdb(x)
+      .insertInto('report_conversations')
+      .values({ id: c.id, ...row })
+      .execute();
+  const facts = [fact(c, 'opened', at)];
+  if (due !== null) facts.push(fact(c, BREACHED.resolution, due.due, { ref: c.id }));
+  await addFacts(x, facts);
+}
+
+/** A conversation was created (`at`, ISO). */
+export async function conversationOpened(x: Executor, id: string, at: string): Promise<void> {
+  const c = await conversationNow(x, id);
+  if (c === undefined) return;
+  await open(x, await rulesOf(x), c, ms(at), false);
+}
+
+/**
+ * Ends a running SLA target at `at`: met (retracting the breach written ahead) when on time, a
+ * miss remembered otherwise. `count` false stops it without a figure (a close stops a response target).
+ */
+async function endTarget(
+  x: Executor,
+  c: ConversationNow,
+  target: Target,
+  due: number | null,
+  at: number,
+  count: boolean,
+) {
+  if (due === null) return { missed: false };
+  if (at < due || (count && at === due)) {
+    await retractFacts(x, c.id, [BREACHED[target]], at);
+    if (count) await addFacts(x, [fact(c, MET[target], at)]);
+    return { missed: false };
+  }
+  return { missed: true };
+}
+
+interface MessageWritten {
+  conversationId: string;
+  direction: 'inbound' | 'outbound';
+  type: string;
+  senderType: string;
+  senderId: string | null;
+  createdAt: string;
+}
+
+/** A message was stored: counts texts, starts a wait on a guest's text, ends it on a staff reply. */
+export async function messageStored(x: Executor, m: MessageWritten): Promise<void> {
+  if (m.type !== 'text') return;
+  let c = await conversationNow(x, m.conversationId);
+  if (c === undefined) return;
+  const at = ms(m.createdAt);
+  const r = await rulesOf(x);
+  let s = await stateOf(x, c.id);
+  if (s === undefined || (m.direction === 'inbound' && s.closed === 1)) {
+    // A guest writing to a closed conversation reopens it (the row was reopened with this message).
+    await open(x, r, c, at, s !== undefined);
+    s = (await stateOf(x, c.id))!;
+    c = (await conversationNow(x, m.conversationId))!;
+  }
+  if (m.direction === 'inbound') {
+    await addFacts(x, [fact(c, 'inbound', at)]);
+    if (s.wait_at !== null) return;
+    const target: Target = s.waited === 1 ? 'next_response' : 'first_response';
+    const due = dueOf(r.sla, r.hours, at, targetMinutes(r.sla, c.channel, target));
+    await rdb(x).updateTable('report_conversations').set({ wait_at: at, waited: 1 }).where('id', '=', c.id).execute();
+    await setSla(x, c.id, {
+      sla_target: target,
+      sla_response_due: due?.due ?? null,
+      sla_response_risk: due?.risk ?? null,
+    });
+    if (due !== null) await addFacts(x, [fact(c, BREACHED[target], due.due, { ref: c.id })]);
+    return;
+  }
+  const byStaff = m.senderType === 'staff' || m.senderType === 'api_key';
+  const sender = m.senderType === 'staff' ? (m.senderId ?? '') : m.senderType === 'api_key' ? '' : c.assignee;
+  const by = { ...c, assignee: sender };
+  const facts: Fact[] = [fact(by, 'outbound', at)];
+  const waitAt = num(s.wait_at);
+  if (byStaff && waitAt !== null) {
+    const d = span(r, waitAt, at);
+    facts.push(fact(by, 'reply_time', at, d));
+    const target = c.target ?? 'next_response';
+    if (target === 'first_response') facts.push(fact(by, 'first_response', at, d));
+    const { missed } = await endTarget(x, by, target, c.responseDue, at, true);
+    await rdb(x).updateTable('report_conversations').set({ wait_at: null }).where('id', '=', c.id).execute();
+    await setSla(x, c.id, { ...NO_RESPONSE_TARGET, ...(missed && { sla_breached: true }) });
+  }
+  await addFacts(x, facts);
+}
+
+/** A conversation's status was set (`at`, ISO): a close ends its open period, leaving closed reopens it. */
+export async function conversationStatusSet(x: Executor, id: string, status: string, at: string): Promise<void> {
+  const c = await conversationNow(x, id);
+  if (c === undefined) return;
+  const when = ms(at);
+  const r = await rulesOf(x);
+  const s = await stateOf(x, id);
+  if (status !== 'closed') {
+    if (s === undefined || s.closed === 1) await open(x, r, c, when, s !== undefined);
+    return;
+  }
+  if (s === undefined || s.closed === 1) return;
+  const openedAt = num(s.opened_at)!;
+  await addFacts(x, [fact(c, 'resolution', when, span(r, openedAt, when))]);
+  const resolution = await endTarget(x, c, 'resolution', c.resolutionDue, when, true);
+  if (c.target !== null) await endTarget(x, c, c.target, c.responseDue, when, false);
+  await rdb(x).updateTable('report_conversations').set({ closed: 1, wait_at: null }).where('id', '=', id).execute();
+  await setSla(x, id, {
+    ...NO_RESPONSE_TARGET,
+    sla_resolution_due: null,
+    sla_resolution_risk: null,
+    ...(resolution.missed && { sla_breached: true }),
+  });
+}
+
+interface TaskWritten {
+  id: string;
+  status: string;
+  priority: string;
+  department: string;
+  assignee: string | null;
+  conversationId: string | null;
+  dueAt: string | null;
+  completedAt: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+/** The overdue fact a task should have: at its deadline unless done by then or cancelled. */
+const overdueAt = (deadline: number | null, status: string, completedAt: number | null) =>
+  deadline === null || status === 'cancelled' || (completedAt !== null && completedAt <= deadline) ? null : deadline;
+
+/** A task was created (`before` null) or changed; returns its deadline (ISO), also kept in its row. */
+export async function taskWritten(x: Executor, before: TaskWritten | null, t: TaskWritten): Promise<string | null> {
+  const r = await rulesOf(x);
+  const conversation = t.conversationId === null ? undefined : await conversationNow(x, t.conversationId);
+  const base = { channel: conversation?.channel ?? '', assignee: t.assignee ?? '', department: t.department };
+  const created = ms(t.createdAt);
+  const s = await rdb(x).selectFrom('report_tasks').selectAll().where('id', '=', t.id).executeTakeFirst();
+  const dueAt = t.dueAt === null ? null : ms(t.dueAt);
+  // Without a dueAt the deadline is fixed when the task starts (a later sla change applies to later tasks).
+  const deadline =
+    dueAt ??
+    (s !== undefined && before?.dueAt == null
+      ? num(s.deadline)
+      : taskDeadline(r.sla, r.hours, { createdAt: created, dueAt, priority: t.priority }));
+  const completedAt = t.completedAt === null ? null : ms(t.completedAt);
+  const facts: Fact[] = [];
+  if (s === undefined) {
+    await rdb(x)
+      .insertInto('report_tasks')
+      .values({ id: t.id, created_at: created, deadline, completed_at: completedAt, status: t.status })
+      .execute();
+    if (before === null) facts.push({ metric: 'task_created', at: created, ...base });
+  } else {
+    await rdb(x)
+      .updateTable('report_tasks')
+      .set({ deadline, completed_at: completedAt, status: t.status })
+      .where('id', '=', t.id)
+      .execute();
+  }
+  if (t.status === 'completed' && before !== null && before.status !== 'completed' && completedAt !== null) {
+    facts.push({ metric: 'task_completed', at: completedAt, ...base, ...span(r, created, completedAt) });
+    if (deadline !== null && completedAt <= deadline) facts.push({ metric: 'sla_tasks_met', at: completedAt, ...base });
+  }
+  const was = s === undefined ? null : overdueAt(num(s.deadline), s.status, num(s.completed_at));
+  const now = overdueAt(deadline, t.status, completedAt);
+  if (s === undefined || was !== now || before?.assignee !== t.assignee || before?.department !== t.department) {
+    if (s !== undefined) await retractFacts(x, t.id, ['task_overdue']);
+    if (now !== null) facts.push({ metric: 'task_overdue', at: now, ...base, ref: t.id });
+  }
+  await addFacts(x, facts);
+  const iso = isoOrNull(deadline);
+  if (s === undefined || num(s.deadline) !== deadline) {
+    await rdb(x).updateTable('tasks').set({ deadline: iso }).where('id', '=', t.id).execute();
+  }
+  return iso;
+}
