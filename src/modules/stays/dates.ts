@@ -13,10 +13,21 @@ export function isCalendarDay(day: string): boolean {
   return date.getUTCMonth() === mo - 1 && date.getUTCDate() === d;
 }
 
+// One formatter per zone, kept: making one is costly and holds native memory, and every read of a
+// guest or conversation asks for the hotel's today.
+const DAY_FORMATS = new Map<string, Intl.DateTimeFormat>();
+
 /** The day `at` falls on in `timeZone`, as YYYY-MM-DD. */
 export function dayIn(timeZone: string, at: Date = new Date()): string {
-  // en-CA formats a date as YYYY-MM-DD.
-  return new Intl.DateTimeFormat('en-CA', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit' }).format(at);
+  let f = DAY_FORMATS.get(timeZone);
+  if (f === undefined) {
+    // en-CA formats a date as YYYY-MM-DD.
+    f = new Intl.DateTimeFormat('en-CA', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit' });
+    // Zones come from the validated hotel setting: few; the bound only guards the map.
+    if (DAY_FORMATS.size >= 100) DAY_FORMATS.clear();
+    DAY_FORMATS.set(timeZone, f);
+  }
+  return f.format(at);
 }
 
 export interface HotelClock {
