@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import { fakeMeta, fakeSmtp, fakeTwilio, metaEnv, PUBLIC_URL, smtpEnv, twilioEnv } from '../channels/fakes.js';
 import { setup } from '../channels/outbound-actions.js';
-import { META_SECRET } from '../channels/signing.js';
+import { META_SECRET, twilioSign } from '../channels/signing.js';
 import { call } from '../helpers.js';
 import { fetchLink, pdf, png, tempStore, upload } from './files.js';
 
@@ -92,4 +92,45 @@ test('WhatsApp Cloud: one media message per file, the text as the caption; audio
   assert.equal(audio.type, 'audio');
   assert.equal(audio.audio.caption, undefined);
   assert.deepEqual(text.text, { body: 'Listen to this', preview_url: false });
+});
+
+test("a delivery status carries the message's files in its message.updated, as every read does", async (t) => {
+  const twilio = await fakeTwilio(t);
+  const { app, admin, open, until } = await setup(t, { ...twilioEnv(twilio), ...tempStore(t).env });
+  const { conversation } = await open('sms');
+  const a = (await upload(app, admin.token, png(), 'a.png')).data;
+  const b = (await upload(app, admin.token, pdf(), 'b.pdf')).data;
+  const m = await sendWith(app, admin.token, conversation.id, { content: 'Your room', attachments: [a.id, b.id] });
+  const sent = await until(conversation.id, m.id, 'sent');
+  for (const status of ['delivered', 'read']) {
+    const url = '/api/v1/channels/twilio/status';
+    const params = { MessageSid: sent.externalId as string, MessageStatus: status };
+    const res = await call(app, 'POST', url, {
+      body: new URLSearchParams(params).toString(),
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        'x-twilio-signature': twilioSign(PUBLIC_URL + url, params, twilio.authToken),
+      },
+    });
+    assert.equal(res.status, 204, res.raw.body);
+  }
+  await until(conversation.id, m.id, 'read');
+  const events = (await call(app, 'GET', '/events?types=message.updated&limit=100', { token: admin.token })).data as {
+    data: { id: string; deliveryStatus: string; attachments: { id: string; url: string | null }[] };
+    changes: Record<string, unknown>;
+  }[];
+  const mine = events.filter((e) => e.data.id === m.id);
+  assert.deepEqual(
+    mine.map((e) => e.data.deliveryStatus),
+    ['sent', 'delivered', 'read'],
+  );
+  for (const e of mine) {
+    assert.deepEqual(
+      e.data.attachments.map((x) => x.id),
+      [a.id, b.id],
+      `${e.data.deliveryStatus} carries the files`,
+    );
+    assert.ok(e.data.attachments[0]!.url?.startsWith(`${PUBLIC_URL}/api/v1/attachments/${a.id}/content?`));
+    assert.equal(e.changes.attachments, undefined, 'a status change does not change the files');
+  }
 });

@@ -252,6 +252,12 @@ export async function attachToMessage(
   }
 }
 
+/** withAttachments with this deployment's signer: what a status change's event needs (channels/delivery.ts FillFiles). */
+export const fillFiles =
+  (signer: LinkSigner) =>
+  <M extends { id: string; attachments: MessageAttachmentView[] }>(db: Executor, messages: M[]): Promise<M[]> =>
+    withAttachments(db, signer, messages);
+
 /** Messages with their files: one query for all of them. */
 export async function withAttachments<M extends { id: string; attachments: MessageAttachmentView[] }>(
   db: Executor,

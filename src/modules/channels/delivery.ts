@@ -3,8 +3,8 @@
 // each change written with its `message.updated` event in the caller's transaction.
 
 import { type Param, prepared } from '../../db/prepared.js';
-import { fromJson, nowIso } from '../../db/store.js';
-import type { Executor } from '../../db/types.js';
+import { fromJson, nowIso, type Store } from '../../db/store.js';
+import type { Executor, Tx } from '../../db/types.js';
 import {
   findMessage,
   type JobFinish,
@@ -14,7 +14,7 @@ import {
 } from '../conversations/messages-repository.js';
 import type { MessageView } from '../conversations/schemas.js';
 import { changesOf, SYSTEM } from '../events/emit.js';
-import type { Outbox } from '../events/outbox.js';
+import { type NewEvent, type Outbox, withEvents } from '../events/outbox.js';
 import type { Actor } from '../events/schemas.js';
 import { SETTINGS } from '../settings/registry.js';
 import { getSetting } from '../settings/repository.js';
@@ -252,6 +252,39 @@ export async function recordOutcome(tx: Executor, outbox: Outbox, instance: stri
   if (!(await recordSend(tx, o.messageId, instance, o.next))) return false;
   if (o.status !== null) await applyStatus(tx, outbox, SYSTEM, o.status.ref, o.status.change);
   return true;
+}
+
+/**
+ * Gives messages their `attachments` (src/modules/attachments/service.ts withAttachments), one read
+ * for all of them, in the order given.
+ */
+export type FillFiles = (db: Executor, messages: MessageView[]) => Promise<MessageView[]>;
+
+/**
+ * withEvents for status changes: `work`'s events are held back, then the messages of its
+ * `message.updated` events get their files, one read for the whole transaction, and the events
+ * pass on in order. A status change leaves a message's files as they are (its `changes` never name
+ * them), but its event shows the message whole, as every other read of it does. No `fill`: the
+ * events pass on as they are.
+ */
+export function withStatusEvents<T>(
+  store: Store,
+  fill: FillFiles | null,
+  work: (tx: Tx, outbox: Outbox) => Promise<T>,
+): Promise<T> {
+  return withEvents(store, async (tx, outbox) => {
+    if (fill === null) return work(tx, outbox);
+    const held: NewEvent[] = [];
+    const out = await work(tx, { add: (e) => held.push(e) });
+    const updated = held.filter((e) => e.type === 'message.updated');
+    const filled = await fill(
+      tx,
+      updated.map((e) => e.data as MessageView),
+    );
+    for (const [i, e] of updated.entries()) e.data = filled[i];
+    for (const e of held) outbox.add(e);
+    return out;
+  });
 }
 
 export function messageUpdated(

@@ -14,7 +14,7 @@ import type { Store } from '../../db/store.js';
 import { Signal } from '../../lib/signal.js';
 import { PollLoop } from '../events/poll-loop.js';
 import { retryDelayMs } from '../jobs/backoff.js';
-import { loadForSend, type SendOutcome } from './delivery.js';
+import { type FillFiles, loadForSend, type SendOutcome } from './delivery.js';
 import { type Flight, Flights } from './flights.js';
 import { OutcomeRecorder } from './outcomes.js';
 import { type OutboundFiles, Providers } from './providers.js';
@@ -40,6 +40,8 @@ export interface ChannelDispatcherOptions {
   config: ChannelsConfig;
   /** Reads the files of a message being sent (src/modules/attachments/outbound.ts); none: texts only. */
   files?: OutboundFiles;
+  /** Gives the messages of status events their files (attachments/service.ts fillFiles); none: as read. */
+  fill?: FillFiles;
 }
 
 export class ChannelDispatcher implements LocalSender {
@@ -72,7 +74,7 @@ export class ChannelDispatcher implements LocalSender {
 
   constructor(private readonly o: ChannelDispatcherOptions) {
     this.providers = new Providers(o.config, o.log);
-    this.outcomes = new OutcomeRecorder(o.db, this.instance);
+    this.outcomes = new OutcomeRecorder(o.db, this.instance, o.fill ?? null);
     this.slots = o.config.concurrency;
     // A claim reads the due sends in order and leases them in one write, so claiming a batch costs
     // about what claiming one does: claiming again as each send finished made the claims most of

@@ -5,8 +5,8 @@
 // transaction, the provider's reports that arrived before it (src/modules/channels/statuses.ts).
 import type { Store } from '../../db/store.js';
 import type { Tx } from '../../db/types.js';
-import { type Outbox, withEvents } from '../events/outbox.js';
-import { type MessageRef, recordOutcome, type SendOutcome } from './delivery.js';
+import type { Outbox } from '../events/outbox.js';
+import { type FillFiles, type MessageRef, recordOutcome, type SendOutcome, withStatusEvents } from './delivery.js';
 import { applyKeptStatuses } from './statuses.js';
 
 interface Pending {
@@ -22,6 +22,8 @@ export class OutcomeRecorder {
   constructor(
     private readonly db: Store,
     private readonly instance: string,
+    /** Gives the batch's `message.updated` events their messages' files, one read per batch. */
+    private readonly fill: FillFiles | null = null,
   ) {}
 
   /** Resolves once `outcome` is committed (or found moot: the lease was lost); rejects if it was not. */
@@ -41,14 +43,14 @@ export class OutcomeRecorder {
 
   private async recordBatch(batch: Pending[]): Promise<void> {
     try {
-      await withEvents(this.db, (tx, outbox) => this.apply(tx, outbox, batch));
+      await withStatusEvents(this.db, this.fill, (tx, outbox) => this.apply(tx, outbox, batch));
       for (const p of batch) p.done();
     } catch (err) {
       if (batch.length === 1) return batch[0]!.done(err);
       // One outcome that cannot be recorded must not take the others with it: each on its own.
       for (const p of batch) {
         try {
-          await withEvents(this.db, (tx, outbox) => this.apply(tx, outbox, [p]));
+          await withStatusEvents(this.db, this.fill, (tx, outbox) => this.apply(tx, outbox, [p]));
           p.done();
         } catch (e) {
           p.done(e);

@@ -10,7 +10,7 @@ import type { MessageView } from '../conversations/schemas.js';
 import { visibleConversationRef } from '../conversations/service.js';
 import { staffActor } from '../events/emit.js';
 import { withEvents } from '../events/outbox.js';
-import { messageUpdated } from './delivery.js';
+import { type FillFiles, messageUpdated } from './delivery.js';
 import { insertSend, type LocalSender, rescheduleSend } from './sends-repository.js';
 
 export async function retryMessage(
@@ -18,6 +18,7 @@ export async function retryMessage(
   user: AuthUser,
   conversationId: string,
   messageId: string,
+  fill: FillFiles,
   sender: LocalSender | null = null,
 ) {
   return withEvents(db, async (tx, outbox): Promise<MessageView> => {
@@ -54,8 +55,9 @@ export async function retryMessage(
       await insertSend(tx, messageId, conversationId, ref.channel, new Date().toISOString());
     }
     if (sender !== null) tx.onCommit(() => sender.queued(conversationId));
-    const after = (await findMessage(tx, conversationId, messageId))!;
-    messageUpdated(outbox, staffActor(user), before, after, ref.assignee);
-    return after;
+    // The files are the same before and after: read once, for the event and the answer.
+    const [after] = await fill(tx, [(await findMessage(tx, conversationId, messageId))!]);
+    messageUpdated(outbox, staffActor(user), { ...before, attachments: after!.attachments }, after!, ref.assignee);
+    return after!;
   });
 }

@@ -11,6 +11,7 @@ import { type Static, Type } from 'typebox';
 import { AppError, forbidden, validation } from '../../lib/errors.js';
 import { BODY_ERRORS, Ok, ok } from '../../lib/schemas.js';
 import { inputProblem } from '../../lib/validation.js';
+import { fillFiles } from '../attachments/service.js';
 import { emailInboundRoute } from './email-route.js';
 import { contentOf, receiveInbound } from './inbound.js';
 import { readMetaWebhook, twilioMedia, twilioStatus } from './payloads.js';
@@ -52,6 +53,7 @@ function ourTwilioNumber(
 
 export const channelsRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const store = () => app.ctx.store;
+  const fill = fillFiles(app.attachments.signer);
   const cfg = () => app.ctx.config.channels;
   app.decorateRequest('channelRaw', null);
   app.decorateRequest('channelForm', null);
@@ -166,7 +168,7 @@ export const channelsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const f = request.body as TwilioStatusForm;
       if (f.From !== undefined && !ourTwilioNumber(cfg().twilio!, f.From)) return reply.code(204).send(null);
       const change = twilioStatus(f);
-      if (change !== null) await receiveStatus(store(), f.MessageSid, change);
+      if (change !== null) await receiveStatus(store(), f.MessageSid, change, fill);
       return reply.code(204).send(null);
     },
   );
@@ -267,7 +269,7 @@ export const channelsRoutes: FastifyPluginAsyncTypebox = async (app) => {
           }
         }
         for (const s of hook.statuses) {
-          if (await receiveStatus(store(), s.id, s.change)) receipt.statuses++;
+          if (await receiveStatus(store(), s.id, s.change, fill)) receipt.statuses++;
           else receipt.skipped++;
         }
         return ok(receipt);

@@ -7,6 +7,7 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { outboundFiles } from '../attachments/outbound.js';
+import { fillFiles } from '../attachments/service.js';
 import { ChannelDispatcher } from './dispatcher.js';
 
 const PURGE_EVERY_MS = 3_600_000;
@@ -25,6 +26,7 @@ export default fp(
       log: app.log,
       config: config.channels,
       files: outboundFiles(app.attachments),
+      fill: fillFiles(app.attachments.signer),
     });
     app.decorate('channelDispatcher', dispatcher);
     dispatcher.start();

@@ -10,8 +10,8 @@ import { STATUS_LOCK } from '../../db/migrations/020-send-guarantees.js';
 import { nowIso, type Store, toIso } from '../../db/store.js';
 import type { Executor, Tx } from '../../db/types.js';
 import { SYSTEM } from '../events/emit.js';
-import { type Outbox, withEvents } from '../events/outbox.js';
-import { applyStatus, type MessageRef, type StatusChange } from './delivery.js';
+import type { Outbox } from '../events/outbox.js';
+import { applyStatus, type FillFiles, type MessageRef, type StatusChange, withStatusEvents } from './delivery.js';
 import { purgeFinishedSends } from './sends-repository.js';
 
 const DAY_MS = 86_400_000;
@@ -33,11 +33,17 @@ async function lockId(tx: Executor, externalId: string): Promise<void> {
 
 /**
  * A provider's report on the outbound text carrying `externalId`: applied when it moves that text
- * forward (a repeat or a late `delivered` after `read` changes nothing). False when no text
- * carries the id yet: the report is kept until one is recorded sent with it.
+ * forward (a repeat or a late `delivered` after `read` changes nothing), its event carrying the
+ * message's files (`fill`). False when no text carries the id yet: the report is kept until one
+ * is recorded sent with it.
  */
-export async function receiveStatus(store: Store, externalId: string, change: StatusChange): Promise<boolean> {
-  return withEvents(store, async (tx, outbox) => {
+export async function receiveStatus(
+  store: Store,
+  externalId: string,
+  change: StatusChange,
+  fill: FillFiles | null,
+): Promise<boolean> {
+  return withStatusEvents(store, fill, async (tx, outbox) => {
     await lockId(tx, externalId);
     const row = await tx
       .selectFrom('messages as m')

@@ -6,7 +6,7 @@ import { ANY_ROLE } from '../../lib/auth.js';
 import { notFound } from '../../lib/errors.js';
 import { listPage } from '../../lib/pages.js';
 import { BODY_ERRORS, errorResponse, IdParams, Ok, OkList, ok, STANDARD_ERRORS } from '../../lib/schemas.js';
-import { withAttachments } from '../attachments/service.js';
+import { fillFiles, withAttachments } from '../attachments/service.js';
 import { retryMessage } from '../channels/retry.js';
 import { findMessage, listMessages, toMessage } from './messages-repository.js';
 import { Message, MessagesQuery, SendMessageBody } from './schemas.js';
@@ -123,8 +123,8 @@ export const messagesRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (request) => {
       const { id, messageId } = request.params;
-      const message = await retryMessage(db(), request.user!, id, messageId, app.channelDispatcher);
-      return ok((await withAttachments(db(), app.attachments.signer, [message]))[0]!);
+      const fill = fillFiles(app.attachments.signer);
+      return ok(await retryMessage(db(), request.user!, id, messageId, fill, app.channelDispatcher));
     },
   );
 };
