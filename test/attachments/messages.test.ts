@@ -68,7 +68,10 @@ test('attachments the caller may not use are refused, and the message is not sto
   assertError(await send(alice.token, mine.id, { content: 'x', attachments: [newId('att')] }), 400, 'VALIDATION_ERROR');
   const unknown = await send(alice.token, mine.id, { content: 'x', attachments: [newId('att')] });
   assert.equal(unknown.body.error.details[0].field, 'attachments/0');
-  assertError(await send(alice.token, mine.id, { attachments: [bobUpload.id] }), 403, 'FORBIDDEN', "another's upload");
+  // Someone else's unused upload reads as an unknown id: its existence is not revealed.
+  const theirs = await send(alice.token, mine.id, { attachments: [bobUpload.id] });
+  assertError(theirs, 400, 'VALIDATION_ERROR', "another's upload");
+  assert.deepEqual(theirs.body.error.details, unknown.body.error.details);
   assertError(await send(alice.token, mine.id, { content: 'x', attachments: [] }), 400, 'VALIDATION_ERROR', 'empty');
   const eleven = Array.from({ length: 11 }, () => newId('att'));
   assertError(await send(alice.token, mine.id, { attachments: eleven }), 400, 'VALIDATION_ERROR', 'eleven');
@@ -107,4 +110,42 @@ test('an upload no message took is removed after 24 hours; a content still named
   assert.equal((await call(app, 'GET', `/attachments/${lone.id}`, { token: alice.token })).status, 404);
   assert.equal((await call(app, 'GET', `/attachments/${used.id}`, { token: alice.token })).status, 200);
   assert.equal(contents(), 1, 'the PDF is gone, the PNG the message carries is kept');
+});
+
+test('an unused upload is taken by its uploader only: not an admin, another key, or another widget', async (t) => {
+  const { app, admin, alice, open } = await setup(t);
+  const c = await open(alice.id);
+  const key = async (name: string, scopes: string[]) =>
+    (await call(app, 'POST', '/api-keys', { token: admin.token, body: { name, scopes } })).data.key as string;
+  const writer = await key('crm', ['conversations:write', 'conversations:read']);
+  const other = await key('other', ['conversations:write', 'conversations:read']);
+  const widget = await key('widget', ['channels:inbound']);
+  const send = (token: string, id: string) =>
+    call(app, 'POST', `/conversations/${c.id}/messages`, { token, body: { content: 'x', attachments: [id] } });
+  const refused = (res: Awaited<ReturnType<typeof send>>, what: string) => {
+    assertError(res, 400, 'VALIDATION_ERROR', what);
+    assert.equal(res.body.error.details[0].field, 'attachments/0', what);
+  };
+
+  const alices = (await upload(app, alice.token, png())).data;
+  refused(await send(admin.token, alices.id), "an admin taking alice's upload");
+  refused(await send(writer, alices.id), "a key taking alice's upload");
+  const keys = (await upload(app, writer, pdf())).data;
+  refused(await send(other, keys.id), "another key taking a key's upload");
+  refused(await send(alice.token, keys.id), "staff taking a key's upload");
+  assert.equal((await send(writer, keys.id)).status, 201, 'the key sends its own upload');
+  assert.equal((await send(alice.token, alices.id)).status, 201, 'alice sends her own upload');
+
+  // The web widget's backend hands over what it uploaded; another caller cannot hand it over.
+  const inbound = (token: string, id: string) =>
+    call(app, 'POST', '/channels/web/inbound', {
+      token,
+      body: { guest: { visitorId: 'visitor-7' }, content: 'my passport', attachments: [id] },
+    });
+  const widgets = (await upload(app, widget, png())).data;
+  refused(await inbound(admin.token, widgets.id), "an admin handing over the widget's upload");
+  const own = await inbound(widget, widgets.id);
+  assert.equal(own.status, 201, own.raw.body);
+  const files = await call(app, 'GET', `/attachments/${widgets.id}`, { token: admin.token });
+  assert.equal(files.data.messageId, own.data.message.id);
 });

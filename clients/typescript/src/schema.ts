@@ -7140,7 +7140,7 @@ export interface operations {
                      * @example cr_01jd8x3k5q7w9e2r4t6y8v0m1n
                      */
                     cannedResponseId?: string;
-                    /** @description 1 to 10 files uploaded with POST /attachments, sent in this order */
+                    /** @description 1 to 10 files uploaded with POST /attachments, sent in this order; an upload no message took yet is its uploader’s only (another caller’s reads as an unknown id) */
                     attachments?: string[];
                     /**
                      * @description text (default) is queued for delivery to the guest over the conversation channel; note is an internal note for the team, never sent to the guest; template (WhatsApp only) sends an entry of the whatsapp_templates setting, allowed outside the 24-hour window, stored as a text
@@ -18130,7 +18130,7 @@ export interface operations {
                     };
                     /** @description What the visitor wrote; optional with attachments */
                     content?: string;
-                    /** @description 1 to 10 files uploaded with POST /attachments, sent in this order */
+                    /** @description 1 to 10 files uploaded with POST /attachments, sent in this order; an upload no message took yet is its uploader’s only (another caller’s reads as an unknown id) */
                     attachments?: string[];
                     /** @description The widget's id of the message: the same id is stored once however often it is sent */
                     externalId?: string;

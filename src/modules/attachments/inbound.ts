@@ -41,8 +41,8 @@ export type InboundFile =
   | { kind: 'twilio'; url: string; contentType: string | null }
   | { kind: 'whatsapp'; mediaId: string; contentType: string | null; filename: string | null }
   | { kind: 'bytes'; bytes: Buffer; contentType: string | null; filename: string | null }
-  /** Uploaded by the web widget's backend with POST /attachments. */
-  | { kind: 'upload'; id: string };
+  /** Uploaded by the web widget's backend with POST /attachments: taken only by `by`, its uploader. */
+  | { kind: 'upload'; id: string; by: string };
 
 /** An inbound file made ready before the message's transaction (an e-mail part written to staging). */
 export interface PreparedFile {
@@ -117,7 +117,7 @@ export class InboundFiles {
   /**
    * In the message's transaction: its files recorded, pending (uploads the widget made are taken
    * as they are, stored); the message returned with them. An upload id that names no unused
-   * stored upload is a 400 naming it. `pending` gets the ids to fetch once this commits.
+   * stored upload of the caller's (someone else's is not revealed) is a 400 naming it. `pending` gets the ids to fetch once this commits.
    */
   async record(
     tx: Tx,
@@ -132,7 +132,7 @@ export class InboundFiles {
       const to = { conversationId: message.conversationId, messageId: message.id, position: i, at };
       if (p.file.kind === 'upload') {
         const row = found.get(p.file.id);
-        if (row === undefined || row.status !== 'stored' || !(await claimUpload(tx, p.file.id, to))) {
+        if (row === undefined || row.status !== 'stored' || !(await claimUpload(tx, p.file.id, p.file.by, to))) {
           throw validation([{ field: `attachments/${i}`, message: 'names no unused uploaded file' }]);
         }
         continue;

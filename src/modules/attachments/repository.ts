@@ -124,10 +124,14 @@ export async function attachmentsOfMessages(db: Executor, messageIds: readonly s
   return rows.map(shape);
 }
 
-/** Gives an unused upload to a message; false when another message took it first. */
+/**
+ * Gives an unused upload to a message, only when `by` (a staff member's or an API key's id)
+ * uploaded it; false when it is someone else's, or another message took it first.
+ */
 export async function claimUpload(
   db: Executor,
   id: string,
+  by: string,
   to: { conversationId: string; messageId: string; position: number; at: string },
 ): Promise<boolean> {
   const r = await db
@@ -140,6 +144,7 @@ export async function claimUpload(
     })
     .where('id', '=', id)
     .where('message_id', 'is', null)
+    .where('created_by', '=', by)
     .executeTakeFirst();
   return Number(r.numUpdatedRows) === 1;
 }

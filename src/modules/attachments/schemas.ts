@@ -98,5 +98,7 @@ export const AttachmentIds = Type.Array(RefIdInput('att', 'An attachment id from
   minItems: 1,
   maxItems: 10,
   uniqueItems: true,
-  description: '1 to 10 files uploaded with POST /attachments, sent in this order',
+  description:
+    '1 to 10 files uploaded with POST /attachments, sent in this order; an upload no message took yet is ' +
+    'its uploader’s only (another caller’s reads as an unknown id)',
 });

@@ -209,9 +209,11 @@ async function assertMayUse(db: Executor, user: AuthUser, row: AttachmentRow): P
 
 /**
  * Gives the files `ids` to a new message, in this order, inside its transaction: an unused upload
- * is taken; a file another message already carries (of a conversation the caller may see) is
- * carried again as a new record of the same content. Unknown ids → 400 naming each; a file the
- * caller may not see → 403; one not stored (pending or failed) → 400.
+ * is taken by whoever uploaded it; a file another message already carries (of a conversation the
+ * caller may see) is carried again as a new record of the same content. Unknown ids, and someone
+ * else's unused uploads (whatever the caller's role: an upload is private until it is sent, and
+ * is not revealed to exist) → 400 naming each; a file the caller may not see → 403; one not
+ * stored (pending or failed) → 400.
  */
 export async function attachToMessage(
   tx: Tx,
@@ -223,8 +225,9 @@ export async function attachToMessage(
   const problems: FieldError[] = [];
   ids.forEach((id, i) => {
     const row = rows.get(id);
-    if (row === undefined) problems.push({ field: `attachments/${i}`, message: 'names no uploaded file' });
-    else if (row.status !== 'stored') {
+    if (row === undefined || (row.message_id === null && row.created_by !== user.id)) {
+      problems.push({ field: `attachments/${i}`, message: 'names no uploaded file' });
+    } else if (row.status !== 'stored') {
       problems.push({ field: `attachments/${i}`, message: `is ${row.status}, not a stored file` });
     }
   });
@@ -233,7 +236,7 @@ export async function attachToMessage(
     const row = rows.get(id)!;
     await assertMayUse(tx, user, row);
     const at = { conversationId: to.conversationId, messageId: to.messageId, position: i, at: to.at };
-    if (row.message_id === null && (await claimUpload(tx, id, at))) continue;
+    if (row.message_id === null && (await claimUpload(tx, id, user.id, at))) continue;
     await insertAttachment(tx, {
       id: newId('att'),
       conversationId: to.conversationId,

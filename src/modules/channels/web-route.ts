@@ -43,7 +43,9 @@ export const webInboundRoute: FastifyPluginAsyncTypebox = async (web) => {
             : { ...visitor, ...(visitorId !== undefined ? { visitor: { caller, id: visitorId } } : {}) },
         content: b.content ?? '',
         providerId: b.externalId ?? null,
-        ...(b.attachments !== undefined ? { files: b.attachments.map((id) => ({ kind: 'upload' as const, id })) } : {}),
+        ...(b.attachments !== undefined
+          ? { files: b.attachments.map((id) => ({ kind: 'upload' as const, id, by: caller })) }
+          : {}),
         // Unique per caller: another widget naming the same id must not find (or block) this one.
         ...(b.externalId !== undefined ? { dedupKey: `web#${caller}:${b.externalId}` } : {}),
       };
