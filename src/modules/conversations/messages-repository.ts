@@ -9,7 +9,8 @@ import { newId } from '../../lib/ids.js';
 import { messageStored } from '../reports/recorder.js';
 import type { MessageView } from './schemas.js';
 
-const COLUMNS = [
+/** A message's columns as toMessage reads them: every read of a message (a list, search hits) selects these. */
+export const MESSAGE_COLUMNS = [
   'id',
   'conversation_id',
   'direction',
@@ -27,7 +28,7 @@ const COLUMNS = [
   'read_at',
 ] as const;
 
-type ListedRow = Pick<MessageRow, (typeof COLUMNS)[number]>;
+type ListedRow = Pick<MessageRow, (typeof MESSAGE_COLUMNS)[number]>;
 const isoOrNull = (v: string | Date | null) => (v === null ? null : toIso(v));
 
 export function toMessage(row: ListedRow): MessageView {
@@ -55,7 +56,7 @@ export const listMessages = paginate<{ conversationId: string }, MessageRow>({
   name: 'messages',
   from: (db) => db.selectFrom('messages'),
   where: (q, _f, p) => q.where('conversation_id', '=', p('conversationId')),
-  columns: (q) => q.select(COLUMNS),
+  columns: (q) => q.select(MESSAGE_COLUMNS),
   order: ['created_at', 'id'],
   direction: 'asc',
   keyOf: (row) => [toIso(row.created_at), row.id],
@@ -118,7 +119,7 @@ const one = prepared((db, p: Param<{ conversationId: string; id: string }>) =>
     .selectFrom('messages')
     .where('conversation_id', '=', p('conversationId'))
     .where('id', '=', p('id'))
-    .select(COLUMNS),
+    .select(MESSAGE_COLUMNS),
 );
 
 /** A delivery status change: what is set, and the stamps that are set only where still empty. */
@@ -164,7 +165,7 @@ const updateStatus = prepared((db, p: Param<StatusParams>) =>
     })
     .where('id', '=', p('id'))
     .where('delivery_status', '=', p('from'))
-    .returning(COLUMNS),
+    .returning(MESSAGE_COLUMNS),
 );
 
 /**
@@ -205,8 +206,8 @@ export interface JobFinish {
  * were three (src/modules/channels/dispatcher.ts records a send's outcome with it).
  */
 function moveStatusSql(job: JobFinish['next'] | null): string {
-  const cols = COLUMNS.map((c) => `m.${c}`).join(', ');
-  const after = COLUMNS.map((c) => `m.${c} as a_${c}`).join(', ');
+  const cols = MESSAGE_COLUMNS.map((c) => `m.${c}`).join(', ');
+  const after = MESSAGE_COLUMNS.map((c) => `m.${c} as a_${c}`).join(', ');
   const finish =
     job === 'sent'
       ? 'job as (delete from channel_sends where message_id = $1 and locked_by = $13 returning message_id),'
@@ -271,7 +272,7 @@ export async function moveStatusPg(
   const before = toMessage(row as unknown as ListedRow);
   if (row.a_id === null || row.a_id === undefined) return { held, before };
   const a: Record<string, unknown> = {};
-  for (const c of COLUMNS) a[c] = row[`a_${c}`];
+  for (const c of MESSAGE_COLUMNS) a[c] = row[`a_${c}`];
   return { held, before, after: toMessage(a as unknown as ListedRow) };
 }
 

@@ -6,7 +6,7 @@
 // read when a filter needs its conversation), where the newest thousand are found in a few ms.
 import { CompiledQuery } from 'kysely';
 import type { Executor } from '../../db/types.js';
-import { toMessage } from '../conversations/messages-repository.js';
+import { MESSAGE_COLUMNS, toMessage } from '../conversations/messages-repository.js';
 import type { MessageView } from '../conversations/schemas.js';
 import { ftsMatch, tsQuery } from './words.js';
 
@@ -32,24 +32,8 @@ export interface SearchPage {
   capped: boolean;
 }
 
-const COLUMNS = [
-  'id',
-  'conversation_id',
-  'direction',
-  'type',
-  'content',
-  'sender_type',
-  'sender_id',
-  'delivery_status',
-  'created_at',
-  'external_id',
-  'error_code',
-  'error_message',
-  'sent_at',
-  'delivered_at',
-  'read_at',
-];
-const SELECTED = COLUMNS.map((c) => `m.${c}`).join(', ');
+// The columns every message read selects: a new column reaches search hits with the rest.
+const SELECTED = MESSAGE_COLUMNS.map((c) => `m.${c}`).join(', ');
 
 type Row = Parameters<typeof toMessage>[0] & { total: number | string; matched: number | string };
 
