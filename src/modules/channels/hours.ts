@@ -2,6 +2,7 @@
 // its own time zone, and when the closed period it is in began (the auto reply is sent once per
 // closed period). An interval closing at 23:59 runs to midnight, so the default 00:00–23:59 every
 // day is always open.
+import { wallClockFormat } from '../../lib/zone-formats.js';
 
 const DAYS = ['sun', 'mon', 'tue', 'wed', 'thu', 'fri', 'sat'] as const;
 
@@ -14,28 +15,10 @@ const minutesOf = (hhmm: string) => Number(hhmm.slice(0, 2)) * 60 + Number(hhmm.
 // 24:00 is 1440 by itself.
 const closeMinutes = (hhmm: string) => (hhmm === '23:59' ? 1440 : minutesOf(hhmm));
 
-const formats = new Map<string, Intl.DateTimeFormat>();
-function format(tz: string): Intl.DateTimeFormat {
-  let f = formats.get(tz);
-  if (f === undefined) {
-    f = new Intl.DateTimeFormat('en-US', {
-      timeZone: tz,
-      hourCycle: 'h23',
-      year: 'numeric',
-      month: 'numeric',
-      day: 'numeric',
-      hour: 'numeric',
-      minute: 'numeric',
-    });
-    formats.set(tz, f);
-  }
-  return f;
-}
-
 /** The wall-clock date and minute of the day of `t` in `tz`. */
 function local(t: number, tz: string): { y: number; m: number; d: number; minute: number } {
   const p = Object.fromEntries(
-    format(tz)
+    wallClockFormat(tz)
       .formatToParts(new Date(t))
       .map((x) => [x.type, x.value]),
   );

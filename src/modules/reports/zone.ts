@@ -1,24 +1,6 @@
 // Owns wall-clock arithmetic in an IANA time zone: the local date and time of an instant, and the
 // instant a local date and time happen (DST-correct, so a local day may last 23 or 25 hours).
-
-const formats = new Map<string, Intl.DateTimeFormat>();
-function format(tz: string): Intl.DateTimeFormat {
-  let f = formats.get(tz);
-  if (f === undefined) {
-    f = new Intl.DateTimeFormat('en-US', {
-      timeZone: tz,
-      hourCycle: 'h23',
-      year: 'numeric',
-      month: 'numeric',
-      day: 'numeric',
-      hour: 'numeric',
-      minute: 'numeric',
-      second: 'numeric',
-    });
-    formats.set(tz, f);
-  }
-  return f;
-}
+import { wallClockFormat } from '../../lib/zone-formats.js';
 
 export interface LocalTime {
   y: number;
@@ -32,7 +14,7 @@ export interface LocalTime {
 /** The wall-clock date and time of the instant `t` (ms) in `tz`. */
 export function localOf(t: number, tz: string): LocalTime {
   const p: Record<string, string> = {};
-  for (const x of format(tz).formatToParts(new Date(t))) p[x.type] = x.value;
+  for (const x of wallClockFormat(tz).formatToParts(new Date(t))) p[x.type] = x.value;
   return {
     y: Number(p.year),
     m: Number(p.month),

@@ -1,6 +1,7 @@
 // Owns the calendar of stays: whether a YYYY-MM-DD names a real day, and which day it is now in
 // the hotel's time zone (the `hotel` setting), the "today" a guest's current stay is judged by.
 import type { Executor } from '../../db/types.js';
+import { formatsPerZone } from '../../lib/zone-formats.js';
 import { getSetting } from '../settings/repository.js';
 
 /** Whether `day` (already YYYY-MM-DD in form) is a day of the Gregorian calendar: no 2026-02-30. */
@@ -13,21 +14,13 @@ export function isCalendarDay(day: string): boolean {
   return date.getUTCMonth() === mo - 1 && date.getUTCDate() === d;
 }
 
-// One formatter per zone, kept: making one is costly and holds native memory, and every read of a
-// guest or conversation asks for the hotel's today.
-const DAY_FORMATS = new Map<string, Intl.DateTimeFormat>();
+// Every read of a guest or conversation asks for the hotel's today: the formatter is kept per zone.
+// en-CA formats a date as YYYY-MM-DD.
+const dayFormat = formatsPerZone('en-CA', { year: 'numeric', month: '2-digit', day: '2-digit' });
 
 /** The day `at` falls on in `timeZone`, as YYYY-MM-DD. */
 export function dayIn(timeZone: string, at: Date = new Date()): string {
-  let f = DAY_FORMATS.get(timeZone);
-  if (f === undefined) {
-    // en-CA formats a date as YYYY-MM-DD.
-    f = new Intl.DateTimeFormat('en-CA', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit' });
-    // Zones come from the validated hotel setting: few; the bound only guards the map.
-    if (DAY_FORMATS.size >= 100) DAY_FORMATS.clear();
-    DAY_FORMATS.set(timeZone, f);
-  }
-  return f.format(at);
+  return dayFormat(timeZone).format(at);
 }
 
 export interface HotelClock {
