@@ -3,8 +3,7 @@
 // pub/sub to every other instance), the retention purge, and stopping all of it when the app closes.
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import type { Redis } from 'ioredis';
-import { loadRedis } from '../../lib/optional-deps.js';
+import { WakeBus } from '../../lib/wake-bus.js';
 import { Dispatcher } from '../webhooks/dispatcher.js';
 import { EventHub } from './hub.js';
 import { purgeBefore } from './repository.js';
@@ -21,6 +20,8 @@ export interface EventsRuntime {
   /** One-use tickets that open a stream without an Authorization header (browsers' EventSource). */
   tickets: StreamTickets;
   dispatcher: Dispatcher;
+  /** Wake-ups across instances through Redis pub/sub, one pair of connections for every channel. */
+  bus: WakeBus;
   /** Deletes events (and finished deliveries) older than the retention; returns events deleted. */
   purge(): Promise<number>;
 }
@@ -37,6 +38,8 @@ export type EventStreamOptions = StreamAccessOptions & StreamTicketOptions;
 const PURGE_EVERY_MS = 3600_000;
 /** The wake-up message of a commit that queued no webhook delivery (any other: it did). */
 const NO_DELIVERIES = '0';
+/** The wake-up channel of event commits (after the deployment's key prefix). */
+const CHANNEL = 'events';
 const DAY_MS = 86_400_000;
 
 export default fp(
@@ -58,25 +61,13 @@ export default fp(
       if (deliveries) dispatcher.wake();
     };
 
-    // Own connections, without the key prefix (it applies to keys, not to channels): one to
-    // publish, one in subscriber mode. The channel carries the prefix so deployments sharing a
-    // Redis do not wake each other.
-    const channel = `${config.redisKeyPrefix}events`;
-    let publisher: Redis | null = null;
-    let subscriber: Redis | null = null;
-    if (config.redisUrl !== null) {
-      const options = { enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 2000 } as const;
-      publisher = new (loadRedis())(config.redisUrl, options);
-      subscriber = new (loadRedis())(config.redisUrl, { ...options, enableOfflineQueue: true });
-      // Polling carries on while Redis is away; the app's own connection already reports it.
-      publisher.on('error', () => {});
-      subscriber.on('error', () => {});
-      subscriber.on('message', (_channel: string, message: string) => wake(message !== NO_DELIVERIES));
-      subscriber.subscribe(channel).catch(() => {});
-    }
+    // The wake-ups of other instances' commits: the app's one pair of pub/sub connections, which
+    // the job runner shares (src/modules/jobs/runtime.ts).
+    const bus = new WakeBus(config.redisUrl, config.redisKeyPrefix);
+    bus.subscribe(CHANNEL, (message) => wake(message !== NO_DELIVERIES));
     const off = store.eventsCommitted.on(({ deliveries }) => {
       wake(deliveries > 0);
-      publisher?.publish(channel, deliveries > 0 ? '1' : NO_DELIVERIES).catch(() => {});
+      bus.publish(CHANNEL, deliveries > 0 ? '1' : NO_DELIVERIES);
     });
 
     const purge = () => purgeBefore(store, new Date(Date.now() - config.eventRetentionDays * DAY_MS));
@@ -89,7 +80,7 @@ export default fp(
 
     const slots = new StreamSlots(config.streamsPerCaller, app.ctx.redis);
     const access = new StreamAccess(store, app.log, opts.eventStreams);
-    app.decorate('eventsRuntime', { hub, slots, access, tickets, dispatcher, purge } satisfies EventsRuntime);
+    app.decorate('eventsRuntime', { hub, slots, access, tickets, dispatcher, purge, bus } satisfies EventsRuntime);
     dispatcher.start();
 
     // Open streams would keep server.close() waiting for ever: end them before it is called.
@@ -103,8 +94,7 @@ export default fp(
       access.close();
       clearInterval(purgeTimer);
       await dispatcher.stop();
-      publisher?.disconnect();
-      subscriber?.disconnect();
+      bus.close();
     });
   },
   { name: 'events-runtime' },

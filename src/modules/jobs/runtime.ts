@@ -1,11 +1,9 @@
 // Owns the job runner's life in one instance: made and started with the app (modules register
-// their kinds on `app.jobs`), woken at once when another instance commits a job (Redis pub/sub,
-// as the event feed's wake-ups: src/modules/events/runtime.ts; without Redis the poll finds it),
+// their kinds on `app.jobs`), woken at once when another instance commits a job (Redis pub/sub on
+// the event feed's connections: src/lib/wake-bus.ts; without Redis the poll finds it),
 // finished jobs purged hourly past their retention, and stopped, its leases handed back, on close.
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import type { Redis } from 'ioredis';
-import { loadRedis } from '../../lib/optional-deps.js';
 import { JobRunner } from './runner.js';
 
 declare module 'fastify' {
@@ -30,24 +28,10 @@ export default fp(
     const runner = new JobRunner({ db: store, log: app.log, pollMs: config.eventPollIntervalMs, leaseMs: LEASE_MS });
     app.decorate('jobs', runner);
 
-    // Own connections, as the event feed has: one to publish, one in subscriber mode; the channel
-    // carries the key prefix so deployments sharing a Redis do not wake each other.
-    const channel = `${config.redisKeyPrefix}jobs`;
-    let publisher: Redis | null = null;
-    let subscriber: Redis | null = null;
-    if (config.redisUrl !== null) {
-      const options = { enableOfflineQueue: false, maxRetriesPerRequest: 1, connectTimeout: 2000 } as const;
-      publisher = new (loadRedis())(config.redisUrl, options);
-      subscriber = new (loadRedis())(config.redisUrl, { ...options, enableOfflineQueue: true });
-      // The poll carries on while Redis is away.
-      publisher.on('error', () => {});
-      subscriber.on('error', () => {});
-      subscriber.on('message', () => runner.wake());
-      subscriber.subscribe(channel).catch(() => {});
-    }
-    const off = runner.enqueued.on(() => {
-      publisher?.publish(channel, '1').catch(() => {});
-    });
+    // On the event feed's pub/sub connections (src/lib/wake-bus.ts), a channel of its own.
+    const bus = app.eventsRuntime.bus;
+    bus.subscribe('jobs', () => runner.wake());
+    const off = runner.enqueued.on(() => bus.publish('jobs', '1'));
 
     const purge = setInterval(() => {
       runner.purge().catch((err: unknown) => app.log.warn({ err }, 'job purge failed'));
@@ -59,9 +43,8 @@ export default fp(
       off();
       clearInterval(purge);
       await runner.stop();
-      publisher?.disconnect();
-      subscriber?.disconnect();
     });
   },
-  { name: 'jobs-runtime' },
+  // The event feed's runtime makes the Redis wake-up bus, and closes it after this one stops.
+  { name: 'jobs-runtime', dependencies: ['events-runtime'] },
 );
