@@ -133,4 +133,28 @@ test("a delivery status carries the message's files in its message.updated, as e
     assert.ok(e.data.attachments[0]!.url?.startsWith(`${PUBLIC_URL}/api/v1/attachments/${a.id}/content?`));
     assert.equal(e.changes.attachments, undefined, 'a status change does not change the files');
   }
+
+  // A text Twilio refuses fails, and a retry queues it again: both events carry its files too.
+  twilio.failNext({ status: 400, code: 21211, message: 'not a valid phone number' });
+  const refused = await sendWith(app, admin.token, conversation.id, { attachments: [b.id] });
+  await until(conversation.id, refused.id, 'failed');
+  const retried = await call(app, 'POST', `/conversations/${conversation.id}/messages/${refused.id}/retry`, {
+    token: admin.token,
+  });
+  assert.equal(retried.status, 200, retried.raw.body);
+  assert.equal(retried.data.attachments.length, 1);
+  await until(conversation.id, refused.id, 'sent');
+  const later = (await call(app, 'GET', '/events?types=message.updated&limit=100', { token: admin.token })).data as {
+    data: { id: string; deliveryStatus: string; attachments: { id: string }[] };
+    changes: Record<string, unknown>;
+  }[];
+  const again = later.filter((e) => e.data.id === refused.id);
+  assert.deepEqual(
+    again.map((e) => [e.data.deliveryStatus, e.data.attachments.length, e.changes.attachments]),
+    [
+      ['failed', 1, undefined],
+      ['queued', 1, undefined],
+      ['sent', 1, undefined],
+    ],
+  );
 });
