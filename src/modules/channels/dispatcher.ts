@@ -1,21 +1,20 @@
-// Owns sending outbound texts in one instance: claim due send jobs (a lease: one instance per job,
-// renewed while the send lasts, and a crashed instance's jobs come back when its lease runs out),
-// each channel within its own slots, send through the channel's provider, and record the outcome
-// with its event: sent (any acceptance), a retry with exponential backoff and full jitter, or
-// failed with the provider's reason. A text is sent at most once per send decided: an outcome
-// the store refuses is recorded again (never sent again), and each claim counts an attempt, so a
-// text whose sends keep dying with their instance ends `failed` after the last attempt.
-import { randomBytes } from 'node:crypto';
-import { hostname } from 'node:os';
+// Owns sending outbound texts in one instance, on the shared lease worker (src/modules/jobs/
+// lease-worker.ts: claim with a lease renewed while a send lasts, in-flight map, poll loop, release
+// on stop; a crashed instance's jobs come back when its lease runs out): each channel within its own
+// slots, claimed for in batches and only when something may be claimable, texts claimed at birth
+// adopted; send through the channel's provider, and record the outcome with its event: sent (any
+// acceptance), a retry with the shared backoff, or failed with the provider's reason. A text is sent
+// at most once per send decided: an outcome the store refuses is recorded again (never sent again),
+// and each claim counts an attempt, so a text whose sends keep dying with their instance ends
+// `failed` after the last attempt.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyBaseLogger } from 'fastify';
 import type { ChannelsConfig } from '../../config-channels.js';
 import type { Store } from '../../db/store.js';
 import { Signal } from '../../lib/signal.js';
-import { PollLoop } from '../events/poll-loop.js';
 import { retryDelayMs } from '../jobs/backoff.js';
+import { LeaseWorker, type RunLease, type RunOutcome } from '../jobs/lease-worker.js';
 import { type FillFiles, loadForSend, type SendOutcome } from './delivery.js';
-import { type Flight, Flights } from './flights.js';
 import { OutcomeRecorder } from './outcomes.js';
 import { type OutboundFiles, Providers } from './providers.js';
 import {
@@ -24,6 +23,7 @@ import {
   type LocalSender,
   nextSendDueAt,
   releaseSends,
+  renewLeases,
   SEND_CHANNELS,
   type SendLease,
 } from './sends-repository.js';
@@ -44,73 +44,80 @@ export interface ChannelDispatcherOptions {
   fill?: FillFiles;
 }
 
+/** A send job leased to this instance, as the lease worker holds it (its bucket: the channel). */
+type Held = ClaimedSend & { id: string; bucket: string };
+const held = (s: ClaimedSend): Held => ({ ...s, id: s.messageId, bucket: s.channel });
+
+/** The channels a claim names, or null for all of them (and jobs written before jobs named one). */
+const channelsOf = (buckets: readonly string[]) => (buckets.length >= SEND_CHANNELS.length ? null : buckets);
+
 export class ChannelDispatcher implements LocalSender {
-  readonly instance = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
   /** Each recorded outcome of a send, by its channel (the metrics count them). */
   readonly settled = new Signal<{ channel: string; outcome: 'sent' | 'failed' | 'retried' }>();
-  private readonly flights: Flights;
-  /** Texts claimed at birth that found their channel's slots taken, oldest first, with when they were adopted. */
-  private readonly adopted: { send: ClaimedSend; at: number }[] = [];
-  private readonly adoptedIn = new Map<string, number>();
-  private stopping = false;
+  private readonly worker: LeaseWorker<Held>;
   /**
    * Conversations with a text queued here unclaimed that may still wait behind a send in flight
    * here; forgotten once a claim finds none of theirs while none of theirs is in flight here.
    */
   private readonly waiting = new Set<string>();
-  /** Channels the last claim left out for want of slots: claimed again once a send of theirs ends. */
-  private readonly excluded = new Set<string>();
-  /** Whether the next step must claim (see step). */
-  private claimWanted = true;
-  private lastClaimAt = 0;
-  /** When the earliest claimable text known at the last claim comes due. */
-  private nextDueAt = 0;
   private readonly outcomes: OutcomeRecorder;
-  private readonly loop: PollLoop;
   private readonly providers: Providers;
-  /** Slots per channel, and the free slots a channel needs before it is claimed for. */
-  private readonly slots: number;
-  private readonly claimBatch: number;
 
   constructor(private readonly o: ChannelDispatcherOptions) {
-    this.providers = new Providers(o.config, o.log);
-    this.outcomes = new OutcomeRecorder(o.db, this.instance, o.fill ?? null);
-    this.slots = o.config.concurrency;
-    // A claim reads the due sends in order and leases them in one write, so claiming a batch costs
-    // about what claiming one does: claiming again as each send finished made the claims most of
-    // the dispatcher's cost under a steady stream of texts.
-    this.claimBatch = Math.max(1, Math.floor(this.slots / 2));
-    this.flights = new Flights({
-      db: o.db,
-      instance: this.instance,
-      leaseMs: o.config.leaseMs,
-      sendTimeoutMs: o.config.sendTimeoutMs,
+    const { db, config } = o;
+    this.providers = new Providers(config, o.log);
+    this.worker = new LeaseWorker<Held>({
+      name: 'channel dispatcher',
       log: o.log,
+      pollMs: config.pollMs,
+      leaseMs: config.leaseMs,
+      source: {
+        claim: (instance, bucket, limit, until) => this.claim(instance, [bucket], limit, until),
+        claimAcross: (instance, buckets, limit, until) => this.claim(instance, buckets, limit, until),
+        nextDueAt: (buckets) => nextSendDueAt(db, channelsOf(buckets)),
+        renew: (instance, ids, until) => renewLeases(db, instance, ids, new Date(until).toISOString()),
+        // Texts claimed at birth never sent here: their attempt is not counted.
+        release: (instance, sends) =>
+          releaseSends(
+            db,
+            instance,
+            sends.map((s) => s.messageId),
+            true,
+          ),
+      },
+      run: (send, signal, lease) => this.process(send, signal, lease),
+      // A send ending lets the next text of its conversation go, if one was queued here. Other ends
+      // (most sends) claim nothing.
+      claimAfterRun: (send) => this.waiting.has(send.conversationId),
+      // Ended while the lease still covers a send timeout and two renewal periods: an SMTP session
+      // that transmitted its message waits at most a send timeout more for its answer.
+      abortWithinMs: config.sendTimeoutMs + 2 * Math.max(1, Math.floor(config.leaseMs / 4)),
+      adoptMaxWaitMs: config.sendTimeoutMs,
     });
-    this.loop = new PollLoop(
-      () => this.step(),
-      o.config.pollMs,
-      (err) => o.log.warn({ err }, 'channel dispatcher: claiming sends failed'),
-    );
+    this.outcomes = new OutcomeRecorder(db, this.worker.instance, o.fill ?? null);
+    // Claimed in batches of half the slots: claiming again as each send finished made the claims
+    // most of the dispatcher's cost under a steady stream of texts.
+    for (const c of SEND_CHANNELS) this.worker.setSlots(c, config.concurrency, Math.floor(config.concurrency / 2));
+  }
+
+  get instance(): string {
+    return this.worker.instance;
   }
 
   start(): void {
-    this.loop.start();
+    this.worker.start();
   }
 
   wake(): void {
-    this.loop.wake();
+    this.worker.wake();
   }
 
-  async stop(): Promise<void> {
-    this.stopping = true;
-    await this.loop.stop();
-    // Leases are no longer renewed: what is in flight ends while they last (they outlast a send
-    // timeout, the longest an SMTP answer is still waited for now), or is claimed again after.
-    this.flights.close();
-    this.flights.abortAll();
-    await Promise.allSettled([...this.flights.all()].map((f) => f.run));
-    await this.handBack([...this.takeAdopted(() => true)]);
+  /**
+   * Stops claiming, interrupts the sends in flight and waits for them; their leases are no longer
+   * renewed, and outlast a send timeout, the longest an SMTP answer is still waited for now.
+   */
+  stop(): Promise<void> {
+    return this.worker.stop();
   }
 
   /** Deletes finished send jobs and unclaimed provider reports past their retention. */
@@ -126,155 +133,64 @@ export class ChannelDispatcher implements LocalSender {
    * transaction commits.
    */
   lease(channel: string): SendLease | null {
-    if (this.stopping || this.flights.in(channel) + (this.adoptedIn.get(channel) ?? 0) >= this.slots) return null;
+    if (!this.worker.canTake(channel)) return null;
     const untilMs = Date.now() + this.o.config.leaseMs;
-    return { instance: this.instance, until: new Date(untilMs).toISOString(), untilMs };
+    return { instance: this.worker.instance, until: new Date(untilMs).toISOString(), untilMs };
   }
 
   /** Sends a text claimed at birth, once its transaction has committed. */
   adopt(send: ClaimedSend): void {
-    if (this.stopping) {
-      void this.handBack([send]);
-      return;
-    }
-    if (this.flights.has(send.messageId)) return;
-    if (this.flights.in(send.channel) < this.slots) this.launch(send);
-    else {
-      this.adopted.push({ send, at: Date.now() });
-      this.adoptedIn.set(send.channel, (this.adoptedIn.get(send.channel) ?? 0) + 1);
-    }
+    this.worker.adopt(held(send), send.leaseUntil);
   }
 
-  /** A text was queued unclaimed here: claim now rather than at the next poll. */
+  /** A text of the web channel was sent at commit (no provider): counted with the others. */
   sentAtCommit(channel: string): void {
     this.settled.emit({ channel, outcome: 'sent' });
   }
 
+  /** A text was queued unclaimed here: claim now rather than at the next poll. */
   queued(conversationId: string): void {
     // It may wait behind a send of its conversation in flight here: claimed when that one ends.
     if (this.waiting.size >= MAX_WAITING) this.waiting.clear();
     this.waiting.add(conversationId);
-    this.claimWanted = true;
-    this.wake();
+    this.worker.wake();
   }
 
-  /** Gives back leases on texts not sent under them, so that any instance claims them again at once. */
-  private async handBack(sends: ClaimedSend[]): Promise<void> {
-    if (sends.length === 0) return;
-    try {
-      const ids = sends.map((s) => s.messageId);
-      await releaseSends(this.o.db, this.instance, ids, true);
-    } catch (err) {
-      // Their leases run out instead, and the texts are claimed then.
-      this.o.log.warn({ err }, 'channel dispatcher: handing back leases failed');
-    }
-  }
-
-  /** Removes the adopted texts `pick` chooses, oldest first, each as it is chosen. */
-  private *takeAdopted(pick: (a: { send: ClaimedSend; at: number }) => boolean): Generator<ClaimedSend> {
-    for (let i = 0; i < this.adopted.length; ) {
-      const a = this.adopted[i]!;
-      if (!pick(a)) {
-        i++;
-        continue;
-      }
-      this.adopted.splice(i, 1);
-      this.adoptedIn.set(a.send.channel, (this.adoptedIn.get(a.send.channel) ?? 1) - 1);
-      yield a.send;
-    }
-  }
-
-  private async step(): Promise<number | undefined> {
-    // Texts adopted while their channel's slots were taken go first. One that waited for as long as
-    // a send may take would risk its lease running out mid-send (and a second instance sending it
-    // too): it is handed back to be claimed afresh instead.
-    const now = Date.now();
-    const stale = [...this.takeAdopted((a) => now - a.at > this.o.config.sendTimeoutMs)];
-    // Launched as they are taken, so a channel's slots are counted with the ones just filled.
-    for (const send of this.takeAdopted((a) => this.flights.in(a.send.channel) < this.slots)) {
-      if (!this.flights.has(send.messageId)) this.launch(send);
-    }
-    if (stale.length > 0) {
-      await this.handBack(stale);
-      this.claimWanted = true;
-    }
-    // The channels with a batch's worth of free slots are claimed for; the others wait for their
-    // sends to end (which wake the loop), so a channel whose provider hangs holds up only itself.
-    const eligible: string[] = [];
-    let limit = this.slots;
-    this.excluded.clear();
-    for (const c of SEND_CHANNELS) {
-      const free = this.slots - this.flights.in(c) - (this.adoptedIn.get(c) ?? 0);
-      if (free >= this.claimBatch) {
-        eligible.push(c);
-        limit = Math.min(limit, free);
-      } else this.excluded.add(c);
-    }
-    if (eligible.length === 0) return undefined;
-    // A claim runs only when something may be claimable: a text queued here unclaimed, a send
-    // ending in a conversation where one was queued (the next in line) or in a channel left out,
-    // a retry or a text handed back coming due, or the poll (other instances' texts, leases that
-    // ran out). Other wake-ups (most sends ending) claim nothing.
-    const pollAt = this.lastClaimAt + this.o.config.pollMs;
-    if (!this.claimWanted && now < this.nextDueAt && now < pollAt) return Math.min(this.nextDueAt, pollAt) - now;
-    this.claimWanted = false;
-    this.lastClaimAt = now;
-    const channels = this.excluded.size === 0 ? null : eligible;
-    const claimed = await claimSends(this.o.db, this.instance, limit, this.o.config.leaseMs, channels);
-    // A claim of ours that is still in flight (its lease ran out under a very slow store, and we
-    // claimed it again) is renewed, not sent a second time.
-    for (const s of claimed) if (!this.flights.has(s.messageId)) this.launch(s);
+  private async claim(instance: string, buckets: readonly string[], limit: number, until: number): Promise<Held[]> {
+    const claimed = await claimSends(this.o.db, instance, limit, until - Date.now(), channelsOf(buckets));
     if (this.waiting.size > 0) {
-      const busy = new Set([...this.flights.all()].map((f) => f.send.conversationId));
+      const busy = new Set([...this.worker.running(), ...claimed].map((s) => s.conversationId));
       for (const c of this.waiting) if (!busy.has(c)) this.waiting.delete(c);
     }
-    if (claimed.length === limit) {
-      this.claimWanted = true;
-      return undefined;
-    }
-    const next = await nextSendDueAt(this.o.db, channels);
-    this.nextDueAt = next ?? Number.POSITIVE_INFINITY;
-    return next === null ? undefined : Math.max(0, next - Date.now());
+    return claimed.map(held);
   }
 
-  private launch(s: ClaimedSend): void {
-    const flight = this.flights.add(s);
-    flight.run = this.process(flight)
-      .catch((err) => this.o.log.error({ err, message: s.messageId }, 'channel send failed unexpectedly'))
-      .finally(() => {
-        this.flights.delete(flight);
-        // The next text of its conversation may have been waiting for this one, or its channel for a slot.
-        if (this.waiting.has(s.conversationId) || this.excluded.has(s.channel)) this.claimWanted = true;
-        this.wake();
-      });
-  }
-
-  private async process(flight: Flight): Promise<void> {
+  private async process(s: Held, signal: AbortSignal, lease: RunLease): Promise<RunOutcome> {
     const { db, config } = this.o;
-    const s = flight.send;
     const ctx = await loadForSend(db, s.messageId);
     // Only a queued text is sent: anything else was settled meanwhile (or the row is gone). Its job
     // is kept as finished, as a failed text's is, in case a retry wants it again.
     if (ctx === undefined || ctx.message.type !== 'text' || ctx.message.status !== 'queued') {
-      return this.settle(flight, { messageId: s.messageId, next: 'failed', status: null });
+      return this.settle(s, lease, { messageId: s.messageId, next: 'failed', status: null });
     }
     const ref = { conversationId: ctx.message.conversationId, messageId: s.messageId, assignee: ctx.assignee };
     if (s.attempts > config.maxAttempts) {
       // Claimed again and again without an outcome ever recorded: its instances died mid-send.
       const message = `gave up after ${config.maxAttempts} attempts whose outcome was never recorded`;
       const change = { status: 'failed' as const, error: { code: 'ATTEMPTS_EXHAUSTED', message } };
-      return this.settle(flight, { messageId: s.messageId, next: 'failed', status: { ref, change } });
+      return this.settle(s, lease, { messageId: s.messageId, next: 'failed', status: { ref, change } });
     }
     if (this.o.files !== undefined) ctx.outgoing.attachments = await this.o.files.of(db, s.messageId);
-    const result = await this.providers.send(ctx.outgoing, flight.abort.signal);
-    if (!result.ok && result.retryable && this.stopping) {
+    const result = await this.providers.send(ctx.outgoing, signal);
+    if (!result.ok && result.retryable && this.worker.isStopping) {
       // Cut off by the shutdown: any instance sends it again at once (a new send: it may have gone).
-      return releaseSends(db, this.instance, [s.messageId], false).catch(() => {});
+      await releaseSends(db, this.worker.instance, [s.messageId], false).catch(() => {});
+      return 'released';
     }
     const retry = !result.ok && result.retryable && s.attempts < config.maxAttempts;
     const retryAtMs = Date.now() + retryDelayMs(s.attempts, config.retryBaseMs);
-    // Claimed again when it comes due (see step).
-    if (retry) this.nextDueAt = Math.min(this.nextDueAt, retryAtMs);
+    // Claimed again when it comes due, not at the next poll.
+    if (retry) this.worker.dueAt(retryAtMs);
     if (!result.ok) this.o.log.warn({ message: s.messageId, code: result.code, retry }, 'channel send failed');
     const outcome: SendOutcome = result.ok
       ? {
@@ -289,7 +205,7 @@ export class ChannelDispatcher implements LocalSender {
             next: 'failed',
             status: { ref, change: { status: 'failed', error: { code: result.code, message: result.message } } },
           };
-    return this.settle(flight, outcome);
+    return this.settle(s, lease, outcome);
   }
 
   /**
@@ -297,23 +213,18 @@ export class ChannelDispatcher implements LocalSender {
    * the text is never sent again for want of its outcome. Stopping, it tries while the lease
    * lasts; then the text is claimed again when the lease runs out, as after a crash.
    */
-  private async settle(flight: Flight, outcome: SendOutcome): Promise<void> {
+  private async settle(s: Held, lease: RunLease, outcome: SendOutcome): Promise<RunOutcome> {
+    const next = typeof outcome.next === 'string' ? outcome.next : 'retried';
     for (let n = 0; ; n++) {
       try {
         await this.outcomes.record(outcome);
         // A text found no longer queued (settled meanwhile) records its job only: no send to count.
-        if (typeof outcome.next !== 'string' || outcome.status !== null) {
-          const next = outcome.next;
-          this.settled.emit({
-            channel: flight.send.channel,
-            outcome: typeof next === 'string' ? next : 'retried',
-          });
-        }
-        return;
+        if (next === 'retried' || outcome.status !== null) this.settled.emit({ channel: s.channel, outcome: next });
+        return next === 'sent' ? 'done' : next;
       } catch (err) {
-        if (flight.lost || (this.stopping && Date.now() >= flight.leaseUntil)) {
+        if (lease.lost || (this.worker.isStopping && Date.now() >= lease.until)) {
           this.o.log.error({ err, message: outcome.messageId }, 'channel send outcome could not be recorded');
-          return;
+          return 'released';
         }
         this.o.log.warn({ err, message: outcome.messageId }, 'channel send outcome not recorded yet; trying again');
         await sleep(Math.min(MAX_RECORD_BACKOFF_MS, 25 * 2 ** n) * (0.5 + Math.random() / 2));
