@@ -9,7 +9,7 @@ import { newId } from '../../lib/ids.js';
 import { messageStored } from '../reports/recorder.js';
 import type { MessageView } from './schemas.js';
 
-const COLUMNS = [
+export const COLUMNS = [
   'id',
   'conversation_id',
   'direction',
