@@ -7,6 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { type TestContext, test } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import { CompiledQuery } from 'kysely';
+import { newId } from '../../src/lib/ids.js';
 import { fetchLink, png, tempStore, upload } from '../attachments/files.js';
 import { assertError, openConversation } from '../fixtures.js';
 import { buildTestApp, call, createStaff, TEST_STORE, type TestUser } from '../helpers.js';
@@ -359,4 +360,62 @@ test('an erase leaves nothing personal anywhere, is audited, answers the same ag
   assert.equal(back.data.guestCreated, true);
   assert.notEqual(back.data.guestId, guestId);
   assert.equal(back.data.conversationCreated, true);
+});
+
+test('the export pages through a long history: every message and event once, in order', async (t) => {
+  const app = await buildTestApp(t);
+  const admin = await createStaff(app, 'admin');
+  const created = await call(app, 'POST', '/guests', { token: admin.token, body: { name: 'Long Stay' } });
+  const guestId = created.data.id as string;
+  const c = await openConversation(app, admin.token, { guestId, channel: 'web' });
+  // More than two pages of each, written straight to the store (sending 1,100 through the API is
+  // not the point); several messages share a time, so the page key's tie-break on the id is used.
+  const base = Date.parse('2026-11-01T00:00:00.000Z');
+  const messages = Array.from({ length: 1100 }, (_, i) => ({
+    id: newId('msg'),
+    conversation_id: c.id as string,
+    direction: 'inbound' as const,
+    type: 'text' as const,
+    content: `message ${i}`,
+    sender_type: 'guest' as const,
+    sender_id: guestId,
+    delivery_status: 'received' as const,
+    created_at: new Date(base + Math.floor(i / 3)).toISOString(),
+  }));
+  const events = Array.from({ length: 1100 }, (_, i) => ({
+    type: 'guest.updated',
+    occurred_at: new Date(base + i).toISOString(),
+    actor_type: 'staff' as const,
+    actor_id: admin.id,
+    conversation_id: null,
+    task_id: null,
+    assignee: null,
+    data: JSON.stringify({ ...created.data, notes: `n ${i}` }),
+    changes: null,
+  }));
+  const db = app.ctx.store.db;
+  for (let i = 0; i < 1100; i += 100) {
+    await db
+      .insertInto('messages')
+      .values(messages.slice(i, i + 100))
+      .execute();
+    await db
+      .insertInto('events')
+      .values(events.slice(i, i + 100))
+      .execute();
+  }
+  const res = await call(app, 'GET', `/guests/${guestId}/export`, { token: admin.token });
+  assert.equal(res.status, 200, res.raw.body.slice(0, 500));
+  const expected = [...messages].sort((a, b) =>
+    a.created_at === b.created_at ? (a.id < b.id ? -1 : 1) : a.created_at < b.created_at ? -1 : 1,
+  );
+  assert.deepEqual(
+    res.data.conversations[0].messages.map((m: { id: string }) => m.id),
+    expected.map((m) => m.id),
+  );
+  const exported = res.data.events.filter((e: { type: string }) => e.type === 'guest.updated');
+  assert.deepEqual(
+    exported.map((e: { data: { notes: string } }) => e.data.notes),
+    events.map((_, i) => `n ${i}`),
+  );
 });

@@ -45,6 +45,9 @@ const isErased = (g: GuestView) =>
 export async function eraseGuest(deps: EraseDeps, user: AuthUser, id: string, audit: AuditTrail): Promise<GuestView> {
   const files: { sha256: string | null; staged: string | null }[] = [];
   const guest = await withEvents(deps.store, async (tx, outbox) => {
+    // Two erases at once on PostgreSQL: the second waits here and finds the guest erased.
+    if (tx.dialect === 'postgres')
+      await tx.selectFrom('guests').select('id').where('id', '=', id).forUpdate().execute();
     const current = await findGuest(tx, id);
     if (current === undefined) throw notFound('Guest', id);
     const scope = await scopeOf(tx, id);
