@@ -362,7 +362,7 @@ test('an erase leaves nothing personal anywhere, is audited, answers the same ag
   assert.equal(back.data.conversationCreated, true);
 });
 
-test('the export pages through a long history: every message and event once, in order', async (t) => {
+test('export and erase page through a long history: every message and event once, in order', async (t) => {
   const app = await buildTestApp(t);
   const admin = await createStaff(app, 'admin');
   const created = await call(app, 'POST', '/guests', { token: admin.token, body: { name: 'Long Stay' } });
@@ -418,4 +418,12 @@ test('the export pages through a long history: every message and event once, in 
     exported.map((e: { data: { notes: string } }) => e.data.notes),
     events.map((_, i) => `n ${i}`),
   );
+  // The erase reaches every page too.
+  assert.equal((await call(app, 'POST', `/guests/${guestId}/erase`, { token: admin.token })).status, 200);
+  const after = await call(app, 'GET', `/guests/${guestId}/export`, { token: admin.token });
+  const contents = new Set(after.data.conversations[0].messages.map((m: { content: string }) => m.content));
+  assert.deepEqual([...contents], ['[erased]']);
+  assert.equal(after.data.conversations[0].messages.length, 1100);
+  const notes = after.data.events.filter((e: { data: { notes?: string | null } }) => e.data.notes != null);
+  assert.deepEqual(notes, []);
 });

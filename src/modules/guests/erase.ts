@@ -18,7 +18,7 @@ import { type AuditTrail, ref } from '../audit/trail.js';
 import { staffActor } from '../events/emit.js';
 import { withEvents } from '../events/outbox.js';
 import { cancelJob } from '../jobs/repository.js';
-import { eventsNaming } from './guest-events.js';
+import { eventsNaming, messagePages } from './history.js';
 import { ERASED_NAME, ERASED_TEXT, type ErasedScope, redact, redactEvent, scopeIds } from './redact.js';
 import { findGuest, type GuestView, updateGuest } from './repository.js';
 
@@ -131,20 +131,25 @@ async function eraseRecords(tx: Tx, s: ErasedScope): Promise<{ sha256: string | 
       .execute();
   }
   // The search index follows the content (a trigger on SQLite, a generated column on PostgreSQL).
-  await tx
-    .updateTable('messages')
-    .set({ content: ERASED_TEXT, updated_at: now })
-    .where('conversation_id', 'in', conversations)
-    .where('content', '!=', ERASED_TEXT)
-    .execute();
-  await tx
-    .updateTable('messages')
-    .set({ error_message: ERASED_TEXT })
-    .where('conversation_id', 'in', conversations)
-    .where('error_message', 'is not', null)
-    .where('error_code', '!=', NOT_SENT.code)
-    .where('error_message', '!=', ERASED_TEXT)
-    .execute();
+  // A page of each conversation at a time: one statement per page, however long the history.
+  for (const conversation of conversations) {
+    for await (const page of messagePages(tx, conversation)) {
+      const content = page.filter((m) => m.content !== ERASED_TEXT).map((m) => m.id);
+      if (content.length > 0) {
+        await tx
+          .updateTable('messages')
+          .set({ content: ERASED_TEXT, updated_at: now })
+          .where('id', 'in', content)
+          .execute();
+      }
+      const errors = page
+        .filter((m) => m.error_message !== null && m.error_message !== ERASED_TEXT && m.error_code !== NOT_SENT.code)
+        .map((m) => m.id);
+      if (errors.length > 0) {
+        await tx.updateTable('messages').set({ error_message: ERASED_TEXT }).where('id', 'in', errors).execute();
+      }
+    }
+  }
   const files = await tx
     .deleteFrom('attachments')
     .where('conversation_id', 'in', conversations)

@@ -1,25 +1,20 @@
 // Owns the export of everything held about a guest (GDPR arts. 15 and 20, docs/data-rights.md):
 // the guest, their stays, their conversations each with its messages and their files, the tasks
 // about them, and the events naming them, as one JSON document. It is written as it is read, a
-// page at a time (messages and events 500 at a time), so a guest with a long history costs one
-// page of memory, not the whole document.
+// page at a time (history.ts), so a guest with a long history costs one page of memory, not the
+// whole document.
 import { Readable } from 'node:stream';
-import type { Executor, MessageRow as Row } from '../../db/types.js';
-
-type MessageRow = Pick<Row, (typeof MESSAGE_COLUMNS)[number]>;
-
+import type { Executor } from '../../db/types.js';
 import { withAttachments } from '../attachments/service.js';
 import type { LinkSigner } from '../attachments/signing.js';
-import { COLUMNS as MESSAGE_COLUMNS, toMessage } from '../conversations/messages-repository.js';
+import { toMessage } from '../conversations/messages-repository.js';
 import { COLUMNS as CONVERSATION_COLUMNS, toConversation } from '../conversations/repository.js';
 import { toEventJson } from '../events/repository.js';
 import { currentStay } from '../stays/current.js';
 import { COLUMNS as STAY_COLUMNS, toStay } from '../stays/repository.js';
 import { COLUMNS as TASK_COLUMNS, toTask } from '../tasks/repository.js';
-import { eventsNaming } from './guest-events.js';
+import { eventsNaming, messagePages } from './history.js';
 import type { GuestView } from './repository.js';
-
-const PAGE = 500;
 
 /** The export of `guest` (found by the caller, so a missing one is a 404 before anything is sent). */
 export function exportStream(db: Executor, signer: LinkSigner, guest: GuestView): Readable {
@@ -76,25 +71,4 @@ async function* exportParts(db: Executor, signer: LinkSigner, guest: GuestView):
     first = false;
   }
   yield ']}}';
-}
-
-/** A conversation's messages oldest first, a page at a time, each page after the last one's key. */
-async function* messagePages(db: Executor, conversationId: string) {
-  let after: { at: string | Date; id: string } | null = null;
-  for (;;) {
-    const key: { at: string | Date; id: string } | null = after;
-    const rows: MessageRow[] = await db
-      .selectFrom('messages')
-      .select(MESSAGE_COLUMNS)
-      .where('conversation_id', '=', conversationId)
-      .$if(key !== null, (q) => q.where((eb) => eb(eb.refTuple('created_at', 'id'), '>', eb.tuple(key!.at, key!.id))))
-      .orderBy('created_at')
-      .orderBy('id')
-      .limit(PAGE)
-      .execute();
-    if (rows.length > 0) yield rows;
-    if (rows.length < PAGE) return;
-    const last: MessageRow = rows[rows.length - 1]!;
-    after = { at: last.created_at, id: last.id };
-  }
 }
