@@ -2,6 +2,7 @@
 // leaves nothing personal anywhere the API can show it (nor in any table of the store), answers the
 // same guest again, and the guest's address writing again is a new guest.
 import assert from 'node:assert/strict';
+import { readdirSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type TestContext, test } from 'node:test';
@@ -40,6 +41,8 @@ interface World {
   attachmentUrl: string;
   attachmentId: string;
   widget: string;
+  /** The folder holding attachment contents. */
+  files: string;
 }
 
 const key = async (app: FastifyInstance, admin: TestUser, scopes: string[]) => {
@@ -50,7 +53,8 @@ const key = async (app: FastifyInstance, admin: TestUser, scopes: string[]) => {
 
 /** A guest with every kind of record: stay, task, e-mail and web conversations, a file, events. */
 async function world(t: TestContext, env: Record<string, string> = {}): Promise<World> {
-  const app = await buildTestApp(t, { CHANNELS_DRY_RUN: 'true', ...tempStore(t).env, ...env });
+  const files = tempStore(t);
+  const app = await buildTestApp(t, { CHANNELS_DRY_RUN: 'true', ...files.env, ...env });
   const [admin, manager, staff] = await Promise.all([
     createStaff(app, 'admin'),
     createStaff(app, 'manager'),
@@ -120,8 +124,15 @@ async function world(t: TestContext, env: Record<string, string> = {}): Promise<
     attachmentUrl: attachment.url,
     attachmentId: attachment.id,
     widget,
+    files: files.dir,
   };
 }
+
+/** The contents the file store holds (files under the digest folders, not the staging one). */
+const storedContents = (dir: string) =>
+  readdirSync(dir, { recursive: true, withFileTypes: true })
+    .filter((e) => e.isFile() && !e.parentPath.includes('.staging'))
+    .map((e) => e.name);
 
 test('the export holds the guest, stays, conversations with messages and files, tasks and events', async (t) => {
   const w = await world(t);
@@ -244,6 +255,21 @@ test('an erase leaves nothing personal anywhere, is audited, answers the same ag
     body: { guest: { visitorId: 'visitor-ana' }, content: PERSONAL.inbound },
   });
   assert.equal(inbound.status, 201, JSON.stringify(inbound.body));
+  // A second file, also carried into another guest's conversation: its content must stay for them.
+  const shared = await upload(app, admin.token, png(), 'lobby.png');
+  const sent = await call(app, 'POST', `/conversations/${w.conversationId}/messages`, {
+    token: admin.token,
+    body: { content: PERSONAL.outbound, attachments: [shared.data.id] },
+  });
+  assert.equal(sent.status, 201, JSON.stringify(sent.body));
+  const other = await call(app, 'POST', '/guests', { token: admin.token, body: { name: 'Rui Costa' } });
+  const otherConversation = await openConversation(app, admin.token, { guestId: other.data.id, channel: 'web' });
+  const carried = await call(app, 'POST', `/conversations/${otherConversation.id}/messages`, {
+    token: admin.token,
+    body: { content: 'The lobby', attachments: [sent.data.attachments[0].id] },
+  });
+  assert.equal(carried.status, 201, JSON.stringify(carried.body));
+  assert.equal(storedContents(w.files).length, 2);
   const searchFor = (q: string) =>
     call(app, 'GET', `/messages/search?q=${encodeURIComponent(q)}`, { token: admin.token });
   assert.equal((await searchFor('AB1234567')).data.length, 1);
@@ -281,7 +307,9 @@ test('an erase leaves nothing personal anywhere, is audited, answers the same ag
     return r;
   };
   assert.deepEqual((await read(`/guests/${guestId}`)).data, guest);
-  const conversations = (await read(`/conversations?limit=100`)).data;
+  const conversations = (await read(`/conversations?limit=100`)).data.filter(
+    (c: { guestId: string }) => c.guestId === guestId,
+  );
   assert.equal(conversations.length, 2);
   for (const c of conversations) {
     assert.equal(c.guest.name, 'Erased guest');
@@ -294,6 +322,10 @@ test('an erase leaves nothing personal anywhere, is audited, answers the same ag
     }
   }
   assert.equal((await fetchLink(app, w.attachmentUrl)).statusCode, 404);
+  // The guest's own file's content is gone; the one another guest's message carries stays theirs.
+  assert.deepEqual(storedContents(w.files), [shared.data.sha256]);
+  const otherMessages = await read(`/conversations/${otherConversation.id}/messages`);
+  assert.equal((await fetchLink(app, otherMessages.data[0].attachments[0].url)).statusCode, 200);
   await read(`/attachments/${w.attachmentId}`, 404);
   for (const q of ['AB1234567', 'passport', 'pereira', 'gentle']) assert.deepEqual((await searchFor(q)).data, [], q);
   assert.deepEqual((await read(`/guests?search=${encodeURIComponent('pereira')}`)).data, []);
