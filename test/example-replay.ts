@@ -2,7 +2,7 @@
 // what the document says: the path, its parameters' examples, each request body example of each
 // media type, and the credentials its security names (a bearer token, Twilio's or Meta's signature,
 // the e-mail relay's Basic auth, computed here with the test's secrets). The examples' placeholder
-// ids (src/lib/schemas.ts exampleId) become real records' ids: a DELETE takes the record an
+// ids (src/lib/schemas.ts exampleId) become real records' ids: a DELETE (or an erase) takes the record an
 // earlier example created of that type (so the fixture stays for the operations after it),
 // anything else the fixture of that type.
 import { randomBytes } from 'node:crypto';
@@ -82,8 +82,10 @@ export async function replayDocument(app: FastifyInstance, doc: Doc, o: ReplayOp
       const op = item[method];
       if (op === undefined) continue;
       const operationId = String(op.operationId);
+      // An erase (POST …/erase) ends its record's data as a DELETE ends the record.
+      const ends = method === 'delete' || path.endsWith('/erase');
       const ids = (prefix: string) =>
-        (method === 'delete' ? (created[prefix] ?? o.fixtures[prefix]) : o.fixtures[prefix]) ??
+        (ends ? (created[prefix] ?? o.fixtures[prefix]) : o.fixtures[prefix]) ??
         assertNever(`${operationId}: no record of type ${prefix} to stand for ${exampleId(prefix)}`);
       const subst = <T>(value: T): T =>
         JSON.parse(JSON.stringify(value).replace(PLACEHOLDER, (_m, prefix: string) => ids(prefix)));

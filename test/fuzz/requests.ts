@@ -269,6 +269,10 @@ function shape(op: Operation, ops: Operation[], s: State): Shape | null {
           },
         };
       }
+      if (op.path.endsWith('/erase')) {
+        // An erase is for good: never a guest whose address a seeded conversation's channel needs.
+        return { ...base, path: id(() => s.guests.filter((g) => !s.conversations.some((c) => c.guestId === g))) };
+      }
       if (op.path.includes('{id}')) return { ...base, path: id(() => s.guests) };
       return { ...base, after: (res) => op.method === 'POST' && s.guests.push(res.data.id) };
     }
@@ -696,6 +700,8 @@ export async function seed(app: FastifyInstance): Promise<State> {
     });
     s.stays.push({ id: stay.data.id, guestId: g.data.id });
   }
+  // A guest of no conversation, for the erase to take.
+  s.guests.push((await call(app, 'POST', '/guests', { token: admin.token, body: { name: 'Cleo' } })).data.id);
   const task = await call(app, 'POST', '/tasks', {
     token: admin.token,
     body: { title: 'Seed', department: 'housekeeping', assignee: s.staff.id },

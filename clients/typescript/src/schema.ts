@@ -496,6 +496,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/guests/{id}/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Everything held about a guest, as one JSON document (GDPR arts. 15, 20; admin, manager)
+         * @description The guest, their stays, their conversations each with its messages and files, the tasks about them and the events naming them. Written as it is read, a page at a time: a long history streams.
+         *
+         *     API key scope: `guests:read`.
+         */
+        get: operations["exportGuest"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/guests/{id}/erase": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Erase a guest's personal data for good (GDPR art. 17; admin's own token); idempotent
+         * @description The guest becomes `Erased guest` without e-mail, phone, notes, tags, attributes or externalRef; their messages read `[erased]`, their files are deleted, and events, queued webhook payloads and stored idempotent answers naming them are redacted (docs/data-rights.md). Audited `guest.erased`; emits `guest.erased`. Erasing again answers the same guest and changes nothing.
+         *
+         *     Staff token only: API keys may not call this operation.
+         */
+        post: operations["eraseGuest"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/tasks": {
         parameters: {
             query?: never;
@@ -2068,29 +2112,6 @@ export interface components {
             /** Format: date-time */
             updatedAt: string;
         };
-        Task: {
-            /** @example tsk_01jd8x3k5q7w9e2r4t6y8v0m1n */
-            id: string;
-            title: string;
-            description: string | null;
-            department: string;
-            /** @enum {unknown} */
-            priority: "low" | "normal" | "high" | "urgent";
-            /** @enum {unknown} */
-            status: "open" | "in_progress" | "completed" | "cancelled";
-            guestId: string | null;
-            conversationId: string | null;
-            stayId: string | null;
-            assignee: string | null;
-            notes: string | null;
-            dueAt: string | null;
-            completedAt: string | null;
-            deadline: string | null;
-            /** Format: date-time */
-            createdAt: string;
-            /** Format: date-time */
-            updatedAt: string;
-        };
         Stay: {
             /** @example sty_01jd8x3k5q7w9e2r4t6y8v0m1n */
             id: string;
@@ -2120,12 +2141,24 @@ export interface components {
             /** Format: date-time */
             updatedAt: string;
         };
-        KnowledgeEntry: {
-            /** @example kb_01jd8x3k5q7w9e2r4t6y8v0m1n */
+        Task: {
+            /** @example tsk_01jd8x3k5q7w9e2r4t6y8v0m1n */
             id: string;
             title: string;
-            content: string;
-            category: string;
+            description: string | null;
+            department: string;
+            /** @enum {unknown} */
+            priority: "low" | "normal" | "high" | "urgent";
+            /** @enum {unknown} */
+            status: "open" | "in_progress" | "completed" | "cancelled";
+            guestId: string | null;
+            conversationId: string | null;
+            stayId: string | null;
+            assignee: string | null;
+            notes: string | null;
+            dueAt: string | null;
+            completedAt: string | null;
+            deadline: string | null;
             /** Format: date-time */
             createdAt: string;
             /** Format: date-time */
@@ -2211,7 +2244,7 @@ export interface components {
              */
             id: string;
             /** @enum {string} */
-            type: "guest.created" | "guest.updated";
+            type: "guest.created" | "guest.updated" | "guest.erased";
             /** Format: date-time */
             occurredAt: string;
             actor: {
@@ -2373,11 +2406,22 @@ export interface components {
                 };
             };
         };
+        KnowledgeEntry: {
+            /** @example kb_01jd8x3k5q7w9e2r4t6y8v0m1n */
+            id: string;
+            title: string;
+            content: string;
+            category: string;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
         WebhookWithSecret: {
             /** @example whk_01jd8x3k5q7w9e2r4t6y8v0m1n */
             id: string;
             url: string;
-            events: ("*" | "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.status_changed" | "message.created" | "message.updated" | "guest.created" | "guest.updated" | "task.created" | "task.updated" | "task.completed" | "stay.created" | "stay.updated" | "knowledge.created" | "knowledge.updated" | "knowledge.deleted" | "staff.created" | "staff.updated" | "setting.updated" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.disabled")[];
+            events: ("*" | "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.status_changed" | "message.created" | "message.updated" | "guest.created" | "guest.updated" | "guest.erased" | "task.created" | "task.updated" | "task.completed" | "stay.created" | "stay.updated" | "knowledge.created" | "knowledge.updated" | "knowledge.deleted" | "staff.created" | "staff.updated" | "setting.updated" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.disabled")[];
             description: string | null;
             /** @description Inactive endpoints get no new deliveries and their pending ones wait */
             active: boolean;
@@ -2398,7 +2442,7 @@ export interface components {
             /** @example whk_01jd8x3k5q7w9e2r4t6y8v0m1n */
             id: string;
             url: string;
-            events: ("*" | "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.status_changed" | "message.created" | "message.updated" | "guest.created" | "guest.updated" | "task.created" | "task.updated" | "task.completed" | "stay.created" | "stay.updated" | "knowledge.created" | "knowledge.updated" | "knowledge.deleted" | "staff.created" | "staff.updated" | "setting.updated" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.disabled")[];
+            events: ("*" | "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.status_changed" | "message.created" | "message.updated" | "guest.created" | "guest.updated" | "guest.erased" | "task.created" | "task.updated" | "task.completed" | "stay.created" | "stay.updated" | "knowledge.created" | "knowledge.updated" | "knowledge.deleted" | "staff.created" | "staff.updated" | "setting.updated" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.disabled")[];
             description: string | null;
             /** @description Inactive endpoints get no new deliveries and their pending ones wait */
             active: boolean;
@@ -2440,7 +2484,7 @@ export interface components {
             webhookId: string;
             eventId: string;
             /** @enum {unknown} */
-            eventType: "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.status_changed" | "message.created" | "message.updated" | "guest.created" | "guest.updated" | "task.created" | "task.updated" | "task.completed" | "stay.created" | "stay.updated" | "knowledge.created" | "knowledge.updated" | "knowledge.deleted" | "staff.created" | "staff.updated" | "setting.updated" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.disabled" | "webhook.test";
+            eventType: "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.status_changed" | "message.created" | "message.updated" | "guest.created" | "guest.updated" | "guest.erased" | "task.created" | "task.updated" | "task.completed" | "stay.created" | "stay.updated" | "knowledge.created" | "knowledge.updated" | "knowledge.deleted" | "staff.created" | "staff.updated" | "setting.updated" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.disabled" | "webhook.test";
             /** @enum {unknown} */
             status: "pending" | "succeeded" | "failed";
             /** Format: int32 */
@@ -2492,7 +2536,7 @@ export interface components {
             /** @example aud_01jd8x3k5q7w9e2r4t6y8v0m1n */
             id: string;
             /** @enum {unknown} */
-            action: "auth.login" | "auth.login_failed" | "auth.logout" | "auth.password_changed" | "staff.created" | "staff.updated" | "settings.updated" | "api_key.created" | "api_key.updated" | "api_key.rotated" | "api_key.revoked" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "access.denied";
+            action: "auth.login" | "auth.login_failed" | "auth.logout" | "auth.password_changed" | "staff.created" | "staff.updated" | "settings.updated" | "api_key.created" | "api_key.updated" | "api_key.rotated" | "api_key.revoked" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "guest.erased" | "access.denied";
             actor: {
                 type: string;
                 id: string | null;
@@ -9799,6 +9843,649 @@ export interface operations {
             };
         };
     };
+    exportGuest: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description ETags of copies you hold; when one is current the answer is 304 Not Modified without a body */
+                "If-None-Match"?: string;
+            };
+            path: {
+                /**
+                 * @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise
+                 * @example gst_01jd8x3k5q7w9e2r4t6y8v0m1n
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "guest": {
+                     *           "id": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *           "name": "Ana Lopes",
+                     *           "email": "ana.lopes@example.com",
+                     *           "phone": "+351912345678",
+                     *           "tags": [
+                     *             "vip"
+                     *           ],
+                     *           "notes": "Prefers a quiet room",
+                     *           "externalRef": "PROF-88231",
+                     *           "attributes": {
+                     *             "loyalty_tier": "gold",
+                     *             "pillow": "firm",
+                     *             "visits": 4,
+                     *             "vip": true
+                     *           },
+                     *           "stay": {
+                     *             "id": "sty_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *             "room": "412",
+                     *             "checkIn": "2026-11-22",
+                     *             "checkOut": "2026-11-22",
+                     *             "status": "booked"
+                     *           },
+                     *           "createdAt": "2026-11-22T06:33:12.000Z",
+                     *           "updatedAt": "2026-11-22T06:33:12.000Z"
+                     *         },
+                     *         "stays": [
+                     *           {
+                     *             "id": "sty_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *             "guestId": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *             "room": "412",
+                     *             "checkIn": "2026-11-22",
+                     *             "checkOut": "2026-11-22",
+                     *             "status": "booked",
+                     *             "adults": 1,
+                     *             "children": 1,
+                     *             "notes": "Prefers a quiet room",
+                     *             "externalRef": "RES-104233",
+                     *             "createdAt": "2026-11-22T06:33:12.000Z",
+                     *             "updatedAt": "2026-11-22T06:33:12.000Z"
+                     *           }
+                     *         ],
+                     *         "conversations": [
+                     *           {
+                     *             "id": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *             "guestId": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *             "guest": {
+                     *               "id": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *               "name": "Ana Lopes"
+                     *             },
+                     *             "channel": "whatsapp",
+                     *             "status": "open",
+                     *             "assignee": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *             "subject": "Late check-out",
+                     *             "lastMessageAt": "2026-11-22T06:33:12.000Z",
+                     *             "messageCount": 1,
+                     *             "labels": [
+                     *               "vip",
+                     *               "late-checkout"
+                     *             ],
+                     *             "stay": {
+                     *               "id": "sty_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *               "room": "412",
+                     *               "checkIn": "2026-11-22",
+                     *               "checkOut": "2026-11-22",
+                     *               "status": "booked"
+                     *             },
+                     *             "sla": {
+                     *               "firstResponseDueAt": "2026-11-22T06:33:12.000Z",
+                     *               "nextResponseDueAt": "2026-11-22T06:33:12.000Z",
+                     *               "resolutionDueAt": "2026-11-22T06:33:12.000Z",
+                     *               "status": "ok"
+                     *             },
+                     *             "createdAt": "2026-11-22T06:33:12.000Z",
+                     *             "updatedAt": "2026-11-22T06:33:12.000Z",
+                     *             "snoozedUntil": "2026-11-22T06:33:12.000Z",
+                     *             "messages": [
+                     *               {
+                     *                 "id": "msg_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *                 "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *                 "direction": "outbound",
+                     *                 "type": "text",
+                     *                 "content": "Of course! Two towels are on their way to room 412.",
+                     *                 "sender": {
+                     *                   "type": "staff",
+                     *                   "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n"
+                     *                 },
+                     *                 "deliveryStatus": "queued",
+                     *                 "externalId": null,
+                     *                 "error": null,
+                     *                 "sentAt": null,
+                     *                 "deliveredAt": null,
+                     *                 "readAt": null,
+                     *                 "attachments": [],
+                     *                 "createdAt": "2026-11-22T06:33:12.000Z"
+                     *               }
+                     *             ]
+                     *           }
+                     *         ],
+                     *         "tasks": [
+                     *           {
+                     *             "id": "tsk_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *             "title": "Extra towels for room 412",
+                     *             "description": "Two bath towels to room 412",
+                     *             "department": "housekeeping",
+                     *             "priority": "low",
+                     *             "status": "open",
+                     *             "guestId": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *             "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *             "stayId": "sty_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *             "assignee": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *             "notes": "Prefers a quiet room",
+                     *             "dueAt": "2030-01-01T09:00:00.000Z",
+                     *             "completedAt": null,
+                     *             "deadline": "2026-11-22T06:33:12.000Z",
+                     *             "createdAt": "2026-11-22T06:33:12.000Z",
+                     *             "updatedAt": "2026-11-22T06:33:12.000Z"
+                     *           }
+                     *         ],
+                     *         "events": [
+                     *           {
+                     *             "id": "1042",
+                     *             "type": "knowledge.updated",
+                     *             "occurredAt": "2026-11-22T06:33:12.000Z",
+                     *             "actor": {
+                     *               "type": "staff",
+                     *               "id": "stf_01jd8x3k5q7w9e2r4t6y8v0m1n"
+                     *             },
+                     *             "data": {
+                     *               "id": "kb_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *               "title": "Breakfast hours",
+                     *               "content": "Breakfast is served from 07:00 to 10:30 in the Atrium.",
+                     *               "category": "dining",
+                     *               "createdAt": "2026-11-22T06:33:12.000Z",
+                     *               "updatedAt": "2026-11-22T06:33:12.000Z"
+                     *             },
+                     *             "changes": {
+                     *               "content": {
+                     *                 "from": "Breakfast is served from 07:00 to 10:00.",
+                     *                 "to": "Breakfast is served from 07:00 to 10:30 in the Atrium."
+                     *               }
+                     *             }
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        /** @description Everything held about the guest (GDPR arts. 15 and 20) */
+                        data: {
+                            guest: components["schemas"]["Guest"];
+                            stays: components["schemas"]["Stay"][];
+                            /** @description Oldest first */
+                            conversations: {
+                                /** @example cnv_01jd8x3k5q7w9e2r4t6y8v0m1n */
+                                id: string;
+                                /** @example gst_01jd8x3k5q7w9e2r4t6y8v0m1n */
+                                guestId: string;
+                                guest: {
+                                    /** @example gst_01jd8x3k5q7w9e2r4t6y8v0m1n */
+                                    id: string;
+                                    name: string;
+                                };
+                                /** @enum {unknown} */
+                                channel: "whatsapp" | "sms" | "email" | "web";
+                                /** @enum {unknown} */
+                                status: "open" | "closed" | "pending";
+                                assignee: string | null;
+                                subject: string | null;
+                                /**
+                                 * Format: date-time
+                                 * @description Time of the latest message; the creation time while there is none
+                                 */
+                                lastMessageAt: string;
+                                /** Format: int64 */
+                                messageCount: number;
+                                /**
+                                 * @description Lower-case labels, each once, in the order they were set
+                                 * @example [
+                                 *       "vip",
+                                 *       "late-checkout"
+                                 *     ]
+                                 */
+                                labels: string[];
+                                stay: {
+                                    /** @example sty_01jd8x3k5q7w9e2r4t6y8v0m1n */
+                                    id: string;
+                                    room: string | null;
+                                    /**
+                                     * @description The arrival day (YYYY-MM-DD)
+                                     * @example 2026-11-22
+                                     */
+                                    checkIn: string;
+                                    /**
+                                     * @description The departure day (YYYY-MM-DD)
+                                     * @example 2026-11-22
+                                     */
+                                    checkOut: string;
+                                    /** @enum {unknown} */
+                                    status: "booked" | "in_house" | "checked_out" | "cancelled" | "no_show";
+                                } | null;
+                                /** @description The `sla` setting's targets (docs/reports.md); null when no target applies */
+                                sla: {
+                                    firstResponseDueAt: string | null;
+                                    nextResponseDueAt: string | null;
+                                    resolutionDueAt: string | null;
+                                    /**
+                                     * @description at_risk once 80 % of a running target has passed; breached once a target was missed since the conversation was last opened
+                                     * @enum {unknown}
+                                     */
+                                    status: "ok" | "at_risk" | "breached";
+                                } | null;
+                                /** Format: date-time */
+                                createdAt: string;
+                                /** Format: date-time */
+                                updatedAt: string;
+                                snoozedUntil: string | null;
+                                /** @description Oldest first, each with its files (attachments) */
+                                messages: components["schemas"]["Message"][];
+                            }[];
+                            /** @description Tasks about the guest or one of the guest's conversations */
+                            tasks: components["schemas"]["Task"][];
+                            /** @description Events kept (EVENT_RETENTION_DAYS) naming the guest or one of the guest's conversations, oldest first */
+                            events: components["schemas"]["Event"][];
+                        };
+                    };
+                };
+            };
+            /** @description Not Modified: the copy named in If-None-Match is current (no body) */
+            304: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description VALIDATION_ERROR: the request is malformed or a field is invalid */
+            400: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error400"];
+                };
+            };
+            /** @description TOKEN_MISSING, TOKEN_INVALID, TOKEN_EXPIRED or UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error401"];
+                };
+            };
+            /** @description FORBIDDEN: the role may not do this */
+            403: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error403"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error404"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error429"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error500"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: the store cannot be reached; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error503"];
+                };
+            };
+        };
+    };
+    eraseGuest: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe: a repeat with the same key (yours, on this operation) within 24 h replays the first answer instead of making the change again (Idempotent-Replayed: true). 1–255 visible ASCII characters, e.g. a UUID. */
+                "Idempotency-Key"?: string;
+            };
+            path: {
+                /**
+                 * @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise
+                 * @example gst_01jd8x3k5q7w9e2r4t6y8v0m1n
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Present on the replay of an earlier answer to the same Idempotency-Key */
+                    "Idempotent-Replayed"?: "true";
+                    /** @description The record version: send it as If-None-Match on a GET (304 when unchanged) or If-Match on a write */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": {
+                     *         "id": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *         "name": "Ana Lopes",
+                     *         "email": "ana.lopes@example.com",
+                     *         "phone": "+351912345678",
+                     *         "tags": [
+                     *           "vip"
+                     *         ],
+                     *         "notes": "Prefers a quiet room",
+                     *         "externalRef": "PROF-88231",
+                     *         "attributes": {
+                     *           "loyalty_tier": "gold",
+                     *           "pillow": "firm",
+                     *           "visits": 4,
+                     *           "vip": true
+                     *         },
+                     *         "stay": {
+                     *           "id": "sty_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *           "room": "412",
+                     *           "checkIn": "2026-11-22",
+                     *           "checkOut": "2026-11-22",
+                     *           "status": "booked"
+                     *         },
+                     *         "createdAt": "2026-11-22T06:33:12.000Z",
+                     *         "updatedAt": "2026-11-22T06:33:12.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["Guest"];
+                    };
+                };
+            };
+            /** @description VALIDATION_ERROR: the request is malformed or a field is invalid */
+            400: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error400"];
+                };
+            };
+            /** @description TOKEN_MISSING, TOKEN_INVALID, TOKEN_EXPIRED or UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error401"];
+                };
+            };
+            /** @description FORBIDDEN: the role may not do this */
+            403: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error403"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error404"];
+                };
+            };
+            /** @description CONFLICT: the Idempotency-Key is in flight (retry after Retry-After) */
+            409: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error409"];
+                };
+            };
+            /** @description IDEMPOTENCY_KEY_REUSED: the key was used with another request */
+            422: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error422"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error429"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error500"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: the store cannot be reached; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error503"];
+                };
+            };
+        };
+    };
     listTasks: {
         parameters: {
             query?: {
@@ -14758,7 +15445,7 @@ export interface operations {
                      */
                     url: string;
                     /** @description Event types to receive, or ["*"] for all (a list naming "*" names nothing else) */
-                    events: ("*" | "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.status_changed" | "message.created" | "message.updated" | "guest.created" | "guest.updated" | "task.created" | "task.updated" | "task.completed" | "stay.created" | "stay.updated" | "knowledge.created" | "knowledge.updated" | "knowledge.deleted" | "staff.created" | "staff.updated" | "setting.updated" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.disabled")[];
+                    events: ("*" | "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.status_changed" | "message.created" | "message.updated" | "guest.created" | "guest.updated" | "guest.erased" | "task.created" | "task.updated" | "task.completed" | "stay.created" | "stay.updated" | "knowledge.created" | "knowledge.updated" | "knowledge.deleted" | "staff.created" | "staff.updated" | "setting.updated" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.disabled")[];
                     description?: string | null;
                     /** @default true */
                     active?: boolean;
@@ -15435,7 +16122,7 @@ export interface operations {
                      */
                     url?: string;
                     /** @description Event types to receive, or ["*"] for all (a list naming "*" names nothing else) */
-                    events?: ("*" | "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.status_changed" | "message.created" | "message.updated" | "guest.created" | "guest.updated" | "task.created" | "task.updated" | "task.completed" | "stay.created" | "stay.updated" | "knowledge.created" | "knowledge.updated" | "knowledge.deleted" | "staff.created" | "staff.updated" | "setting.updated" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.disabled")[];
+                    events?: ("*" | "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.status_changed" | "message.created" | "message.updated" | "guest.created" | "guest.updated" | "guest.erased" | "task.created" | "task.updated" | "task.completed" | "stay.created" | "stay.updated" | "knowledge.created" | "knowledge.updated" | "knowledge.deleted" | "staff.created" | "staff.updated" | "setting.updated" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.disabled")[];
                     description?: string | null;
                     /** @description true re-activates a disabled endpoint and resets its failure count */
                     active?: boolean;
@@ -19967,7 +20654,7 @@ export interface operations {
                 cursor?: string;
                 /** @description Actor id (staff or API key) */
                 actor?: string;
-                action?: "auth.login" | "auth.login_failed" | "auth.logout" | "auth.password_changed" | "staff.created" | "staff.updated" | "settings.updated" | "api_key.created" | "api_key.updated" | "api_key.rotated" | "api_key.revoked" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "access.denied";
+                action?: "auth.login" | "auth.login_failed" | "auth.logout" | "auth.password_changed" | "staff.created" | "staff.updated" | "settings.updated" | "api_key.created" | "api_key.updated" | "api_key.rotated" | "api_key.revoked" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "guest.erased" | "access.denied";
                 /** @description Entries at or after this time */
                 from?: string;
                 /** @description Entries before this time */

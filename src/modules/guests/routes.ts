@@ -1,14 +1,19 @@
 // Owns /guests: list and get (admin and manager see all, staff only guests of their own
 // conversations and tasks), create, bulk create and update (admin, manager); the rules are in
-// service.ts.
+// service.ts; a guest's export and erase (docs/data-rights.md).
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ownerFilter } from '../../lib/access.js';
-import { ADMIN_MANAGER, ANY_ROLE } from '../../lib/auth.js';
+import { ADMIN, ADMIN_MANAGER, ANY_ROLE } from '../../lib/auth.js';
 import { BulkBody, BulkResponse, runBulk } from '../../lib/bulk.js';
+import { notFound } from '../../lib/errors.js';
 import { currentById } from '../../lib/etag.js';
 import { listPage } from '../../lib/pages.js';
 import { BODY_ERRORS, CONFLICT_ERROR, IdParams, Ok, OkList, ok, STANDARD_ERRORS } from '../../lib/schemas.js';
+import { auditTrail } from '../audit/trail.js';
 import { currentStays } from '../stays/current.js';
+import { GuestExport } from './data-rights-schemas.js';
+import { eraseGuest } from './erase.js';
+import { exportStream } from './export.js';
 import { findGuest, findGuestByRef, type GuestView, listGuests, toGuest } from './repository.js';
 import { CreateGuestBody, Guest, GuestRefParams, ListGuestsQuery, PutGuestBody, UpdateGuestBody } from './schemas.js';
 import { type CreateGuest, createGuest, updateGuest, upsertGuest, visibleGuest } from './service.js';
@@ -157,5 +162,53 @@ export const guestsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request) => ok(await updateGuest(db(), request.user!, request.params.id, request.body)),
+  );
+
+  app.get(
+    '/:id/export',
+    {
+      config: { access: ADMIN_MANAGER, scope: 'guests:read' },
+      schema: {
+        tags: ['guests'],
+        operationId: 'exportGuest',
+        summary: 'Everything held about a guest, as one JSON document (GDPR arts. 15, 20; admin, manager)',
+        description:
+          'The guest, their stays, their conversations each with its messages and files, the tasks about them and ' +
+          'the events naming them. Written as it is read, a page at a time: a long history streams.',
+        params: IdParams,
+        response: { 200: Ok(GuestExport), ...STANDARD_ERRORS },
+      },
+    },
+    async (request, reply) => {
+      const guest = await findGuest(db(), request.params.id);
+      if (guest === undefined) throw notFound('Guest', request.params.id);
+      reply.type('application/json; charset=utf-8');
+      return reply.send(exportStream(db(), app.attachments.signer, guest));
+    },
+  );
+
+  app.post(
+    '/:id/erase',
+    {
+      // No scope: an API key may not erase (a 403 saying it takes a staff token).
+      config: { access: ADMIN },
+      schema: {
+        tags: ['guests'],
+        operationId: 'eraseGuest',
+        summary: "Erase a guest's personal data for good (GDPR art. 17; admin's own token); idempotent",
+        description:
+          'The guest becomes `Erased guest` without e-mail, phone, notes, tags, attributes or externalRef; their ' +
+          'messages read `[erased]`, their files are deleted, and events, queued webhook payloads and stored ' +
+          'idempotent answers naming them are redacted (docs/data-rights.md). Audited `guest.erased`; ' +
+          'emits `guest.erased`. Erasing again answers the same guest and changes nothing.',
+        params: IdParams,
+        response: { 200: Ok(Guest), ...STANDARD_ERRORS },
+      },
+    },
+    async (request) => {
+      const { config, store } = app.ctx;
+      const deps = { store, blobs: app.attachments.blobs, secrets: [config.jwtSecret, ...config.jwtPreviousSecrets] };
+      return ok(await eraseGuest(deps, request.user!, request.params.id, auditTrail(request)));
+    },
   );
 };

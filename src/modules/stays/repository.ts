@@ -7,7 +7,7 @@ import type { Executor, StayTable } from '../../db/types.js';
 import { newId } from '../../lib/ids.js';
 import type { StayFilterQuery, StayStatus, StayView } from './schemas.js';
 
-const COLUMNS = [
+export const COLUMNS = [
   'id',
   'guest_id',
   'room',

@@ -8,7 +8,7 @@ import { newId } from '../../lib/ids.js';
 import { taskWritten } from '../reports/recorder.js';
 import type { CreateTaskInput, TaskFilter, TaskView, UpdateTaskInput } from './schemas.js';
 
-const COLUMNS = [
+export const COLUMNS = [
   'id',
   'title',
   'description',
