@@ -99,3 +99,44 @@ test('SLA moments and overdue tasks are reported once, on time; a reply or a com
     'task.overdue',
   ]);
 });
+
+test('a moment that came while the runner lagged is still reported, once, after a reply ended its target', async (t) => {
+  const app = await buildTestApp(t);
+  const admin = await createStaff(app, 'admin');
+  // A 1.2 s first response (0.02 minute): at risk at 0.96 s.
+  const sla = {
+    firstResponseMinutes: 0.02,
+    businessHours: false,
+    taskMinutes: { low: 60, normal: 60, high: 60, urgent: 60 },
+  };
+  assert.equal((await call(app, 'PUT', '/settings/sla', { token: admin.token, body: { value: sla } })).status, 200);
+  // The runner held back (as under load, or while a lease runs out): the moments pass unreported.
+  await app.jobs.stop();
+  const wrote = await call(app, 'POST', '/channels/web/inbound', {
+    token: admin.token,
+    body: { guestId: await insertGuest(app, 'Lia'), content: 'Hello?', externalId: 'sla-lag' },
+  });
+  assert.equal(wrote.status, 201, JSON.stringify(wrote.body));
+  const id = wrote.data.conversationId as string;
+  const dueAt = (await call(app, 'GET', `/conversations/${id}`, { token: admin.token })).data.sla.firstResponseDueAt;
+  await sleep(Math.max(0, ms(dueAt) + 200 - Date.now()));
+  const reply = await call(app, 'POST', `/conversations/${id}/messages`, {
+    token: admin.token,
+    body: { content: 'Sorry!' },
+  });
+  assert.equal(reply.status, 201, JSON.stringify(reply.body));
+  assert.equal((await call(app, 'GET', `/conversations/${id}`, { token: admin.token })).data.sla.status, 'breached');
+  assert.deepEqual(await slaEvents(app, admin.token), []);
+
+  app.jobs.start();
+  const end = Date.now() + 10_000;
+  while ((await slaEvents(app, admin.token)).length < 2 && Date.now() < end) await sleep(50);
+  await sleep(1000);
+  assert.deepEqual(
+    (await slaEvents(app, admin.token)).map((e) => [e.type, e.data]),
+    [
+      ['sla.at_risk', { conversationId: id, target: 'first_response', dueAt }],
+      ['sla.breached', { conversationId: id, target: 'first_response', dueAt }],
+    ],
+  );
+});

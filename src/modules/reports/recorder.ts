@@ -8,8 +8,23 @@ import { SETTINGS } from '../settings/registry.js';
 import { getSetting } from '../settings/repository.js';
 import { type BusinessHours, businessSecondsBetween } from './business-time.js';
 import { addFacts, type Fact, type Metric, retractFacts } from './facts.js';
-import { dueOf, type SlaSetting, slaOfRow, type Target, targetMinutes, taskDeadline } from './sla.js';
-import { overdueMoment, scheduleConversationSla, scheduleTaskOverdue } from './sla-jobs.js';
+import {
+  type ConversationSla,
+  dueOf,
+  type SlaSetting,
+  slaOfRow,
+  type Target,
+  targetMinutes,
+  taskDeadline,
+} from './sla.js';
+import {
+  endedMoments,
+  nextSlaRun,
+  overdueMoment,
+  owedOf,
+  scheduleConversationSla,
+  scheduleTaskOverdue,
+} from './sla-jobs.js';
 import { num, rdb } from './tables.js';
 
 async function settingValue<T>(x: Executor, key: string): Promise<T> {
@@ -46,6 +61,8 @@ interface ConversationNow {
   target: Target | null;
   responseDue: number | null;
   resolutionDue: number | null;
+  /** Its running targets as they are before the write. */
+  sla: ConversationSla;
 }
 
 const msOrNull = (v: string | Date | null | undefined) =>
@@ -55,7 +72,16 @@ const isoOrNull = (v: number | null | undefined) => (v === null || v === undefin
 async function conversationNow(x: Executor, id: string): Promise<ConversationNow | undefined> {
   const c = await rdb(x)
     .selectFrom('conversations')
-    .select(['id', 'channel', 'assignee', 'sla_target', 'sla_response_due', 'sla_resolution_due'])
+    .select([
+      'id',
+      'channel',
+      'assignee',
+      'sla_target',
+      'sla_response_due',
+      'sla_response_risk',
+      'sla_resolution_due',
+      'sla_resolution_risk',
+    ])
     .where('id', '=', id)
     .executeTakeFirst();
   return (
@@ -66,6 +92,7 @@ async function conversationNow(x: Executor, id: string): Promise<ConversationNow
       target: c.sla_target as Target | null,
       responseDue: msOrNull(c.sla_response_due),
       resolutionDue: msOrNull(c.sla_resolution_due),
+      sla: slaOfRow(c),
     }
   );
 }
@@ -81,11 +108,14 @@ type SlaColumns = {
 
 /**
  * Writes the conversation's running SLA targets into its row (read by `?sla=` and its `sla` field)
- * and moves its SLA event job to the next moment after `reported` (the latest one reported).
+ * at `at`, and moves its SLA event job (src/modules/reports/sla-jobs.ts) to the next moment not yet
+ * reported. A moment that came but was not reported yet and whose target this write ends is kept
+ * as owed (`s`: the conversation's report state, if any), so the job still reports it.
  */
-async function setSla(x: Executor, id: string, c: SlaColumns, reported: number | null): Promise<void> {
+async function setSla(x: Executor, c: ConversationNow, cols: SlaColumns, s: State, at: number): Promise<void> {
+  const id = c.id;
   const set: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(c)) {
+  for (const [k, v] of Object.entries(cols)) {
     if (k === 'sla_breached') set[k] = x.dialect === 'postgres' ? v : v ? 1 : 0;
     else if (k === 'sla_target') set[k] = v;
     else set[k] = isoOrNull(v as number | null);
@@ -96,14 +126,27 @@ async function setSla(x: Executor, id: string, c: SlaColumns, reported: number |
     .where('id', '=', id)
     .returning(['sla_target', 'sla_response_due', 'sla_response_risk', 'sla_resolution_due', 'sla_resolution_risk'])
     .executeTakeFirst();
-  if (row !== undefined) await scheduleConversationSla(x, id, slaOfRow(row), reported);
+  if (row === undefined) return;
+  const state = slaOfRow(row);
+  const reported = num(s?.sla_reported);
+  const ended = s === undefined ? [] : endedMoments(c.sla, state, reported, at);
+  const owed = [...owedOf(s?.sla_owed), ...ended];
+  if (ended.length > 0) {
+    await rdb(x)
+      .updateTable('report_conversations')
+      .set({ sla_owed: JSON.stringify(owed) })
+      .where('id', '=', id)
+      .execute();
+  }
+  await scheduleConversationSla(x, id, nextSlaRun(state, owed, reported));
 }
-
-const NO_RESPONSE_TARGET: SlaColumns = { sla_target: null, sla_response_due: null, sla_response_risk: null };
 
 async function stateOf(x: Executor, id: string) {
   return rdb(x).selectFrom('report_conversations').selectAll().where('id', '=', id).executeTakeFirst();
 }
+type State = Awaited<ReturnType<typeof stateOf>>;
+
+const NO_RESPONSE_TARGET: SlaColumns = { sla_target: null, sla_response_due: null, sla_response_risk: null };
 
 const fact = (c: ConversationNow, metric: Metric, at: number, extra: Partial<Fact> = {}): Fact => ({
   metric,
@@ -114,22 +157,21 @@ const fact = (c: ConversationNow, metric: Metric, at: number, extra: Partial<Fac
   ...extra,
 });
 
-type State = Awaited<ReturnType<typeof stateOf>>;
-
 /** The state and facts of a conversation (re)opened at `at` (`s`: its state before, if any), with its resolution target. */
 async function open(x: Executor, r: Rules, c: ConversationNow, at: number, s: State) {
   const due = dueOf(r.sla, r.hours, at, targetMinutes(r.sla, c.channel, 'resolution'));
   const row = { closed: 0, opened_at: at, wait_at: null, waited: 0 };
   await setSla(
     x,
-    c.id,
+    c,
     {
       ...NO_RESPONSE_TARGET,
       sla_resolution_due: due?.due ?? null,
       sla_resolution_risk: due?.risk ?? null,
       sla_breached: false,
     },
-    num(s?.sla_reported),
+    s,
+    at,
   );
   if (s !== undefined) await rdb(x).updateTable('report_conversations').set(row).where('id', '=', c.id).execute();
   else
@@ -201,9 +243,10 @@ export async function messageStored(x: Executor, m: MessageWritten): Promise<voi
     await rdb(x).updateTable('report_conversations').set({ wait_at: at, waited: 1 }).where('id', '=', c.id).execute();
     await setSla(
       x,
-      c.id,
+      c,
       { sla_target: target, sla_response_due: due?.due ?? null, sla_response_risk: due?.risk ?? null },
-      num(s.sla_reported),
+      s,
+      at,
     );
     if (due !== null) await addFacts(x, [fact(c, BREACHED[target], due.due, { ref: c.id })]);
     return;
@@ -220,7 +263,7 @@ export async function messageStored(x: Executor, m: MessageWritten): Promise<voi
     if (target === 'first_response') facts.push(fact(by, 'first_response', at, d));
     const { missed } = await endTarget(x, by, target, c.responseDue, at, true);
     await rdb(x).updateTable('report_conversations').set({ wait_at: null }).where('id', '=', c.id).execute();
-    await setSla(x, c.id, { ...NO_RESPONSE_TARGET, ...(missed && { sla_breached: true }) }, num(s.sla_reported));
+    await setSla(x, c, { ...NO_RESPONSE_TARGET, ...(missed && { sla_breached: true }) }, s, at);
   }
   await addFacts(x, facts);
 }
@@ -244,14 +287,15 @@ export async function conversationStatusSet(x: Executor, id: string, status: str
   await rdb(x).updateTable('report_conversations').set({ closed: 1, wait_at: null }).where('id', '=', id).execute();
   await setSla(
     x,
-    id,
+    c,
     {
       ...NO_RESPONSE_TARGET,
       sla_resolution_due: null,
       sla_resolution_risk: null,
       ...(resolution.missed && { sla_breached: true }),
     },
-    num(s.sla_reported),
+    s,
+    when,
   );
 }
 

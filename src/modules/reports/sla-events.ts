@@ -11,8 +11,8 @@ import type { Tx } from '../../db/types.js';
 import { SYSTEM } from '../events/emit.js';
 import { withEvents } from '../events/outbox.js';
 import type { JobHandler, JobRunner } from '../jobs/runner.js';
-import { nextConversationMoments, slaOfRow } from './sla.js';
-import { nextSlaMoment, overdueMoment, SLA_MOMENT_KIND, TASK_OVERDUE_KIND } from './sla-jobs.js';
+import { slaOfRow } from './sla.js';
+import { dueMoments, nextSlaRun, overdueMoment, owedOf, SLA_MOMENT_KIND, TASK_OVERDUE_KIND } from './sla-jobs.js';
 import { num, rdb } from './tables.js';
 
 type Jobs = Pick<JobRunner, 'enqueue'>;
@@ -46,6 +46,7 @@ export function slaMomentHandler(store: Store, jobs: Jobs): JobHandler {
             'c.sla_resolution_due',
             'c.sla_resolution_risk',
             'r.sla_reported',
+            'r.sla_owed',
           ])
           .where('c.id', '=', id)
           .executeTakeFirst();
@@ -53,8 +54,9 @@ export function slaMomentHandler(store: Store, jobs: Jobs): JobHandler {
         const s = slaOfRow(row);
         const now = Date.now();
         let reported = num(row.sla_reported);
+        const owed = owedOf(row.sla_owed);
         // In time order, at_risk before breached: the moments a restart missed come out as they fell.
-        const due = nextConversationMoments(s, reported ?? Number.NEGATIVE_INFINITY).filter((m) => m.at <= now);
+        const due = dueMoments(s, owed, reported, now);
         for (const m of due) {
           outbox.add({
             type: m.kind,
@@ -65,21 +67,18 @@ export function slaMomentHandler(store: Store, jobs: Jobs): JobHandler {
           });
           reported = m.at;
         }
-        if (due.length > 0) {
+        // An owed moment not come yet by this instance's clock (another's ran ahead) stays owed.
+        const left = owed.filter((m) => m.at > now);
+        if (due.length > 0 || left.length !== owed.length) {
           await rdb(tx)
             .updateTable('report_conversations')
-            .set({ sla_reported: reported })
+            .set({ sla_reported: reported, sla_owed: left.length === 0 ? null : JSON.stringify(left) })
             .where('id', '=', id)
             .execute();
         }
-        const next = nextSlaMoment(s, reported);
-        if (next !== undefined) {
-          await jobs.enqueue(tx, {
-            kind: SLA_MOMENT_KIND,
-            key: id,
-            runAt: iso(next.at),
-            payload: { conversationId: id },
-          });
+        const next = nextSlaRun(s, left, reported);
+        if (next !== null) {
+          await jobs.enqueue(tx, { kind: SLA_MOMENT_KIND, key: id, runAt: iso(next), payload: { conversationId: id } });
         }
       });
     },

@@ -47,6 +47,8 @@ export interface ReportTables {
     waited: number;
     /** The latest SLA moment reported as an event (migration 030). */
     sla_reported?: Num | null;
+    /** Moments come but not reported when their target ended: JSON, null when none (migration 030). */
+    sla_owed?: string | null;
   };
   report_tasks: {
     id: string;
