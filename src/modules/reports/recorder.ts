@@ -130,7 +130,8 @@ async function setSla(x: Executor, c: ConversationNow, cols: SlaColumns, s: Stat
   const state = slaOfRow(row);
   const reported = num(s?.sla_reported);
   const ended = s === undefined ? [] : endedMoments(c.sla, state, reported, at);
-  const owed = [...owedOf(s?.sla_owed), ...ended];
+  const was = owedOf(s?.sla_owed);
+  const owed = [...was, ...ended];
   if (ended.length > 0) {
     await rdb(x)
       .updateTable('report_conversations')
@@ -138,7 +139,10 @@ async function setSla(x: Executor, c: ConversationNow, cols: SlaColumns, s: Stat
       .where('id', '=', id)
       .execute();
   }
-  await scheduleConversationSla(x, id, nextSlaRun(state, owed, reported));
+  // The job is due at the row's next run: left alone when the write does not move it (a conversation
+  // opened without a resolution target, a wait whose moments all fall after the resolution's next).
+  const next = nextSlaRun(state, owed, reported);
+  if (next !== nextSlaRun(c.sla, was, reported)) await scheduleConversationSla(x, id, next);
 }
 
 async function stateOf(x: Executor, id: string) {
