@@ -32,6 +32,7 @@ import { healthRoutes } from './modules/health/routes.js';
 import jobsRuntime from './modules/jobs/runtime.js';
 import { knowledgeRoutes } from './modules/knowledge/routes.js';
 import { reportsRoutes } from './modules/reports/routes.js';
+import slaEvents from './modules/reports/sla-events.js';
 import { searchRoutes } from './modules/search/routes.js';
 import { settingsRoutes } from './modules/settings/routes.js';
 import { staffRoutes } from './modules/staff/routes.js';
@@ -221,6 +222,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(attachmentsRuntime);
   await app.register(channelsRuntime);
   await app.register(snooze);
+  await app.register(slaEvents);
   await app.register(metrics);
   await app.register(
     async (api) => {

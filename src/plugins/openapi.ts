@@ -12,7 +12,7 @@ import { documentRoute } from '../lib/openapi.js';
 import { linkCreates } from '../lib/openapi-examples.js';
 import { componentRef, discriminated, JSON_COMPONENTS } from '../lib/openapi-limits.js';
 import { withDocumentedRules } from '../lib/openapi-rules.js';
-import { EVENT_DATA, EVENT_TYPES } from '../modules/events/schemas.js';
+import { EVENT_DATA, EVENT_RECORDS, EVENT_TYPES } from '../modules/events/schemas.js';
 import { CUSTOM_KEY, SETTINGS } from '../modules/settings/registry.js';
 
 type Schema = Record<string, unknown>;
@@ -26,7 +26,7 @@ type Schema = Record<string, unknown>;
 function withShapes<T>(doc: T): T {
   const schemas = (doc as { components?: { schemas?: Record<string, Schema> } }).components?.schemas;
   if (schemas === undefined) return doc;
-  Object.assign(schemas, JSON_COMPONENTS);
+  Object.assign(schemas, JSON_COMPONENTS, EVENT_RECORDS);
   const event = schemas.Event;
   if (event !== undefined) {
     const props = event.properties as Record<string, Schema>;
@@ -42,7 +42,13 @@ function withShapes<T>(doc: T): T {
       'data',
       records.map((record) => [
         { type: 'string', enum: EVENT_TYPES.filter((t) => EVENT_DATA[t] === record) },
-        { ...componentRef(record), description: `The ${record} after the change (as it was, for a deletion)` },
+        {
+          ...componentRef(record),
+          description:
+            record in EVENT_RECORDS
+              ? 'The moment reported'
+              : `The ${record} after the change (as it was, for a deletion)`,
+        },
       ]),
     );
   }

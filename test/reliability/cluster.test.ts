@@ -1,8 +1,9 @@
 // Three instances on one PostgreSQL and one Redis behind HAProxy (deploy/haproxy.cfg, as
 // `npm run cluster` runs it): a limit is counted across instances, a logout on one is refused at
 // once on another, so is a revoked API key, each event reaches a webhook once, each text reaches the
-// (fake) SMS provider once whichever instance claims it, and a rolling restart under load (SIGTERM:
-// /readyz 503 while still serving for SHUTDOWN_DRAIN_MS, then close) fails no request.
+// (fake) SMS provider once whichever instance claims it, each SLA moment is reported once and on
+// time whichever instance runs its job, and a rolling restart under load (SIGTERM: /readyz 503
+// while still serving for SHUTDOWN_DRAIN_MS, then close) fails no request.
 // PostgreSQL + Redis only (TEST_STORE=postgres); HAProxy from Debian's packages (.ci/run installs it).
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
@@ -161,6 +162,66 @@ test('three instances behind HAProxy: shared limits, logout, single delivery, a 
     });
     const statuses = ((await list.json()) as { data: { deliveryStatus: string }[] }).data.map((m) => m.deliveryStatus);
     assert.deepEqual(statuses, Array(9).fill('sent'));
+  });
+
+  await t.test('each SLA moment is reported once, on time, whichever instance runs it', async () => {
+    // A 3 s first response (0.05 minute) and 3 s tasks, in wall time.
+    const sla = {
+      firstResponseMinutes: 0.05,
+      businessHours: false,
+      taskMinutes: { low: 0.05, normal: 0.05, high: 0.05, urgent: 0.05 },
+    };
+    const set = await fetch(`${lb}/api/v1/settings/sla`, {
+      method: 'PUT',
+      headers: json(token),
+      body: JSON.stringify({ value: sla }),
+    });
+    assert.equal(set.status, 200);
+    const post = async (path: string, body: unknown) => {
+      const res = await fetch(`${lb}/api/v1${path}`, {
+        method: 'POST',
+        headers: json(token),
+        body: JSON.stringify(body),
+      });
+      assert.equal(res.status, 201, path);
+      return ((await res.json()) as { data: Record<string, string> & { message: { createdAt: string } } }).data;
+    };
+    // Round robin: each instance writes some of the jobs, and every instance's runner competes.
+    const dueAt = new Map<string, number>();
+    for (let i = 0; i < 3; i++) {
+      const guest = await post('/guests', { name: `Waiting ${i}` });
+      const wrote = await post('/channels/web/inbound', {
+        guestId: guest.id,
+        content: 'Hello?',
+        externalId: `sla-${i}`,
+      });
+      dueAt.set(wrote.conversationId!, Date.parse(wrote.message.createdAt) + 3000);
+      const task = await post('/tasks', { title: `Towels ${i}`, department: 'housekeeping' });
+      dueAt.set(task.id!, Date.parse(task.deadline!));
+    }
+    const feed = async () => {
+      const res = await fetch(`${lb}/api/v1/events?types=sla.at_risk,sla.breached,task.overdue&limit=100`, {
+        headers: json(token),
+      });
+      return ((await res.json()) as { data: { type: string; occurredAt: string; data: Record<string, string> }[] })
+        .data;
+    };
+    for (let i = 0; (await feed()).length < 9 && i < 150; i++) await sleep(100);
+    // Time for a duplicate to show, if any instance were to write one.
+    await sleep(1500);
+    const events = await feed();
+    const seen = events.map((e) => `${e.type} ${e.data.conversationId ?? e.data.taskId}`);
+    assert.equal(events.length, 9, JSON.stringify(seen));
+    assert.equal(new Set(seen).size, 9, 'each once');
+    let latest = 0;
+    for (const e of events) {
+      const due = dueAt.get(e.data.conversationId ?? e.data.taskId!)!;
+      const moment = e.type === 'sla.at_risk' ? due - 600 : due;
+      const late = Date.parse(e.occurredAt) - moment;
+      latest = Math.max(latest, late);
+      assert.ok(late >= 0 && late <= 5000, `${e.type} written ${late} ms after its moment`);
+    }
+    t.diagnostic(`SLA events written at most ${latest} ms after their moment`);
   });
 
   await t.test('each event reaches a webhook once, whichever instance wrote it', async () => {

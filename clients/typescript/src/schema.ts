@@ -2292,6 +2292,54 @@ export interface components {
              */
             id: string;
             /** @enum {string} */
+            type: "task.overdue";
+            /** Format: date-time */
+            occurredAt: string;
+            actor: {
+                /** @enum {unknown} */
+                type: "staff" | "system" | "guest" | "api_key";
+                id: string | null;
+            };
+            /** @description The moment reported */
+            data: components["schemas"]["TaskOverdue"];
+            /** @description For updates: each changed field as { from, to }; absent for creates */
+            changes?: {
+                [key: string]: {
+                    from: components["schemas"]["JsonValue"];
+                    to: components["schemas"]["JsonValue"];
+                };
+            };
+        } | {
+            /**
+             * @description Monotonic cursor (a decimal integer as a string); pass it back as `after` or Last-Event-ID
+             * @example 1042
+             */
+            id: string;
+            /** @enum {string} */
+            type: "sla.at_risk" | "sla.breached";
+            /** Format: date-time */
+            occurredAt: string;
+            actor: {
+                /** @enum {unknown} */
+                type: "staff" | "system" | "guest" | "api_key";
+                id: string | null;
+            };
+            /** @description The moment reported */
+            data: components["schemas"]["SlaMoment"];
+            /** @description For updates: each changed field as { from, to }; absent for creates */
+            changes?: {
+                [key: string]: {
+                    from: components["schemas"]["JsonValue"];
+                    to: components["schemas"]["JsonValue"];
+                };
+            };
+        } | {
+            /**
+             * @description Monotonic cursor (a decimal integer as a string); pass it back as `after` or Last-Event-ID
+             * @example 1042
+             */
+            id: string;
+            /** @enum {string} */
             type: "stay.created" | "stay.updated";
             /** Format: date-time */
             occurredAt: string;
@@ -2421,7 +2469,7 @@ export interface components {
             /** @example whk_01jd8x3k5q7w9e2r4t6y8v0m1n */
             id: string;
             url: string;
-            events: ("*" | "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.status_changed" | "message.created" | "message.updated" | "guest.created" | "guest.updated" | "guest.erased" | "task.created" | "task.updated" | "task.completed" | "stay.created" | "stay.updated" | "knowledge.created" | "knowledge.updated" | "knowledge.deleted" | "staff.created" | "staff.updated" | "setting.updated" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.disabled")[];
+            events: ("*" | "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.status_changed" | "message.created" | "message.updated" | "guest.created" | "guest.updated" | "guest.erased" | "task.created" | "task.updated" | "task.completed" | "task.overdue" | "sla.at_risk" | "sla.breached" | "stay.created" | "stay.updated" | "knowledge.created" | "knowledge.updated" | "knowledge.deleted" | "staff.created" | "staff.updated" | "setting.updated" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.disabled")[];
             description: string | null;
             /** @description Inactive endpoints get no new deliveries and their pending ones wait */
             active: boolean;
@@ -2442,7 +2490,7 @@ export interface components {
             /** @example whk_01jd8x3k5q7w9e2r4t6y8v0m1n */
             id: string;
             url: string;
-            events: ("*" | "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.status_changed" | "message.created" | "message.updated" | "guest.created" | "guest.updated" | "guest.erased" | "task.created" | "task.updated" | "task.completed" | "stay.created" | "stay.updated" | "knowledge.created" | "knowledge.updated" | "knowledge.deleted" | "staff.created" | "staff.updated" | "setting.updated" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.disabled")[];
+            events: ("*" | "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.status_changed" | "message.created" | "message.updated" | "guest.created" | "guest.updated" | "guest.erased" | "task.created" | "task.updated" | "task.completed" | "task.overdue" | "sla.at_risk" | "sla.breached" | "stay.created" | "stay.updated" | "knowledge.created" | "knowledge.updated" | "knowledge.deleted" | "staff.created" | "staff.updated" | "setting.updated" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.disabled")[];
             description: string | null;
             /** @description Inactive endpoints get no new deliveries and their pending ones wait */
             active: boolean;
@@ -2484,7 +2532,7 @@ export interface components {
             webhookId: string;
             eventId: string;
             /** @enum {unknown} */
-            eventType: "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.status_changed" | "message.created" | "message.updated" | "guest.created" | "guest.updated" | "guest.erased" | "task.created" | "task.updated" | "task.completed" | "stay.created" | "stay.updated" | "knowledge.created" | "knowledge.updated" | "knowledge.deleted" | "staff.created" | "staff.updated" | "setting.updated" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.disabled" | "webhook.test";
+            eventType: "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.status_changed" | "message.created" | "message.updated" | "guest.created" | "guest.updated" | "guest.erased" | "task.created" | "task.updated" | "task.completed" | "task.overdue" | "sla.at_risk" | "sla.breached" | "stay.created" | "stay.updated" | "knowledge.created" | "knowledge.updated" | "knowledge.deleted" | "staff.created" | "staff.updated" | "setting.updated" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.disabled" | "webhook.test";
             /** @enum {unknown} */
             status: "pending" | "succeeded" | "failed";
             /** Format: int32 */
@@ -2659,6 +2707,47 @@ export interface components {
         JsonValue: RecursiveJsonValue;
         /** @description Any JSON value without U+0000 in a string or key (64 levels at most) */
         JsonInput: RecursiveJsonInput;
+        /**
+         * @description A service-level target at risk (80 % of its time gone) or breached (its due moment passed)
+         * @example {
+         *       "conversationId": "cnv_01jd8x3k5q7w9e2r4t6y8v0m1n",
+         *       "target": "first_response",
+         *       "dueAt": "2026-11-22T06:33:12.000Z"
+         *     }
+         */
+        SlaMoment: {
+            /**
+             * @description The conversation
+             * @example cnv_01jd8x3k5q7w9e2r4t6y8v0m1n
+             */
+            conversationId: string;
+            /** @enum {unknown} */
+            target: "first_response" | "next_response" | "resolution";
+            /**
+             * Format: date-time
+             * @description When the target is due
+             */
+            dueAt: string;
+        };
+        /**
+         * @description A task whose deadline passed before it was completed
+         * @example {
+         *       "taskId": "tsk_01jd8x3k5q7w9e2r4t6y8v0m1n",
+         *       "deadline": "2026-11-22T06:33:12.000Z"
+         *     }
+         */
+        TaskOverdue: {
+            /**
+             * @description The task
+             * @example tsk_01jd8x3k5q7w9e2r4t6y8v0m1n
+             */
+            taskId: string;
+            /**
+             * Format: date-time
+             * @description The deadline that passed
+             */
+            deadline: string;
+        };
     };
     responses: never;
     parameters: never;
@@ -15445,7 +15534,7 @@ export interface operations {
                      */
                     url: string;
                     /** @description Event types to receive, or ["*"] for all (a list naming "*" names nothing else) */
-                    events: ("*" | "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.status_changed" | "message.created" | "message.updated" | "guest.created" | "guest.updated" | "guest.erased" | "task.created" | "task.updated" | "task.completed" | "stay.created" | "stay.updated" | "knowledge.created" | "knowledge.updated" | "knowledge.deleted" | "staff.created" | "staff.updated" | "setting.updated" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.disabled")[];
+                    events: ("*" | "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.status_changed" | "message.created" | "message.updated" | "guest.created" | "guest.updated" | "guest.erased" | "task.created" | "task.updated" | "task.completed" | "task.overdue" | "sla.at_risk" | "sla.breached" | "stay.created" | "stay.updated" | "knowledge.created" | "knowledge.updated" | "knowledge.deleted" | "staff.created" | "staff.updated" | "setting.updated" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.disabled")[];
                     description?: string | null;
                     /** @default true */
                     active?: boolean;
@@ -16122,7 +16211,7 @@ export interface operations {
                      */
                     url?: string;
                     /** @description Event types to receive, or ["*"] for all (a list naming "*" names nothing else) */
-                    events?: ("*" | "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.status_changed" | "message.created" | "message.updated" | "guest.created" | "guest.updated" | "guest.erased" | "task.created" | "task.updated" | "task.completed" | "stay.created" | "stay.updated" | "knowledge.created" | "knowledge.updated" | "knowledge.deleted" | "staff.created" | "staff.updated" | "setting.updated" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.disabled")[];
+                    events?: ("*" | "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.status_changed" | "message.created" | "message.updated" | "guest.created" | "guest.updated" | "guest.erased" | "task.created" | "task.updated" | "task.completed" | "task.overdue" | "sla.at_risk" | "sla.breached" | "stay.created" | "stay.updated" | "knowledge.created" | "knowledge.updated" | "knowledge.deleted" | "staff.created" | "staff.updated" | "setting.updated" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.disabled")[];
                     description?: string | null;
                     /** @description true re-activates a disabled endpoint and resets its failure count */
                     active?: boolean;

@@ -18,6 +18,9 @@ export const EVENT_TYPES = [
   'task.created',
   'task.updated',
   'task.completed',
+  'task.overdue',
+  'sla.at_risk',
+  'sla.breached',
   'stay.created',
   'stay.updated',
   'knowledge.created',
@@ -48,6 +51,9 @@ export const EVENT_DATA: Record<EventType, string> = {
   'task.created': 'Task',
   'task.updated': 'Task',
   'task.completed': 'Task',
+  'task.overdue': 'TaskOverdue',
+  'sla.at_risk': 'SlaMoment',
+  'sla.breached': 'SlaMoment',
   'stay.created': 'Stay',
   'stay.updated': 'Stay',
   'knowledge.created': 'KnowledgeEntry',
@@ -61,6 +67,31 @@ export const EVENT_DATA: Record<EventType, string> = {
   'webhook.deleted': 'Webhook',
   'webhook.disabled': 'Webhook',
   'webhook.test': 'Webhook',
+};
+
+/** The records of the events that carry no API resource (the SLA events: docs/reports.md). */
+export const EVENT_RECORDS = {
+  SlaMoment: Type.Object(
+    {
+      conversationId: RefId(['cnv'], 'The conversation'),
+      target: Type.Enum(['first_response', 'next_response', 'resolution']),
+      dueAt: Type.String({ format: 'date-time', maxLength: 30, description: 'When the target is due' }),
+    },
+    {
+      description: 'A service-level target at risk (80 % of its time gone) or breached (its due moment passed)',
+      examples: [{ conversationId: exampleId('cnv'), target: 'first_response', dueAt: EXAMPLE_TIME }],
+    },
+  ),
+  TaskOverdue: Type.Object(
+    {
+      taskId: RefId(['tsk'], 'The task'),
+      deadline: Type.String({ format: 'date-time', maxLength: 30, description: 'The deadline that passed' }),
+    },
+    {
+      description: 'A task whose deadline passed before it was completed',
+      examples: [{ taskId: exampleId('tsk'), deadline: EXAMPLE_TIME }],
+    },
+  ),
 };
 
 export const isEventType = (s: string): s is EventType => (EVENT_TYPES as readonly string[]).includes(s);

@@ -8,7 +8,23 @@ import { SETTINGS } from '../settings/registry.js';
 import { getSetting } from '../settings/repository.js';
 import { type BusinessHours, businessSecondsBetween } from './business-time.js';
 import { addFacts, type Fact, type Metric, retractFacts } from './facts.js';
-import { dueOf, type SlaSetting, type Target, targetMinutes, taskDeadline } from './sla.js';
+import {
+  type ConversationSla,
+  dueOf,
+  type SlaSetting,
+  slaOfRow,
+  type Target,
+  targetMinutes,
+  taskDeadline,
+} from './sla.js';
+import {
+  endedMoments,
+  nextSlaRun,
+  overdueMoment,
+  owedOf,
+  scheduleConversationSla,
+  scheduleTaskOverdue,
+} from './sla-jobs.js';
 import { num, rdb } from './tables.js';
 
 async function settingValue<T>(x: Executor, key: string): Promise<T> {
@@ -45,6 +61,8 @@ interface ConversationNow {
   target: Target | null;
   responseDue: number | null;
   resolutionDue: number | null;
+  /** Its running targets as they are before the write. */
+  sla: ConversationSla;
 }
 
 const msOrNull = (v: string | Date | null | undefined) =>
@@ -54,7 +72,16 @@ const isoOrNull = (v: number | null | undefined) => (v === null || v === undefin
 async function conversationNow(x: Executor, id: string): Promise<ConversationNow | undefined> {
   const c = await rdb(x)
     .selectFrom('conversations')
-    .select(['id', 'channel', 'assignee', 'sla_target', 'sla_response_due', 'sla_resolution_due'])
+    .select([
+      'id',
+      'channel',
+      'assignee',
+      'sla_target',
+      'sla_response_due',
+      'sla_response_risk',
+      'sla_resolution_due',
+      'sla_resolution_risk',
+    ])
     .where('id', '=', id)
     .executeTakeFirst();
   return (
@@ -65,6 +92,7 @@ async function conversationNow(x: Executor, id: string): Promise<ConversationNow
       target: c.sla_target as Target | null,
       responseDue: msOrNull(c.sla_response_due),
       resolutionDue: msOrNull(c.sla_resolution_due),
+      sla: slaOfRow(c),
     }
   );
 }
@@ -78,22 +106,51 @@ type SlaColumns = {
   sla_breached?: boolean;
 };
 
-/** Writes the conversation's running SLA targets into its row (read by `?sla=` and its `sla` field). */
-async function setSla(x: Executor, id: string, c: SlaColumns): Promise<void> {
+/**
+ * Writes the conversation's running SLA targets into its row (read by `?sla=` and its `sla` field)
+ * at `at`, and moves its SLA event job (src/modules/reports/sla-jobs.ts) to the next moment not yet
+ * reported. A moment that came but was not reported yet and whose target this write ends is kept
+ * as owed (`s`: the conversation's report state, if any), so the job still reports it.
+ */
+async function setSla(x: Executor, c: ConversationNow, cols: SlaColumns, s: State, at: number): Promise<void> {
+  const id = c.id;
   const set: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(c)) {
+  for (const [k, v] of Object.entries(cols)) {
     if (k === 'sla_breached') set[k] = x.dialect === 'postgres' ? v : v ? 1 : 0;
     else if (k === 'sla_target') set[k] = v;
     else set[k] = isoOrNull(v as number | null);
   }
-  await rdb(x).updateTable('conversations').set(set).where('id', '=', id).execute();
+  const row = await rdb(x)
+    .updateTable('conversations')
+    .set(set)
+    .where('id', '=', id)
+    .returning(['sla_target', 'sla_response_due', 'sla_response_risk', 'sla_resolution_due', 'sla_resolution_risk'])
+    .executeTakeFirst();
+  if (row === undefined) return;
+  const state = slaOfRow(row);
+  const reported = num(s?.sla_reported);
+  const ended = s === undefined ? [] : endedMoments(c.sla, state, reported, at);
+  const was = owedOf(s?.sla_owed);
+  const owed = [...was, ...ended];
+  if (ended.length > 0) {
+    await rdb(x)
+      .updateTable('report_conversations')
+      .set({ sla_owed: JSON.stringify(owed) })
+      .where('id', '=', id)
+      .execute();
+  }
+  // The job is due at the row's next run: left alone when the write does not move it (a conversation
+  // opened without a resolution target, a wait whose moments all fall after the resolution's next).
+  const next = nextSlaRun(state, owed, reported);
+  if (next !== nextSlaRun(c.sla, was, reported)) await scheduleConversationSla(x, id, next);
 }
-
-const NO_RESPONSE_TARGET: SlaColumns = { sla_target: null, sla_response_due: null, sla_response_risk: null };
 
 async function stateOf(x: Executor, id: string) {
   return rdb(x).selectFrom('report_conversations').selectAll().where('id', '=', id).executeTakeFirst();
 }
+type State = Awaited<ReturnType<typeof stateOf>>;
+
+const NO_RESPONSE_TARGET: SlaColumns = { sla_target: null, sla_response_due: null, sla_response_risk: null };
 
 const fact = (c: ConversationNow, metric: Metric, at: number, extra: Partial<Fact> = {}): Fact => ({
   metric,
@@ -104,17 +161,23 @@ const fact = (c: ConversationNow, metric: Metric, at: number, extra: Partial<Fac
   ...extra,
 });
 
-/** The state and facts of a conversation (re)opened at `at`, with its resolution target. */
-async function open(x: Executor, r: Rules, c: ConversationNow, at: number, exists: boolean) {
+/** The state and facts of a conversation (re)opened at `at` (`s`: its state before, if any), with its resolution target. */
+async function open(x: Executor, r: Rules, c: ConversationNow, at: number, s: State) {
   const due = dueOf(r.sla, r.hours, at, targetMinutes(r.sla, c.channel, 'resolution'));
   const row = { closed: 0, opened_at: at, wait_at: null, waited: 0 };
-  await setSla(x, c.id, {
-    ...NO_RESPONSE_TARGET,
-    sla_resolution_due: due?.due ?? null,
-    sla_resolution_risk: due?.risk ?? null,
-    sla_breached: false,
-  });
-  if (exists) await rdb(x).updateTable('report_conversations').set(row).where('id', '=', c.id).execute();
+  await setSla(
+    x,
+    c,
+    {
+      ...NO_RESPONSE_TARGET,
+      sla_resolution_due: due?.due ?? null,
+      sla_resolution_risk: due?.risk ?? null,
+      sla_breached: false,
+    },
+    s,
+    at,
+  );
+  if (s !== undefined) await rdb(x).updateTable('report_conversations').set(row).where('id', '=', c.id).execute();
   else
     await rdb(x)
       .insertInto('report_conversations')
@@ -129,7 +192,7 @@ async function open(x: Executor, r: Rules, c: ConversationNow, at: number, exist
 export async function conversationOpened(x: Executor, id: string, at: string): Promise<void> {
   const c = await conversationNow(x, id);
   if (c === undefined) return;
-  await open(x, await rulesOf(x), c, ms(at), false);
+  await open(x, await rulesOf(x), c, ms(at), undefined);
 }
 
 /**
@@ -172,7 +235,7 @@ export async function messageStored(x: Executor, m: MessageWritten): Promise<voi
   let s = await stateOf(x, c.id);
   if (s === undefined || (m.direction === 'inbound' && s.closed === 1)) {
     // A guest writing to a closed conversation reopens it (the row was reopened with this message).
-    await open(x, r, c, at, s !== undefined);
+    await open(x, r, c, at, s);
     s = (await stateOf(x, c.id))!;
     c = (await conversationNow(x, m.conversationId))!;
   }
@@ -182,11 +245,13 @@ export async function messageStored(x: Executor, m: MessageWritten): Promise<voi
     const target: Target = s.waited === 1 ? 'next_response' : 'first_response';
     const due = dueOf(r.sla, r.hours, at, targetMinutes(r.sla, c.channel, target));
     await rdb(x).updateTable('report_conversations').set({ wait_at: at, waited: 1 }).where('id', '=', c.id).execute();
-    await setSla(x, c.id, {
-      sla_target: target,
-      sla_response_due: due?.due ?? null,
-      sla_response_risk: due?.risk ?? null,
-    });
+    await setSla(
+      x,
+      c,
+      { sla_target: target, sla_response_due: due?.due ?? null, sla_response_risk: due?.risk ?? null },
+      s,
+      at,
+    );
     if (due !== null) await addFacts(x, [fact(c, BREACHED[target], due.due, { ref: c.id })]);
     return;
   }
@@ -202,7 +267,7 @@ export async function messageStored(x: Executor, m: MessageWritten): Promise<voi
     if (target === 'first_response') facts.push(fact(by, 'first_response', at, d));
     const { missed } = await endTarget(x, by, target, c.responseDue, at, true);
     await rdb(x).updateTable('report_conversations').set({ wait_at: null }).where('id', '=', c.id).execute();
-    await setSla(x, c.id, { ...NO_RESPONSE_TARGET, ...(missed && { sla_breached: true }) });
+    await setSla(x, c, { ...NO_RESPONSE_TARGET, ...(missed && { sla_breached: true }) }, s, at);
   }
   await addFacts(x, facts);
 }
@@ -215,7 +280,7 @@ export async function conversationStatusSet(x: Executor, id: string, status: str
   const r = await rulesOf(x);
   const s = await stateOf(x, id);
   if (status !== 'closed') {
-    if (s === undefined || s.closed === 1) await open(x, r, c, when, s !== undefined);
+    if (s === undefined || s.closed === 1) await open(x, r, c, when, s);
     return;
   }
   if (s === undefined || s.closed === 1) return;
@@ -224,12 +289,18 @@ export async function conversationStatusSet(x: Executor, id: string, status: str
   const resolution = await endTarget(x, c, 'resolution', c.resolutionDue, when, true);
   if (c.target !== null) await endTarget(x, c, c.target, c.responseDue, when, false);
   await rdb(x).updateTable('report_conversations').set({ closed: 1, wait_at: null }).where('id', '=', id).execute();
-  await setSla(x, id, {
-    ...NO_RESPONSE_TARGET,
-    sla_resolution_due: null,
-    sla_resolution_risk: null,
-    ...(resolution.missed && { sla_breached: true }),
-  });
+  await setSla(
+    x,
+    c,
+    {
+      ...NO_RESPONSE_TARGET,
+      sla_resolution_due: null,
+      sla_resolution_risk: null,
+      ...(resolution.missed && { sla_breached: true }),
+    },
+    s,
+    when,
+  );
 }
 
 interface TaskWritten {
@@ -289,6 +360,12 @@ export async function taskWritten(x: Executor, before: TaskWritten | null, t: Ta
     if (now !== null) facts.push({ metric: 'task_overdue', at: now, ...base, ref: t.id });
   }
   await addFacts(x, facts);
+  // Its overdue job moves only when the deadline or whether the task is done changed.
+  const reported = num(s?.overdue_reported);
+  const at = overdueMoment(deadline, t.status, reported);
+  if (s === undefined ? at !== null : overdueMoment(num(s.deadline), s.status, reported) !== at) {
+    await scheduleTaskOverdue(x, t.id, at);
+  }
   const iso = isoOrNull(deadline);
   if (s === undefined || num(s.deadline) !== deadline) {
     await rdb(x).updateTable('tasks').set({ deadline: iso }).where('id', '=', t.id).execute();

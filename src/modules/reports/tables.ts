@@ -45,6 +45,10 @@ export interface ReportTables {
     opened_at: Num;
     wait_at: Num | null;
     waited: number;
+    /** The latest SLA moment reported as an event (migration 030). */
+    sla_reported?: Num | null;
+    /** Moments come but not reported when their target ended: JSON, null when none (migration 030). */
+    sla_owed?: string | null;
   };
   report_tasks: {
     id: string;
@@ -52,6 +56,8 @@ export interface ReportTables {
     deadline: Num | null;
     completed_at: Num | null;
     status: string;
+    /** The deadline reported by `task.overdue` (migration 030). */
+    overdue_reported?: Num | null;
   };
   conversations: {
     id: string;
@@ -65,7 +71,7 @@ export interface ReportTables {
     sla_resolution_risk: string | null;
     sla_breached: number | boolean;
   };
-  tasks: { id: string; conversation_id: string | null; deadline: string | null };
+  tasks: { id: string; conversation_id: string | null; assignee: string | null; deadline: string | null };
 }
 
 export type ReportDb = Pick<Kysely<ReportTables>, 'selectFrom' | 'insertInto' | 'updateTable' | 'deleteFrom'>;
