@@ -13,21 +13,42 @@ export function isCalendarDay(day: string): boolean {
   return date.getUTCMonth() === mo - 1 && date.getUTCDate() === d;
 }
 
+const QUARTER_HOUR_MS = 900_000;
+
+/** A zone's formatter and the last day it gave, which holds for the whole UTC quarter-hour of `from`. */
+interface ZoneDay {
+  format: Intl.DateTimeFormat;
+  day: string;
+  from: number;
+}
+
 // One formatter per zone, kept: making one is costly and holds native memory, and every read of a
-// guest or conversation asks for the hotel's today.
-const DAY_FORMATS = new Map<string, Intl.DateTimeFormat>();
+// guest or conversation asks for the hotel's today. Every zone's offset (and each daylight-saving
+// change) is a whole number of quarter-hours, so a zone's day changes only on a UTC quarter-hour:
+// the day formatted for a moment holds for the rest of its quarter-hour, and formatting (the costly
+// part) is done once per zone and quarter-hour.
+const DAYS = new Map<string, ZoneDay>();
 
 /** The day `at` falls on in `timeZone`, as YYYY-MM-DD. */
 export function dayIn(timeZone: string, at: Date = new Date()): string {
-  let f = DAY_FORMATS.get(timeZone);
-  if (f === undefined) {
+  const t = at.getTime();
+  const from = Math.floor(t / QUARTER_HOUR_MS) * QUARTER_HOUR_MS;
+  let z = DAYS.get(timeZone);
+  if (z === undefined) {
     // en-CA formats a date as YYYY-MM-DD.
-    f = new Intl.DateTimeFormat('en-CA', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit' });
+    const format = new Intl.DateTimeFormat('en-CA', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit' });
     // Zones come from the validated hotel setting: few; the bound only guards the map.
-    if (DAY_FORMATS.size >= 100) DAY_FORMATS.clear();
-    DAY_FORMATS.set(timeZone, f);
+    if (DAYS.size >= 100) DAYS.clear();
+    z = { format, day: format.format(at), from };
+    DAYS.set(timeZone, z);
+  } else if (z.from !== from) {
+    // A moment outside the kept quarter-hour (or an invalid date: NaN never equals) is formatted.
+    const day = z.format.format(at);
+    if (Number.isNaN(from)) return day;
+    z.day = day;
+    z.from = from;
   }
-  return f.format(at);
+  return z.day;
 }
 
 export interface HotelClock {
