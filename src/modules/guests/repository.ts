@@ -65,11 +65,7 @@ const guestById = prepared((db, p: Param<{ id: string }>) =>
  * The guest as the API shows it. `stay`: its current stay when the caller already holds it (read
  * in the same transaction, which wrote no stay since), instead of reading it again.
  */
-export async function findGuest(
-  db: Executor,
-  id: string,
-  stay?: StaySummaryView,
-): Promise<GuestView | undefined> {
+export async function findGuest(db: Executor, id: string, stay?: StaySummaryView): Promise<GuestView | undefined> {
   const row = await db.first(guestById, { id });
   return row && toGuest({ ...row, stay: stay !== undefined ? stay : await currentStay(db, id) });
 }
