@@ -61,6 +61,8 @@ export interface Targets {
   postIds: string[];
   /** A guest's last name, lower-cased: a realistic search that matches several guests. */
   guestSearch: string;
+  /** Guests of the first page: PATCHed round-robin by the guest-update scenario. */
+  guestIds: string[];
 }
 
 export async function discover(baseUrl: string, token: string): Promise<Targets> {
@@ -95,10 +97,11 @@ export async function discover(baseUrl: string, token: string): Promise<Targets>
   if (postIds.length === 0) throw new Error('no open non-WhatsApp conversation with messages was found');
 
   const guests = expectOk('list guests', await call(baseUrl, `${API}/guests?limit=20`, { headers: auth }));
+  const guestIds = ((guests.data ?? []) as { id: string }[]).map((g) => g.id);
   const names = ((guests.data ?? []) as { name: string }[]).map((g) => g.name.split(/\s+/).at(-1)!.toLowerCase());
   const guestSearch = names.find((n) => n.length >= 4) ?? names[0];
   if (guestSearch === undefined) throw new Error('no guest was found to search for');
-  return { conversationIds, postIds, guestSearch };
+  return { conversationIds, postIds, guestSearch, guestIds };
 }
 
 export interface Probe {

@@ -49,18 +49,44 @@ const inModule =
     f.url.includes(`/node_modules/${name}/`);
 
 /**
- * Cost centres on the request path. `stack` ones count a sample if any frame on its stack matches
+ * Cost centres on the request path. The plugins' hooks are `leaf` (their own code only): a callback
+ * hook calls the next one from its `done`, so everything after it would be on its stack. `stack` ones count a sample if any frame on its stack matches
  * (so they overlap). `leaf` ones count only samples whose innermost JavaScript frame matches:
  * better-sqlite3's native calls have no frame of their own, so SQLite's work shows as the self time
  * of the JavaScript function that called it.
  */
+/** A source file of the API, as run from src/ (tsx) or from dist/ (the compiled server). */
+const own =
+  (...names: string[]): Match =>
+  (f) =>
+    names.some((n) => f.url.endsWith(`/src/${n}.ts`) || f.url.endsWith(`/dist/${n}.js`));
+const ownDir =
+  (dir: string): Match =>
+  (f) =>
+    f.url.includes(`/src/${dir}/`) || f.url.includes(`/dist/${dir}/`);
+
 const CENTRES: [string, Match, 'stack' | 'leaf'][] = [
+  ['gate hook: authenticate + rate limit (src/plugins/gate.ts)', own('plugins/gate'), 'leaf'],
+  ['JWT verify (src/lib/jwt.ts)', own('lib/jwt'), 'stack'],
+  ['API key check (src/modules/api-keys/authenticate.ts)', own('modules/api-keys/authenticate'), 'stack'],
+  ['audit hook (src/plugins/audit.ts)', own('plugins/audit'), 'leaf'],
+  ['metrics hook (src/plugins/metrics.ts)', own('plugins/metrics'), 'leaf'],
+  ['prom-client', inModule('prom-client'), 'stack'],
+  ['CORS (@fastify/cors)', inModule('@fastify/cors'), 'stack'],
+  ['idempotency layer (src/plugins/idempotency.ts)', own('plugins/idempotency', 'lib/idempotency'), 'leaf'],
+  ['request transaction (src/db/request-tx.ts)', own('db/request-tx'), 'leaf'],
+  ['ETags (src/plugins/etags.ts, src/lib/etag.ts)', own('plugins/etags', 'lib/etag'), 'leaf'],
+  ['input checks (src/plugins/input.ts)', own('plugins/input', 'lib/validation'), 'leaf'],
+  ['Location header (src/plugins/location.ts)', own('plugins/location'), 'leaf'],
+  ['settings read (src/modules/settings/repository.ts)', own('modules/settings/repository'), 'stack'],
   [
-    'gate hook: authenticate + rate limit (src/plugins/gate.ts)',
-    (f) => f.url.endsWith('/src/plugins/gate.ts'),
+    'current stays + hotel today (src/modules/stays/current.ts, dates.ts)',
+    own('modules/stays/current', 'modules/stays/dates'),
     'stack',
   ],
-  ['JWT verify (src/lib/jwt.ts)', (f) => f.url.endsWith('/src/lib/jwt.ts'), 'stack'],
+  ['report rollups (src/modules/reports)', ownDir('modules/reports'), 'stack'],
+  ['message search index (src/modules/search)', ownDir('modules/search'), 'stack'],
+  ['cursor + page (src/lib/pages.ts, src/db/paginate.ts)', own('lib/pages', 'db/paginate'), 'leaf'],
   ['Kysely + driver, all of it (build, compile, prepare, run)', inModule('kysely'), 'stack'],
   [
     'SQLite prepare: one statement compiled per query',
@@ -68,9 +94,14 @@ const CENTRES: [string, Match, 'stack' | 'leaf'][] = [
     'stack',
   ],
   ["SQLite run: stmt.all/run in Kysely's sqlite driver", (f) => f.url.endsWith(SQLITE_DRIVER), 'leaf'],
+  [
+    'SQLite run: rows read by the store (src/db/store.ts readRows)',
+    (f) => own('db/store')(f) && f.functionName === 'readRows',
+    'leaf',
+  ],
   ['pg driver + protocol', (f) => /\/node_modules\/(pg|pg-protocol|pg-pool)\//.test(f.url), 'stack'],
   ['ioredis (rate-limit counter)', inModule('ioredis'), 'stack'],
-  ['route handlers + repositories (src/modules)', (f) => f.url.includes('/src/modules/'), 'stack'],
+  ['route handlers + repositories (src/modules)', ownDir('modules'), 'stack'],
   ['response serialization (fast-json-stringify)', inModule('fast-json-stringify'), 'stack'],
   [
     'request validation (ajv-compiled code)',
@@ -187,17 +218,35 @@ export async function summariseProfile(
   };
 }
 
-export function formatProfile(s: ProfileSummary): string {
+/** `requests`: how many the window answered; each cost is then also shown per request (µs). */
+export function formatProfile(s: ProfileSummary, requests?: number): string {
+  const perRequest = (ms: number) =>
+    requests === undefined || requests === 0 ? '' : `  ${((ms * 1000) / requests).toFixed(1).padStart(6)} µs/req`;
   const line = (c: Cost) =>
-    `  ${(c.share * 100).toFixed(1).padStart(5)}%  ${c.ms.toFixed(0).padStart(7)} ms  ${c.name}`;
+    `  ${(c.share * 100).toFixed(1).padStart(5)}%  ${c.ms.toFixed(0).padStart(7)} ms${perRequest(c.ms)}  ${c.name}`;
   return [
     `\nCPU profile ${s.file}`,
-    `  busy ${s.busyMs.toFixed(0)} ms of ${s.wallMs.toFixed(0)} ms sampled (the rest idle); shares below are of busy time`,
+    `  busy ${s.busyMs.toFixed(0)} ms of ${s.wallMs.toFixed(0)} ms sampled (the rest idle); shares below are of busy time${
+      requests === undefined ? '' : `; ${requests} requests, busy ${((s.busyMs * 1000) / requests).toFixed(1)} µs/req`
+    }`,
     '\nCost centres (they overlap: a sample counts for every centre on its stack):',
     ...s.centres.filter((c) => c.ms > 0).map(line),
     '\nSelf time by package or source file (native calls charged to their caller):',
-    ...s.byArea.slice(0, 15).map(line),
+    ...s.byArea.map(line),
     '\nTop functions by self time:',
     ...s.topFunctions.map(line),
   ].join('\n');
+}
+
+// `node --import tsx bench/profile.ts RESULTS.json [SCENARIO]`: summarise again the profile a
+// `--profile` run kept beside its results (its measured window and its request count).
+if (process.argv[1]?.endsWith('bench/profile.ts') && process.argv[2] !== undefined) {
+  const results = process.argv[2];
+  const id = process.argv[3];
+  type Run = { scenarios: { id: string; requests: number; window: { fromUs: number; toUs: number } }[] };
+  const { runs } = JSON.parse(await readFile(results, 'utf8')) as { runs: Run[] };
+  const scenario = runs.flatMap((r) => r.scenarios).find((x) => id === undefined || x.id === id);
+  if (scenario === undefined) throw new Error(`no scenario ${id ?? ''} in ${results}`);
+  const file = results.replace(/\.json$/, `-${scenario.id}.cpuprofile`);
+  console.log(formatProfile(await summariseProfile(file, scenario.window, 40), scenario.requests));
 }

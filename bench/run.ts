@@ -69,7 +69,12 @@ async function benchStore(
   tmp: string,
   ceiling: ScenarioResult,
   ceilingLoop: LoopFigures[],
-): Promise<{ run: StoreRun; profileDir: string | null; window: ScenarioResult['window'] | null }> {
+): Promise<{
+  run: StoreRun;
+  profileDir: string | null;
+  window: ScenarioResult['window'] | null;
+  requests?: number;
+}> {
   let size = seededSize;
   const adopt = (kind === 'sqlite' && o.sqliteFile !== null) || (kind === 'postgres' && o.pgDatabase !== null);
   const store = adopt ? await adoptStore(kind, o, tmp) : await createStore(kind, o, tmp);
@@ -199,7 +204,12 @@ async function benchStore(
   };
   say(formatRun(run, ceiling));
   if (costs) say(formatSqlCosts(costs));
-  return { run, profileDir, window: o.profileMix ? sectionsWindow : (results[0]?.window ?? null) };
+  return {
+    run,
+    profileDir,
+    window: o.profileMix ? sectionsWindow : (results[0]?.window ?? null),
+    requests: o.profileMix ? undefined : results[0]?.requests,
+  };
 }
 
 async function measureCeiling(o: BenchOptions, tmp: string): Promise<{ r: ScenarioResult; loops: LoopFigures[] }> {
@@ -218,6 +228,7 @@ async function reportProfile(
   stamp: string,
   window: ScenarioResult['window'] | null,
   name: string,
+  requests?: number,
 ): Promise<void> {
   const files = (await readdir(profileDir)).filter((f) => f.endsWith('.cpuprofile'));
   if (files.length === 0) {
@@ -228,7 +239,7 @@ async function reportProfile(
   const kept = join(RESULTS, `${stamp}-${name}.cpuprofile`);
   await copyFile(join(profileDir, files[0]!), kept);
   // Only the measured load: start-up (module loading, tsx) and the warm-up would blur the request path.
-  say(formatProfile(await summariseProfile(kept, window ?? undefined)));
+  say(formatProfile(await summariseProfile(kept, window ?? undefined), requests));
 }
 
 /** `--only streams` measures no ceiling: an empty row stands in the report. */
@@ -302,11 +313,11 @@ async function main(): Promise<void> {
   for (const size of sizes) {
     for (const kind of stores) {
       if (isInterrupted()) return;
-      const { run, profileDir, window } = await benchStore(kind, size, o, tmp, ceiling, ceilingLoop);
+      const { run, profileDir, window, requests } = await benchStore(kind, size, o, tmp, ceiling, ceilingLoop);
       runs.push(run);
       if (profileDir) {
         const name = o.profileMix ? 'mix' : o.profileScenario;
-        await reportProfile(profileDir, startedAt.replace(/[:.]/g, '-'), window, name);
+        await reportProfile(profileDir, startedAt.replace(/[:.]/g, '-'), window, name, requests);
       }
     }
   }

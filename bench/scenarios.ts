@@ -9,6 +9,7 @@ import { type SendsBacklog, sendsBacklog } from './sends.js';
 
 const API = '/api/v1';
 const POST_BODY = JSON.stringify({ content: 'Benchmark: your room is ready, enjoy your stay.' });
+const GUEST_PATCH = JSON.stringify({ notes: 'Benchmark: prefers a quiet room away from the lift' });
 
 export type ScenarioKind = 'ceiling' | 'target' | 'diagnostic';
 
@@ -136,6 +137,15 @@ export function apiScenarios(token: string, t: Targets): Scenario[] {
     setupRequest: roundRobin(t.postIds, messagesOf),
   });
 
+  const guestOf = (id: string) => `${API}/guests/${id}`;
+  const patchGuest = (): AutocannonRequest => ({
+    method: 'PATCH',
+    path: guestOf(t.guestIds[0]!),
+    headers: json,
+    body: GUEST_PATCH,
+    setupRequest: roundRobin(t.guestIds, guestOf),
+  });
+
   const probeList = (path: string): Probe => ({ method: 'GET', path, list: true });
   const probePost: Probe = { method: 'POST', path: messagesOf(t.postIds[0]!), body: POST_BODY, list: false };
   return [
@@ -182,6 +192,13 @@ export function apiScenarios(token: string, t: Targets): Scenario[] {
       requests: [post()],
       probes: [probePost],
       sendsTexts: true,
+    },
+    {
+      id: 'guests.patch',
+      label: 'PATCH /guests/:id (notes)',
+      kind: 'diagnostic',
+      requests: [patchGuest()],
+      probes: [],
     },
     {
       // Each connection cycles through these five: four reads, one write.

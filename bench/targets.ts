@@ -46,19 +46,19 @@ export interface Verdict {
 const READS = new Set(['conversations.list', 'guests.search', 'messages.list']);
 
 export const TARGETS = {
-  listRatio: 0.2,
+  /** The fresh list against its floor in the same run, on each store (issue 39). */
+  floorRatio: 0.9,
   p99Ms: 10,
   p50Growth: 2,
   postPerSec: 3000,
   rssMiB: 200,
 } as const;
 
-/** PostgreSQL + Redis has targets of its own (docs/performance.md §3): the fresh list and the durable POST. */
-const PG_TARGETS = { listRatio: 0.1, postPerSec: 2000 } as const;
+/** PostgreSQL + Redis has a POST target of its own (docs/performance.md §3). */
+const PG_TARGETS = { postPerSec: 2000 } as const;
 
-/** The list and POST targets a run is judged by: SQLite's, or PostgreSQL's own. */
-const targetsOf = (run: StoreRun) =>
-  run.store === 'postgres' ? PG_TARGETS : { listRatio: TARGETS.listRatio, postPerSec: TARGETS.postPerSec };
+/** The POST target a run is judged by: SQLite's, or PostgreSQL's own. */
+const targetsOf = (run: StoreRun) => (run.store === 'postgres' ? PG_TARGETS : { postPerSec: TARGETS.postPerSec });
 
 const find = (run: StoreRun, id: string) => run.scenarios.find((s) => s.id === id);
 const scopeOf = (run: StoreRun) => `${run.store} ${run.size.label}`;
@@ -78,22 +78,24 @@ export function judge(runs: StoreRun[], ceiling: ScenarioResult, connections: nu
         ceiling.serverUsPerRequest !== null && list.serverUsPerRequest !== null
           ? `; by server CPU per request ${(ceiling.serverUsPerRequest / list.serverUsPerRequest).toFixed(3)} ×`
           : '';
+      // Reported: the floor itself is 0.08-0.15 × bare Fastify, so a ratio to bare is no target (issue 39).
       out.push({
-        target: `fresh conversation list ≥ ${goal.listRatio} × bare Fastify req/s`,
+        target: 'fresh conversation list, × bare Fastify req/s',
         scope,
         measured: `${ratio.toFixed(3)} × (${Math.round(list.reqPerSec)} / ${Math.round(ceilingReqPerSec)} req/s)${cpu}`,
-        pass: ratio >= goal.listRatio,
+        pass: null,
       });
       const floor = find(run, 'floor.list');
       const floorJson = find(run, 'floor.list-json');
       if (floor) {
         const of = (r: ScenarioResult) => `${(r.reqPerSec / ceilingReqPerSec).toFixed(3)} ×`;
-        const json = floorJson ? `; with SQLite writing the JSON ${of(floorJson)}` : '';
+        const json = floorJson ? `; with SQLite writing the JSON ${of(floorJson)} × bare` : '';
+        const toFloor = floor.reqPerSec > 0 ? list.reqPerSec / floor.reqPerSec : 0;
         out.push({
-          target: "the list's floor: its statement in bare Fastify, no auth",
+          target: `fresh conversation list ≥ ${TARGETS.floorRatio} × its floor (its statement in bare Fastify, no auth)`,
           scope,
-          measured: `${of(floor)}${json}; the API's list is ${(list.reqPerSec / floor.reqPerSec).toFixed(2)} × the floor`,
-          pass: null,
+          measured: `${toFloor.toFixed(2)} × (${Math.round(list.reqPerSec)} / ${Math.round(floor.reqPerSec)} req/s); the floor ${of(floor)} bare${json}`,
+          pass: toFloor >= TARGETS.floorRatio,
         });
       }
     }

@@ -12,7 +12,8 @@ import { entryOf, ref } from '../modules/audit/trail.js';
 
 const PURGE_EVERY_MS = 3600_000;
 
-const LOGIN = 'POST /api/v1/auth/login';
+const LOGIN_URL = '/api/v1/auth/login';
+const LOGIN = `POST ${LOGIN_URL}`;
 
 type Audited = { action: AuditAction; target: Ref | null; actor?: Ref | null } | null;
 
@@ -38,14 +39,16 @@ function loginEntry(request: FastifyRequest, reply: FastifyReply, payload: unkno
 export default fp(
   async function audit(app: FastifyInstance) {
     // A callback hook: most answers are not audited and pass without a promise.
+    // Nothing is built for an answer that is neither a refusal nor a login's.
     app.addHook('onSend', (request, reply, payload, done) => {
+      const denied = reply.statusCode === 403 && request.user != null;
+      if (!denied && request.routeOptions.url !== LOGIN_URL) return done(null, payload);
       const route = `${request.method} ${request.routeOptions.url ?? ''}`;
-      const what: Audited =
-        reply.statusCode === 403 && request.user != null
-          ? { action: 'access.denied', target: ref('route', route) }
-          : route === LOGIN
-            ? loginEntry(request, reply, payload)
-            : null;
+      const what: Audited = denied
+        ? { action: 'access.denied', target: ref('route', route) }
+        : route === LOGIN
+          ? loginEntry(request, reply, payload)
+          : null;
       if (what === null) return done(null, payload);
       app.ctx.store
         .transact((tx) => appendAudit(tx, entryOf(request, what.action, what.target, what.actor)))

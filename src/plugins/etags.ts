@@ -66,30 +66,42 @@ export default fp(
       done(null, null);
     });
 
+    // Without If-Match the route's own handler is called as it is: no promise of this layer's own.
     const checked = (inner: RouteHandlerMethod, current: Current): RouteHandlerMethod =>
-      async function (this: FastifyInstance, request: FastifyRequest, reply: FastifyReply) {
+      function (this: FastifyInstance, request: FastifyRequest, reply: FastifyReply) {
         const expected = request.headers['if-match'];
         if (typeof expected !== 'string') return inner.call(this, request, reply);
-        const key = (request.params as Record<string, string>)[current.param]!;
-        const check = async (x: NonNullable<ReturnType<typeof requestTx>>) => {
-          if (x.dialect === 'postgres') {
-            await x.executeQuery(
-              CompiledQuery.raw(`select 1 from ${current.table} where ${current.column} = $1 for update`, [key]),
-            );
-          }
-          const record = await current.read(x, key);
-          if (record === undefined ? current.upsert === true : !ifMatchHolds(expected, etagOf(record))) throw stale();
-        };
-        const open = requestTx();
-        if (open !== undefined) {
-          await check(open);
-          return inner.call(this, request, reply);
-        }
-        return app.ctx.store.transact(async (tx) => {
-          await check(tx);
-          return inRequestTx(tx, async () => inner.call(this, request, reply));
-        });
+        return matched.call(this, inner, current, request, reply, expected);
       };
+
+    async function matched(
+      this: FastifyInstance,
+      inner: RouteHandlerMethod,
+      current: Current,
+      request: FastifyRequest,
+      reply: FastifyReply,
+      expected: string,
+    ): Promise<unknown> {
+      const key = (request.params as Record<string, string>)[current.param]!;
+      const check = async (x: NonNullable<ReturnType<typeof requestTx>>) => {
+        if (x.dialect === 'postgres') {
+          await x.executeQuery(
+            CompiledQuery.raw(`select 1 from ${current.table} where ${current.column} = $1 for update`, [key]),
+          );
+        }
+        const record = await current.read(x, key);
+        if (record === undefined ? current.upsert === true : !ifMatchHolds(expected, etagOf(record))) throw stale();
+      };
+      const open = requestTx();
+      if (open !== undefined) {
+        await check(open);
+        return inner.call(this, request, reply);
+      }
+      return app.ctx.store.transact(async (tx) => {
+        await check(tx);
+        return inRequestTx(tx, async () => inner.call(this, request, reply));
+      });
+    }
 
     app.addHook('onRoute', (route) => {
       const current = route.config?.current;

@@ -69,57 +69,70 @@ export default fp(
       return JSON.parse(body);
     };
 
+    // Without the header the route's own handler is called as it is: no promise or microtask of
+    // this layer's own on the request path.
     const guarded = (inner: RouteHandlerMethod): RouteHandlerMethod =>
-      async function (this: FastifyInstance, request: FastifyRequest, reply: FastifyReply) {
+      function (this: FastifyInstance, request: FastifyRequest, reply: FastifyReply) {
         const header = request.headers['idempotency-key'];
         const user = request.user;
         if (header === undefined || user === null) return inner.call(this, request, reply);
-        if (typeof header !== 'string' || !KEY_PATTERN.test(header)) {
-          throw fieldError('Idempotency-Key', 'must be 1 to 255 visible ASCII characters');
-        }
-        const { store } = app.ctx;
-        const id: RecordId = {
-          caller: `${user.kind === 'api_key' ? 'key' : 'stf'}:${user.id}`,
-          route: `${request.method} ${request.routeOptions.url}`,
-          key: header,
-        };
-        const fingerprint = fingerprintOf(request.url, request.body);
-        const kept = await readAnswer(store, id);
-        if (kept !== undefined) return replay(reply, kept, fingerprint);
-        const local = `${id.caller}\u0000${id.route}\u0000${id.key}`;
-        if (running.has(local)) throw inFlight();
-        running.add(local);
-        try {
-          return await store.transact(async (tx) => {
-            if (tx.dialect === 'postgres') {
-              const lock = await tx.executeQuery<{ ok: boolean }>(
-                CompiledQuery.raw('select pg_try_advisory_xact_lock($1::bigint) as ok', [lockIdOf(id)]),
-              );
-              if (lock.rows[0]?.ok !== true) throw inFlight();
-            }
-            // Another instance may have answered since the read above.
-            const answered = await readAnswer(tx, id);
-            if (answered !== undefined) throw new Replay(answered);
-            const value = await inRequestTx(tx, async () => inner.call(this, request, reply));
-            await writeAnswer(tx, id, {
-              fingerprint,
-              status: reply.statusCode,
-              body: sealer.seal(JSON.stringify(value)),
-            });
-            return value;
-          });
-        } catch (err) {
-          if (err instanceof Replay) return replay(reply, err.answer, fingerprint);
-          // A request with the same key committed first (another process without a shared lock).
-          if (isUniqueViolation(err)) {
-            const answer = await readAnswer(store, id);
-            if (answer !== undefined) return replay(reply, answer, fingerprint);
-          }
-          throw err;
-        } finally {
-          running.delete(local);
-        }
+        return keyed.call(this, inner, request, reply, header, user);
       };
+
+    async function keyed(
+      this: FastifyInstance,
+      inner: RouteHandlerMethod,
+      request: FastifyRequest,
+      reply: FastifyReply,
+      header: string | string[],
+      user: NonNullable<FastifyRequest['user']>,
+    ): Promise<unknown> {
+      if (typeof header !== 'string' || !KEY_PATTERN.test(header)) {
+        throw fieldError('Idempotency-Key', 'must be 1 to 255 visible ASCII characters');
+      }
+      const { store } = app.ctx;
+      const id: RecordId = {
+        caller: `${user.kind === 'api_key' ? 'key' : 'stf'}:${user.id}`,
+        route: `${request.method} ${request.routeOptions.url}`,
+        key: header,
+      };
+      const fingerprint = fingerprintOf(request.url, request.body);
+      const kept = await readAnswer(store, id);
+      if (kept !== undefined) return replay(reply, kept, fingerprint);
+      const local = `${id.caller}\u0000${id.route}\u0000${id.key}`;
+      if (running.has(local)) throw inFlight();
+      running.add(local);
+      try {
+        return await store.transact(async (tx) => {
+          if (tx.dialect === 'postgres') {
+            const lock = await tx.executeQuery<{ ok: boolean }>(
+              CompiledQuery.raw('select pg_try_advisory_xact_lock($1::bigint) as ok', [lockIdOf(id)]),
+            );
+            if (lock.rows[0]?.ok !== true) throw inFlight();
+          }
+          // Another instance may have answered since the read above.
+          const answered = await readAnswer(tx, id);
+          if (answered !== undefined) throw new Replay(answered);
+          const value = await inRequestTx(tx, async () => inner.call(this, request, reply));
+          await writeAnswer(tx, id, {
+            fingerprint,
+            status: reply.statusCode,
+            body: sealer.seal(JSON.stringify(value)),
+          });
+          return value;
+        });
+      } catch (err) {
+        if (err instanceof Replay) return replay(reply, err.answer, fingerprint);
+        // A request with the same key committed first (another process without a shared lock).
+        if (isUniqueViolation(err)) {
+          const answer = await readAnswer(store, id);
+          if (answer !== undefined) return replay(reply, answer, fingerprint);
+        }
+        throw err;
+      } finally {
+        running.delete(local);
+      }
+    }
 
     app.addHook('onRoute', (route) => {
       if (route.url.startsWith('/api/v1') && takesIdempotencyKey(route.method, route.config)) {

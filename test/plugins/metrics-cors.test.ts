@@ -71,6 +71,16 @@ test('CORS: a listed origin may call the API and read its headers, on errors too
   assert.match(String(denied.headers['access-control-expose-headers']), /X-RateLimit-Remaining/);
   const plain = await call(app, 'GET', '/conversations', { headers: { origin: 'https://evil.example.net' } });
   assert.equal(plain.headers['access-control-allow-origin'], undefined);
+
+  // A request without Origin (a server, not a browser) gets no CORS headers, only Vary: Origin,
+  // so a cache never gives a browser an answer made for no origin.
+  const server = await call(app, 'GET', '/conversations');
+  assert.equal(server.status, 401);
+  assert.equal(server.headers['access-control-allow-origin'], undefined);
+  assert.equal(server.headers['access-control-expose-headers'], undefined);
+  assert.match(String(server.headers.vary), /Origin/);
+  const cors = await call(app, 'GET', '/conversations', { headers: { origin: 'https://dash.example.com' } });
+  assert.match(String(cors.headers.vary), /Origin/);
 });
 
 test('CORS is off by default: no CORS headers, OPTIONS is not a route', async (t) => {

@@ -56,9 +56,18 @@ const searchText = (name: string, email: string | null, phone: string | null): s
     .join(' ')
     .toLowerCase();
 
-export async function findGuest(db: Executor, id: string): Promise<GuestView | undefined> {
-  const row = await db.selectFrom('guests').select(COLUMNS).where('id', '=', id).executeTakeFirst();
-  return row && toGuest({ ...row, stay: await currentStay(db, id) });
+// Prepared: every read and write of one guest runs it, a PATCH twice.
+const guestById = prepared((db, p: Param<{ id: string }>) =>
+  db.selectFrom('guests').select(COLUMNS).where('id', '=', p('id')),
+);
+
+/**
+ * The guest as the API shows it. `stay`: its current stay when the caller already holds it (read
+ * in the same transaction, which wrote no stay since), instead of reading it again.
+ */
+export async function findGuest(db: Executor, id: string, stay?: StaySummaryView): Promise<GuestView | undefined> {
+  const row = await db.first(guestById, { id });
+  return row && toGuest({ ...row, stay: stay !== undefined ? stay : await currentStay(db, id) });
 }
 
 /** The guest with this externalRef, if any. */
@@ -520,6 +529,7 @@ export async function updateGuest(db: Executor, current: GuestView, c: GuestChan
     await db.deleteFrom('guest_tags').where('guest_id', '=', current.id).execute();
     await writeTags(db, current.id, tags);
   }
-  const updated = await findGuest(db, current.id);
+  // A guest's own fields change no stay: its current stay is the one just read with it.
+  const updated = await findGuest(db, current.id, current.stay);
   return updated!;
 }

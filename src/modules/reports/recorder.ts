@@ -3,9 +3,10 @@
 // write, and the measures that end with it (a wait, an open period, a task) become facts. The
 // running state (when the current wait began, which SLA targets run and until when) is kept in
 // report_conversations and report_tasks.
+import { type Param, prepared } from '../../db/prepared.js';
+import { fromJson } from '../../db/store.js';
 import type { Executor } from '../../db/types.js';
 import { SETTINGS } from '../settings/registry.js';
-import { getSetting } from '../settings/repository.js';
 import { type BusinessHours, businessSecondsBetween } from './business-time.js';
 import { addFacts, type Fact, type Metric, retractFacts } from './facts.js';
 import {
@@ -27,18 +28,24 @@ import {
 } from './sla-jobs.js';
 import { num, rdb } from './tables.js';
 
-async function settingValue<T>(x: Executor, key: string): Promise<T> {
-  return ((await getSetting(x, key))?.value ?? SETTINGS[key]!.default) as T;
-}
-
 interface Rules {
   hours: BusinessHours;
   sla: SlaSetting;
 }
-const rulesOf = async (x: Executor): Promise<Rules> => ({
-  hours: await settingValue<BusinessHours>(x, 'business_hours'),
-  sla: await settingValue<SlaSetting>(x, 'sla'),
-});
+
+/** Both settings a figure is judged by, in one prepared statement (each write of a text reads them). */
+const rulesRows = prepared((db) =>
+  db.selectFrom('settings').select(['key', 'value']).where('key', 'in', ['business_hours', 'sla']),
+);
+
+async function rulesOf(x: Executor): Promise<Rules> {
+  const rows = await x.run(rulesRows, {});
+  const value = <T>(key: string): T => {
+    const row = rows.find((r) => r.key === key);
+    return (row === undefined ? structuredClone(SETTINGS[key]!.default) : fromJson(row.value)) as T;
+  };
+  return { hours: value<BusinessHours>('business_hours'), sla: value<SlaSetting>('sla') };
+}
 
 const ms = (iso: string) => Date.parse(iso);
 const span = (r: Rules, a: number, b: number) => ({ wall: (b - a) / 1000, biz: businessSecondsBetween(r.hours, a, b) });
@@ -69,32 +76,71 @@ const msOrNull = (v: string | Date | null | undefined) =>
   v === null || v === undefined ? null : new Date(v).getTime();
 const isoOrNull = (v: number | null | undefined) => (v === null || v === undefined ? null : new Date(v).toISOString());
 
-async function conversationNow(x: Executor, id: string): Promise<ConversationNow | undefined> {
-  const c = await rdb(x)
-    .selectFrom('conversations')
+/**
+ * A conversation's report columns and its running state (undefined before it was first counted),
+ * in one prepared statement: every text written reads both.
+ */
+const conversationRow = prepared((db, p: Param<{ id: string }>) =>
+  rdb(db)
+    .selectFrom('conversations as c')
+    .leftJoin('report_conversations as r', 'r.id', 'c.id')
     .select([
-      'id',
-      'channel',
-      'assignee',
-      'sla_target',
-      'sla_response_due',
-      'sla_response_risk',
-      'sla_resolution_due',
-      'sla_resolution_risk',
+      'c.id',
+      'c.channel',
+      'c.assignee',
+      'c.sla_target',
+      'c.sla_response_due',
+      'c.sla_response_risk',
+      'c.sla_resolution_due',
+      'c.sla_resolution_risk',
     ])
-    .where('id', '=', id)
-    .executeTakeFirst();
-  return (
-    c && {
-      id: c.id,
-      channel: c.channel,
-      assignee: c.assignee ?? '',
-      target: c.sla_target as Target | null,
-      responseDue: msOrNull(c.sla_response_due),
-      resolutionDue: msOrNull(c.sla_resolution_due),
-      sla: slaOfRow(c),
-    }
-  );
+    .select(['r.id as state_id', 'r.closed', 'r.opened_at', 'r.wait_at', 'r.waited', 'r.sla_reported', 'r.sla_owed'])
+    .where('c.id', '=', p('id')),
+);
+
+interface ConversationState {
+  closed: number;
+  opened_at: string | number | bigint;
+  wait_at: string | number | bigint | null;
+  waited: number;
+  /** The SLA moments reported so far, and those owed (see setSla). */
+  sla_reported: string | number | bigint | null | undefined;
+  sla_owed: string | null | undefined;
+}
+type State = ConversationState | undefined;
+
+async function conversationAndState(
+  x: Executor,
+  id: string,
+): Promise<{ c: ConversationNow; s: ConversationState | undefined } | undefined> {
+  const row = await x.first(conversationRow, { id });
+  if (row === undefined) return undefined;
+  return {
+    c: {
+      id: row.id,
+      channel: row.channel,
+      assignee: row.assignee ?? '',
+      target: row.sla_target as Target | null,
+      responseDue: msOrNull(row.sla_response_due),
+      resolutionDue: msOrNull(row.sla_resolution_due),
+      sla: slaOfRow(row),
+    },
+    s:
+      row.state_id === null
+        ? undefined
+        : {
+            closed: row.closed!,
+            opened_at: row.opened_at!,
+            wait_at: row.wait_at,
+            waited: row.waited!,
+            sla_reported: row.sla_reported,
+            sla_owed: row.sla_owed,
+          },
+  };
+}
+
+async function conversationNow(x: Executor, id: string): Promise<ConversationNow | undefined> {
+  return (await conversationAndState(x, id))?.c;
 }
 
 type SlaColumns = {
@@ -144,11 +190,6 @@ async function setSla(x: Executor, c: ConversationNow, cols: SlaColumns, s: Stat
   const next = nextSlaRun(state, owed, reported);
   if (next !== nextSlaRun(c.sla, was, reported)) await scheduleConversationSla(x, id, next);
 }
-
-async function stateOf(x: Executor, id: string) {
-  return rdb(x).selectFrom('report_conversations').selectAll().where('id', '=', id).executeTakeFirst();
-}
-type State = Awaited<ReturnType<typeof stateOf>>;
 
 const NO_RESPONSE_TARGET: SlaColumns = { sla_target: null, sla_response_due: null, sla_response_risk: null };
 
@@ -228,16 +269,17 @@ interface MessageWritten {
 /** A message was stored: counts texts, starts a wait on a guest's text, ends it on a staff reply. */
 export async function messageStored(x: Executor, m: MessageWritten): Promise<void> {
   if (m.type !== 'text') return;
-  let c = await conversationNow(x, m.conversationId);
-  if (c === undefined) return;
+  let both = await conversationAndState(x, m.conversationId);
+  if (both === undefined) return;
+  let { c, s } = both;
   const at = ms(m.createdAt);
   const r = await rulesOf(x);
-  let s = await stateOf(x, c.id);
   if (s === undefined || (m.direction === 'inbound' && s.closed === 1)) {
     // A guest writing to a closed conversation reopens it (the row was reopened with this message).
     await open(x, r, c, at, s);
-    s = (await stateOf(x, c.id))!;
-    c = (await conversationNow(x, m.conversationId))!;
+    both = (await conversationAndState(x, m.conversationId))!;
+    c = both.c;
+    s = both.s!;
   }
   if (m.direction === 'inbound') {
     await addFacts(x, [fact(c, 'inbound', at)]);
@@ -274,11 +316,11 @@ export async function messageStored(x: Executor, m: MessageWritten): Promise<voi
 
 /** A conversation's status was set (`at`, ISO): a close ends its open period, leaving closed reopens it. */
 export async function conversationStatusSet(x: Executor, id: string, status: string, at: string): Promise<void> {
-  const c = await conversationNow(x, id);
-  if (c === undefined) return;
+  const both = await conversationAndState(x, id);
+  if (both === undefined) return;
+  const { c, s } = both;
   const when = ms(at);
   const r = await rulesOf(x);
-  const s = await stateOf(x, id);
   if (status !== 'closed') {
     if (s === undefined || s.closed === 1) await open(x, r, c, when, s);
     return;

@@ -1,5 +1,6 @@
 // Owns stored settings: reading a key (or its default) and writing one.
 
+import { type Param, prepared } from '../../db/prepared.js';
 import { fromJson, nowIso, toIso, toJson } from '../../db/store.js';
 import type { Executor } from '../../db/types.js';
 import { DEFAULT_DEPARTMENTS, SETTINGS } from './registry.js';
@@ -11,12 +12,14 @@ export interface SettingView {
   updatedBy: string | null;
 }
 
+// Prepared: settings are read on hot paths (a stay's "today", each text's report figures, each
+// send's subject), where building and compiling the query cost more than running it.
+const settingByKey = prepared((db, p: Param<{ key: string }>) =>
+  db.selectFrom('settings').select(['key', 'value', 'updated_at', 'updated_by']).where('key', '=', p('key')),
+);
+
 export async function getSetting(db: Executor, key: string): Promise<SettingView | undefined> {
-  const row = await db
-    .selectFrom('settings')
-    .select(['key', 'value', 'updated_at', 'updated_by'])
-    .where('key', '=', key)
-    .executeTakeFirst();
+  const row = await db.first(settingByKey, { key });
   if (row) return { key, value: fromJson(row.value), updatedAt: toIso(row.updated_at), updatedBy: row.updated_by };
   const def = SETTINGS[key];
   return def && { key, value: structuredClone(def.default), updatedAt: null, updatedBy: null };

@@ -1,6 +1,7 @@
 // Owns staff rows: reads, writes and the mapping of a row to its API shape (never the hash).
 import type { Static } from 'typebox';
 import { paginate } from '../../db/paginate.js';
+import { type Param, prepared } from '../../db/prepared.js';
 import { nowIso, toBool, toIso } from '../../db/store.js';
 import type { Executor, StaffRow } from '../../db/types.js';
 import type { Role } from '../../lib/auth.js';
@@ -25,8 +26,13 @@ export function toStaff(row: StaffListRow): StaffView {
   };
 }
 
+// Prepared: GET /auth/me and every read of a member run it.
+const staffById = prepared((db, p: Param<{ id: string }>) =>
+  db.selectFrom('staff').select(COLUMNS).where('id', '=', p('id')),
+);
+
 export async function findStaff(db: Executor, id: string): Promise<StaffView | undefined> {
-  const row = await db.selectFrom('staff').select(COLUMNS).where('id', '=', id).executeTakeFirst();
+  const row = await db.first(staffById, { id });
   return row && toStaff(row);
 }
 

@@ -14,13 +14,36 @@ export function isCalendarDay(day: string): boolean {
   return date.getUTCMonth() === mo - 1 && date.getUTCDate() === d;
 }
 
-// Every read of a guest or conversation asks for the hotel's today: the formatter is kept per zone.
 // en-CA formats a date as YYYY-MM-DD.
 const dayFormat = formatsPerZone('en-CA', { year: 'numeric', month: '2-digit', day: '2-digit' });
 
+const QUARTER_HOUR_MS = 900_000;
+
+/** The last day formatted for a zone, which holds for the whole UTC quarter-hour of `from`. */
+interface ZoneDay {
+  day: string;
+  from: number;
+}
+
+// Every read of a guest or conversation asks for the hotel's today. Every zone's offset (and each
+// daylight-saving change) is a whole number of quarter-hours, so a zone's day changes only on a UTC
+// quarter-hour: the day formatted for a moment holds for the rest of its quarter-hour, and
+// formatting (the costly part) is done once per zone and quarter-hour.
+const DAYS = new Map<string, ZoneDay>();
+
 /** The day `at` falls on in `timeZone`, as YYYY-MM-DD. */
 export function dayIn(timeZone: string, at: Date = new Date()): string {
-  return dayFormat(timeZone).format(at);
+  const t = at.getTime();
+  const from = Math.floor(t / QUARTER_HOUR_MS) * QUARTER_HOUR_MS;
+  const z = DAYS.get(timeZone);
+  if (z !== undefined && z.from === from) return z.day;
+  // A moment outside the kept quarter-hour (or an invalid date: NaN never equals) is formatted.
+  const day = dayFormat(timeZone).format(at);
+  if (Number.isNaN(from)) return day;
+  // Zones come from the validated hotel setting: few; the bound only guards the map.
+  if (z === undefined && DAYS.size >= 100) DAYS.clear();
+  DAYS.set(timeZone, { day, from });
+  return day;
 }
 
 export interface HotelClock {
