@@ -35,6 +35,7 @@ import { reportsRoutes } from './modules/reports/routes.js';
 import { searchRoutes } from './modules/search/routes.js';
 import { settingsRoutes } from './modules/settings/routes.js';
 import { staffRoutes } from './modules/staff/routes.js';
+import journeys from './modules/stays/journey-steps.js';
 import { staysRoutes } from './modules/stays/routes.js';
 import { suggestionsRoutes } from './modules/suggestions/routes.js';
 import { tasksRoutes } from './modules/tasks/routes.js';
@@ -221,6 +222,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(attachmentsRuntime);
   await app.register(channelsRuntime);
   await app.register(snooze);
+  await app.register(journeys);
   await app.register(metrics);
   await app.register(
     async (api) => {

@@ -27,6 +27,7 @@ import { stays } from './migrations/026-stays.js';
 import { attachments } from './migrations/027-attachments.js';
 import { productivity } from './migrations/028-productivity.js';
 import { messageSearch } from './migrations/029-message-search.js';
+import { journeySteps } from './migrations/031-journey-steps.js';
 import { columnTypes, type MigrationDef } from './migrations/helpers.js';
 import type { Store } from './store.js';
 
@@ -58,6 +59,7 @@ const MIGRATIONS: MigrationDef[] = [
   attachments,
   productivity,
   messageSearch,
+  journeySteps,
 ];
 
 export async function migrate(store: Store): Promise<string[]> {
