@@ -285,6 +285,12 @@ async function sendStepMessage(
   fill: (text: string) => string,
   sender: LocalSender | null,
 ): Promise<MessageView> {
+  // Steps of one guest's stays due together (several stays, or one stay's journeys) take turns on
+  // the guest's row: each sees the conversation the one before opened, so they share it instead
+  // of each opening its own (SQLite runs one writer at a time already).
+  if (tx.dialect === 'postgres') {
+    await tx.selectFrom('guests').select('id').where('id', '=', guest.id).forUpdate().executeTakeFirst();
+  }
   const channel = await channelFor(tx, j, guest);
   let template: RenderedTemplate | null = null;
   let content: string;
