@@ -246,17 +246,22 @@ interface Guest {
 const reachable = (channel: string, g: Guest) =>
   channel === 'email' ? g.email !== null : channel === 'sms' || channel === 'whatsapp' ? g.phone !== null : true;
 
-/** The guest's latest conversation, on `channel` or (undefined) any. */
-function latestConversation(db: Executor, guestId: string, channel?: string) {
-  let q = db
-    .selectFrom('conversations')
-    .select(['id', 'channel'])
-    .where('guest_id', '=', guestId)
-    .orderBy('last_message_at', 'desc')
-    .orderBy('id', 'desc')
-    .limit(1);
+/**
+ * The guest's latest conversation, on `channel` or (undefined) any. Read through the guest's index
+ * and picked here: a guest has few conversations, and with ORDER BY last_message_at … LIMIT 1 the
+ * planner may walk the whole last_message_at index instead, one row per conversation held.
+ */
+async function latestConversation(db: Executor, guestId: string, channel?: string) {
+  let q = db.selectFrom('conversations').select(['id', 'channel', 'last_message_at']).where('guest_id', '=', guestId);
   if (channel !== undefined) q = q.where('channel', '=', channel as never);
-  return q.executeTakeFirst();
+  let latest: { id: string; channel: string; at: string } | undefined;
+  for (const r of await q.execute()) {
+    const at = toIso(r.last_message_at);
+    if (latest === undefined || at > latest.at || (at === latest.at && r.id > latest.id)) {
+      latest = { id: r.id, channel: r.channel, at };
+    }
+  }
+  return latest;
 }
 
 /** The channel a message step goes on: fixed, else the latest conversation's, else the first reachable. */
@@ -374,9 +379,11 @@ async function finish(
 export function stepHandler(store: Store, sender: () => LocalSender | null): JobHandler {
   return {
     kind: STEP_KIND,
-    // A burst of steps due in one minute (every arrival of a day at check-in time): each run is
-    // one short transaction, so more at once keeps the burst short while the API stays responsive.
-    concurrency: 8,
+    // A burst of steps due in one minute (every arrival of a day at check-in time) wants many at
+    // once. On SQLite runs at once share one commit (src/db/group-commit.ts) and hold no connection
+    // while they wait; on PostgreSQL each holds one of the pool's connections for its transaction,
+    // so a few leave the pool to the requests.
+    concurrency: store.dialect === 'sqlite' ? 32 : 4,
     retryBaseMs: 1000,
     async run(job, ctx) {
       const { stayId, journey } = job.payload as { stayId: string; journey: string };
