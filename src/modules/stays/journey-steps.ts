@@ -78,8 +78,10 @@ const PLAN_COLUMNS = [
   'checked_out_at',
 ] as const;
 
-function readStay(db: Executor, id: string): Promise<PlannedStay | undefined> {
-  return db.selectFrom('stays').select(PLAN_COLUMNS).where('id', '=', id).executeTakeFirst();
+/** The stay as planning reads it; `lock`: held until commit (PostgreSQL), as a write to it holds it. */
+function readStay(db: Executor, id: string, lock = false): Promise<PlannedStay | undefined> {
+  const q = db.selectFrom('stays').select(PLAN_COLUMNS).where('id', '=', id);
+  return (lock && db.dialect === 'postgres' ? q.forUpdate() : q).executeTakeFirst();
 }
 
 /** The journeys setting as saved (none: no journeys). */
@@ -157,10 +159,12 @@ export async function planJourneys(
   context?: PlanContext,
 ): Promise<void> {
   const journeys = context?.journeys ?? (await readJourneys(tx));
+  // The stay's row first, locked (a write to the stay holds it already): two plans of one stay (a
+  // PATCH and the replan after a save) take turns, the second seeing the steps the first wrote.
+  const stay = await readStay(tx, stayId, true);
+  if (stay === undefined) return;
   const existing = await tx.selectFrom('journey_steps').selectAll().where('stay_id', '=', stayId).execute();
   if (journeys.length === 0 && existing.length === 0) return;
-  const stay = await readStay(tx, stayId);
-  if (stay === undefined) return;
   const clock = context?.clock ?? (await hotelClock(tx));
   const plan = planStay(
     {
@@ -193,12 +197,16 @@ export async function planJourneys(
         .values({ stay_id: stayId, journey: p.journey, message_id: null, task_id: null, created_at: at, ...values })
         .execute();
     } else {
-      await tx
+      // Only while still scheduled: a step that ran meanwhile (its run held the row, PostgreSQL)
+      // is not planned again.
+      const r = await tx
         .updateTable('journey_steps')
         .set(values)
         .where('stay_id', '=', stayId)
         .where('journey', '=', p.journey)
-        .execute();
+        .where('status', '=', 'scheduled')
+        .executeTakeFirst();
+      if (Number(r.numUpdatedRows) === 0) continue;
     }
     const key = stepKey(stayId, p.journey);
     if (late) {
@@ -224,8 +232,13 @@ export async function planJourneys(
   // Scheduled steps of journeys no longer planned: their journey was removed or disabled.
   for (const row of byJourney.values()) {
     if (row.status !== 'scheduled') continue;
-    await tx.deleteFrom('journey_steps').where('stay_id', '=', stayId).where('journey', '=', row.journey).execute();
-    await cancelJob(tx, STEP_KIND, stepKey(stayId, row.journey));
+    const r = await tx
+      .deleteFrom('journey_steps')
+      .where('stay_id', '=', stayId)
+      .where('journey', '=', row.journey)
+      .where('status', '=', 'scheduled')
+      .executeTakeFirst();
+    if (Number(r.numDeletedRows) > 0) await cancelJob(tx, STEP_KIND, stepKey(stayId, row.journey));
   }
 }
 
@@ -388,13 +401,11 @@ export function stepHandler(store: Store, sender: () => LocalSender | null): Job
     async run(job, ctx) {
       const { stayId, journey } = job.payload as { stayId: string; journey: string };
       await withEvents(store, async (tx, outbox) => {
-        // The step's own row first: a write that replans this stay waits for it (PostgreSQL).
-        const row = await tx
-          .selectFrom('journey_steps')
-          .selectAll()
-          .where('stay_id', '=', stayId)
-          .where('journey', '=', journey)
-          .executeTakeFirst();
+        // The step's own row first, locked: a plan of this stay meanwhile waits for this run, then
+        // finds the step ran (PostgreSQL; SQLite runs one writer at a time).
+        let q = tx.selectFrom('journey_steps').selectAll().where('stay_id', '=', stayId).where('journey', '=', journey);
+        if (tx.dialect === 'postgres') q = q.forUpdate();
+        const row = await q.executeTakeFirst();
         const stay = await readStay(tx, stayId);
         // Recorded with the step: the work and its job's end commit together, once.
         await ctx.complete(tx);
