@@ -392,11 +392,12 @@ async function finish(
 export function stepHandler(store: Store, sender: () => LocalSender | null): JobHandler {
   return {
     kind: STEP_KIND,
-    // A burst of steps due in one minute (every arrival of a day at check-in time) wants many at
-    // once. On SQLite runs at once share one commit (src/db/group-commit.ts) and hold no connection
-    // while they wait; on PostgreSQL each holds one of the pool's connections for its transaction,
-    // so a few leave the pool to the requests.
-    concurrency: store.dialect === 'sqlite' ? 32 : 4,
+    // A burst of steps due in one minute (every arrival of a day at check-in time) wants several
+    // at once, but not many: on SQLite runs at once share one commit (src/db/group-commit.ts), and
+    // reads queue behind that batch while it holds the connection, so a long batch is a slow
+    // inbox (docs/stays.md, At scale, has the trade measured); on PostgreSQL each run holds one of
+    // the pool's connections for its transaction.
+    concurrency: store.dialect === 'sqlite' ? 16 : 4,
     retryBaseMs: 1000,
     async run(job, ctx) {
       const { stayId, journey } = job.payload as { stayId: string; journey: string };
