@@ -4,7 +4,7 @@
 // the `journeys` setting, so the replan of every stay runs first (timed). At the minute, every
 // step must queue its message within 60 s, each once, while staff read GET /conversations
 // (autocannon, 4 connections, from just before the minute until the burst is over) with a p99 of
-// at most 100 ms (CONTRACT §13, Speed). Prints the figures; exits 1 when a target is missed.
+// at most 100 ms (docs/stays.md, At scale). Prints the figures; exits 1 when a target is missed.
 //
 //   npm run bench:journeys                     both stores, 10,000 stays
 //   npm run bench:journeys -- --stays 2000 --only sqlite|postgres
