@@ -77,6 +77,9 @@ export const USAGE = `Usage: npm run bench -- [options]
   --hot-messages N   messages of the long conversation the depth figures page (default 100000)
   --pg-url URL       PostgreSQL server to create the database on (default postgres://postgres@127.0.0.1:5432)
   --redis-url URL    Redis for the PostgreSQL runs (default redis://127.0.0.1:6379)
+
+Other benchmarks, each on its own: npm run bench:reports, bench:streams, bench:attachments, and
+bench:journeys (10,000 stays' arrival steps due in one minute, on SQLite and PostgreSQL).
 `;
 
 /** The seed command's defaults are 200 guests, 500 conversations, 2,000 messages, 300 tasks. */

@@ -346,6 +346,7 @@ async function main(): Promise<void> {
   };
   const file = await writeResults(RESULTS, report);
   say(`\nResults: ${file}`);
+  say('The journeys burst (10,000 arrival steps in one minute) runs on its own: npm run bench:journeys');
   ok = true;
 }
 

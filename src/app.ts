@@ -36,6 +36,7 @@ import slaEvents from './modules/reports/sla-events.js';
 import { searchRoutes } from './modules/search/routes.js';
 import { settingsRoutes } from './modules/settings/routes.js';
 import { staffRoutes } from './modules/staff/routes.js';
+import journeys from './modules/stays/journey-steps.js';
 import { staysRoutes } from './modules/stays/routes.js';
 import { suggestionsRoutes } from './modules/suggestions/routes.js';
 import { tasksRoutes } from './modules/tasks/routes.js';
@@ -223,6 +224,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(channelsRuntime);
   await app.register(snooze);
   await app.register(slaEvents);
+  await app.register(journeys);
   await app.register(metrics);
   await app.register(
     async (api) => {

@@ -28,6 +28,7 @@ import { attachments } from './migrations/027-attachments.js';
 import { productivity } from './migrations/028-productivity.js';
 import { messageSearch } from './migrations/029-message-search.js';
 import { slaEvents } from './migrations/030-sla-events.js';
+import { journeySteps } from './migrations/031-journey-steps.js';
 import { columnTypes, type MigrationDef } from './migrations/helpers.js';
 import type { Store } from './store.js';
 
@@ -60,6 +61,7 @@ const MIGRATIONS: MigrationDef[] = [
   productivity,
   messageSearch,
   slaEvents,
+  journeySteps,
 ];
 
 export async function migrate(store: Store): Promise<string[]> {

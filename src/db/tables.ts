@@ -153,6 +153,23 @@ export interface StayTable {
   external_ref: string | null;
   created_at: Timestamp;
   updated_at: Timestamp;
+  /** When the status last became in_house / checked_out (check_in and check_out journey steps). */
+  checked_in_at: Timestamp | null;
+  checked_out_at: Timestamp | null;
+}
+
+/** A journey's step for one stay (src/modules/stays/journey-steps.ts). */
+export interface JourneyStepTable {
+  stay_id: string;
+  journey: string;
+  event: 'arrival' | 'departure' | 'check_in' | 'check_out';
+  due_at: Timestamp;
+  status: 'scheduled' | 'done' | 'skipped' | 'failed';
+  message_id: string | null;
+  task_id: string | null;
+  reason: string | null;
+  created_at: Timestamp;
+  updated_at: Timestamp;
 }
 
 export interface KnowledgeTable {
@@ -403,6 +420,7 @@ export interface Database {
   channel_statuses: ChannelStatusTable;
   tasks: TaskTable;
   stays: StayTable;
+  journey_steps: JourneyStepTable;
   knowledge_entries: KnowledgeTable;
   settings: SettingTable;
   revoked_tokens: RevokedTokenTable;

@@ -1,10 +1,15 @@
-// Tests journeys before they run (docs/stays.md, Journeys): the `journeys` setting refuses what a
-// runner could not carry out (an unknown placeholder, a duplicate name, an action missing its
-// fields), and planStay puts each step at its moment, in the hotel's time zone, across DST.
+// Tests journeys (docs/stays.md, Journeys): the `journeys` setting refuses what a runner could not
+// carry out (an unknown placeholder, a duplicate name, an action missing its fields), planStay puts
+// each step at its moment, in the hotel's time zone, across DST, and the steps run through HTTP: a
+// check-in sends its welcome once, a check-out opens its task once, a moved stay moves its step, a
+// cancelled stay's step and a step more than 6 h late are skipped with their reasons.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { instantOf, type Journey, planStay } from '../../src/modules/stays/journeys.js';
+import { insertGuest } from '../fixtures.js';
 import { buildTestApp, call, createStaff, type Res } from '../helpers.js';
+import { until } from './jobs-helpers.js';
 
 const fields = (res: Res) => ((res.body.error?.details ?? []) as { field: string }[]).map((d) => d.field).sort();
 const iso = (t: number) => new Date(t).toISOString();
@@ -120,4 +125,161 @@ test('the journeys setting takes valid steps with their defaults and names each 
     'value.0.when.offsetMinutes',
   ]);
   assert.deepEqual(fields(await put([{ ...welcome, when: { event: 'lunch' } }])), ['value.0.when.event']);
+});
+
+const dayOf = (t: number) => new Date(t).toISOString().slice(0, 10);
+const DAY = 86_400_000;
+
+test('journey steps run once on their stays, moved, skipped and recorded', async (t) => {
+  const app = await buildTestApp(t);
+  const admin = await createStaff(app, 'admin');
+  const token = admin.token;
+  // The arrival moment one hour ago (UTC, minute precision): a step at arrival is due, not too late.
+  const hourAgo = Date.now() - 3_600_000;
+  const hotel = await call(app, 'PUT', '/settings/hotel', {
+    token,
+    body: {
+      value: {
+        name: 'Casa Azul',
+        timezone: 'UTC',
+        locale: 'en',
+        checkInTime: new Date(hourAgo).toISOString().slice(11, 16),
+        checkOutTime: '11:00',
+      },
+    },
+  });
+  assert.equal(hotel.status, 200, JSON.stringify(hotel.body));
+  const journeys = await call(app, 'PUT', '/settings/journeys', {
+    token,
+    body: {
+      value: [
+        {
+          name: 'welcome',
+          when: { event: 'check_in' },
+          channel: 'sms',
+          action: { type: 'message', content: 'Welcome {{guest.firstName}} to room {{stay.room}} at {{hotel.name}}' },
+        },
+        {
+          name: 'cleaning',
+          when: { event: 'check_out' },
+          action: { type: 'task', title: 'Clean room {{stay.room}}', department: 'housekeeping', priority: 'high' },
+        },
+        {
+          name: 'day-before',
+          when: { event: 'arrival', offsetMinutes: -1440, at: '10:00' },
+          channel: 'sms',
+          action: { type: 'message', content: 'See you tomorrow, {{guest.name}}' },
+        },
+        { name: 'arrived', when: { event: 'arrival' }, channel: 'sms', action: { type: 'message', content: 'Hi' } },
+      ],
+    },
+  });
+  assert.equal(journeys.status, 200, JSON.stringify(journeys.body));
+
+  const guestId = await insertGuest(app, 'Rosa Marques');
+  const create = async (body: object) => {
+    const res = await call(app, 'POST', '/stays', { token, body: { guestId, ...body } });
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+    return res.data.id as string;
+  };
+  const patch = async (id: string, body: object) => {
+    const res = await call(app, 'PATCH', `/stays/${id}`, { token, body });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+  };
+  // biome-ignore lint/suspicious/noExplicitAny: the API's JSON.
+  const steps = async (id: string): Promise<Record<string, any>> => {
+    const res = await call(app, 'GET', `/stays/${id}/journey`, { token });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    // biome-ignore lint/suspicious/noExplicitAny: the API's JSON.
+    return Object.fromEntries(res.data.map((s: any) => [s.journey, s]));
+  };
+  const settled = (id: string, journey: string) =>
+    until(async () => (await steps(id))[journey]?.status !== 'scheduled', 8000, `${journey} of ${id} to run`);
+
+  // A check-in sends the welcome, once, from the system, on the journey's channel.
+  const future = dayOf(Date.now() + 30 * DAY);
+  const stay = await create({ room: '204', checkIn: future, checkOut: dayOf(Date.now() + 33 * DAY) });
+  const planned = await steps(stay);
+  assert.deepEqual(Object.keys(planned).sort(), ['arrived', 'day-before']);
+  assert.equal(planned['day-before'].status, 'scheduled');
+  assert.equal(planned['day-before'].dueAt, `${dayOf(Date.now() + 29 * DAY)}T10:00:00.000Z`);
+  await patch(stay, { status: 'in_house' });
+  await settled(stay, 'welcome');
+  const welcome = (await steps(stay)).welcome;
+  assert.equal(welcome.status, 'done', JSON.stringify(welcome));
+  assert.equal(welcome.taskId, null);
+  assert.equal(welcome.reason, null);
+  const conversations = await call(app, 'GET', '/conversations', { token });
+  assert.equal(conversations.data.length, 1);
+  assert.equal(conversations.data[0].guestId, guestId);
+  assert.equal(conversations.data[0].channel, 'sms');
+  const cnv = conversations.data[0].id as string;
+  type Sent = { id: string; content: string; sender: { type: string } };
+  const systemMessages = async (): Promise<Sent[]> =>
+    ((await call(app, 'GET', `/conversations/${cnv}/messages`, { token })).data as Sent[]).filter(
+      (m) => m.sender.type === 'system',
+    );
+  const sent = await systemMessages();
+  assert.equal(sent.length, 1);
+  assert.equal(sent[0]!.id, welcome.messageId);
+  assert.equal(sent[0]!.content, 'Welcome Rosa to room 204 at Casa Azul');
+  // Checking in again does not send it again.
+  await patch(stay, { status: 'booked' });
+  await patch(stay, { status: 'in_house' });
+
+  // A check-out opens the cleaning task, once, linked to the stay.
+  await patch(stay, { status: 'checked_out' });
+  await settled(stay, 'cleaning');
+  const cleaning = (await steps(stay)).cleaning;
+  assert.equal(cleaning.status, 'done', JSON.stringify(cleaning));
+  const task = await call(app, 'GET', `/tasks/${cleaning.taskId}`, { token });
+  assert.equal(task.status, 200);
+  assert.equal(task.data.title, 'Clean room 204');
+  assert.equal(task.data.priority, 'high');
+  assert.equal(task.data.stayId, stay);
+  assert.equal(task.data.guestId, guestId);
+  await patch(stay, { status: 'in_house' });
+  await patch(stay, { status: 'checked_out' });
+  await sleep(1500);
+  assert.equal((await systemMessages()).length, 1, 'the welcome went once');
+  const tasks = await call(app, 'GET', '/tasks', { token });
+  assert.equal(tasks.data.length, 1, 'the cleaning task was opened once');
+  const events = await call(app, 'GET', '/events?types=journey.step_done&limit=100', { token });
+  assert.deepEqual(
+    // biome-ignore lint/suspicious/noExplicitAny: the feed's JSON.
+    events.data.map((e: any) => e.data.journey).sort(),
+    ['cleaning', 'welcome'],
+  );
+  assert.deepEqual(events.data.find((e: { data: { journey: string } }) => e.data.journey === 'welcome').data, {
+    ...welcome,
+    stayId: stay,
+    guestId,
+    event: 'check_in',
+  });
+
+  // A moved stay moves its pending step.
+  const moving = await create({ checkIn: future, checkOut: dayOf(Date.now() + 32 * DAY) });
+  await patch(moving, { checkIn: dayOf(Date.now() + 31 * DAY), checkOut: dayOf(Date.now() + 34 * DAY) });
+  const moved = await steps(moving);
+  assert.equal(moved['day-before'].dueAt, `${dayOf(Date.now() + 30 * DAY)}T10:00:00.000Z`);
+  assert.equal(moved['day-before'].status, 'scheduled');
+
+  // A cancelled stay's step is skipped at its moment (here an hour ago: at once), with its reason.
+  const cancelled = await create({ checkIn: dayOf(hourAgo), checkOut: dayOf(hourAgo + 2 * DAY), status: 'cancelled' });
+  await settled(cancelled, 'arrived');
+  const skipped = (await steps(cancelled)).arrived;
+  assert.equal(skipped.status, 'skipped');
+  assert.equal(skipped.reason, 'the stay is cancelled');
+  assert.equal(skipped.messageId, null);
+
+  // A step more than 6 h late when it is scheduled (a late import) is skipped with its reason.
+  const late = await create({ checkIn: dayOf(Date.now() - 3 * DAY), checkOut: dayOf(Date.now() + DAY) });
+  const lateSteps = await steps(late);
+  assert.equal(lateSteps.arrived.status, 'skipped');
+  assert.equal(lateSteps.arrived.reason, 'more than 6 h late when it was scheduled');
+  const skips = await call(app, 'GET', '/events?types=journey.step_skipped&limit=100', { token });
+  // biome-ignore lint/suspicious/noExplicitAny: the feed's JSON.
+  const reasons = skips.data.filter((e: any) => e.data.stayId === late).map((e: any) => e.data.journey);
+  assert.deepEqual(reasons.sort(), ['arrived', 'day-before']);
+  assert.equal((await call(app, 'GET', `/stays/sty_${'0'.repeat(26)}/journey`, { token })).status, 404);
 });

@@ -660,6 +660,28 @@ export interface paths {
         patch: operations["updateStay"];
         trace?: never;
     };
+    "/api/v1/stays/{id}/journey": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The stay's journey steps: each step's moment and what became of it, in due order
+         * @description One entry per journey step planned for the stay (docs/stays.md, Journeys): `scheduled` until its moment, then `done` (with the message or task it made), `skipped` or `failed` (with the reason). Read like GET /stays/:id: a staff-role caller only for a stay of a guest they may see.
+         *
+         *     API key scope: `stays:read`.
+         */
+        get: operations["getStayJourney"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/stays/bulk": {
         parameters: {
             query?: never;
@@ -2364,6 +2386,30 @@ export interface components {
              */
             id: string;
             /** @enum {string} */
+            type: "journey.step_done" | "journey.step_skipped";
+            /** Format: date-time */
+            occurredAt: string;
+            actor: {
+                /** @enum {unknown} */
+                type: "staff" | "system" | "guest" | "api_key";
+                id: string | null;
+            };
+            /** @description The JourneyStep after the change (as it was, for a deletion) */
+            data: components["schemas"]["JourneyStep"];
+            /** @description For updates: each changed field as { from, to }; absent for creates */
+            changes?: {
+                [key: string]: {
+                    from: components["schemas"]["JsonValue"];
+                    to: components["schemas"]["JsonValue"];
+                };
+            };
+        } | {
+            /**
+             * @description Monotonic cursor (a decimal integer as a string); pass it back as `after` or Last-Event-ID
+             * @example 1042
+             */
+            id: string;
+            /** @enum {string} */
             type: "knowledge.created" | "knowledge.updated" | "knowledge.deleted";
             /** Format: date-time */
             occurredAt: string;
@@ -2454,6 +2500,26 @@ export interface components {
                 };
             };
         };
+        JourneyStep: {
+            /** @example sty_01jd8x3k5q7w9e2r4t6y8v0m1n */
+            stayId: string;
+            /** @example gst_01jd8x3k5q7w9e2r4t6y8v0m1n */
+            guestId: string;
+            /** @description The name of the journey in the journeys setting */
+            journey: string;
+            /** @enum {unknown} */
+            event: "arrival" | "departure" | "check_in" | "check_out";
+            /**
+             * Format: date-time
+             * @description When the step is (or was) due
+             */
+            dueAt: string;
+            /** @enum {unknown} */
+            status: "scheduled" | "done" | "skipped" | "failed";
+            messageId: string | null;
+            taskId: string | null;
+            reason: string | null;
+        };
         KnowledgeEntry: {
             /** @example kb_01jd8x3k5q7w9e2r4t6y8v0m1n */
             id: string;
@@ -2469,7 +2535,7 @@ export interface components {
             /** @example whk_01jd8x3k5q7w9e2r4t6y8v0m1n */
             id: string;
             url: string;
-            events: ("*" | "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.status_changed" | "message.created" | "message.updated" | "guest.created" | "guest.updated" | "guest.erased" | "task.created" | "task.updated" | "task.completed" | "task.overdue" | "sla.at_risk" | "sla.breached" | "stay.created" | "stay.updated" | "knowledge.created" | "knowledge.updated" | "knowledge.deleted" | "staff.created" | "staff.updated" | "setting.updated" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.disabled")[];
+            events: ("*" | "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.status_changed" | "message.created" | "message.updated" | "guest.created" | "guest.updated" | "guest.erased" | "task.created" | "task.updated" | "task.completed" | "task.overdue" | "sla.at_risk" | "sla.breached" | "stay.created" | "stay.updated" | "journey.step_done" | "journey.step_skipped" | "knowledge.created" | "knowledge.updated" | "knowledge.deleted" | "staff.created" | "staff.updated" | "setting.updated" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.disabled")[];
             description: string | null;
             /** @description Inactive endpoints get no new deliveries and their pending ones wait */
             active: boolean;
@@ -2490,7 +2556,7 @@ export interface components {
             /** @example whk_01jd8x3k5q7w9e2r4t6y8v0m1n */
             id: string;
             url: string;
-            events: ("*" | "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.status_changed" | "message.created" | "message.updated" | "guest.created" | "guest.updated" | "guest.erased" | "task.created" | "task.updated" | "task.completed" | "task.overdue" | "sla.at_risk" | "sla.breached" | "stay.created" | "stay.updated" | "knowledge.created" | "knowledge.updated" | "knowledge.deleted" | "staff.created" | "staff.updated" | "setting.updated" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.disabled")[];
+            events: ("*" | "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.status_changed" | "message.created" | "message.updated" | "guest.created" | "guest.updated" | "guest.erased" | "task.created" | "task.updated" | "task.completed" | "task.overdue" | "sla.at_risk" | "sla.breached" | "stay.created" | "stay.updated" | "journey.step_done" | "journey.step_skipped" | "knowledge.created" | "knowledge.updated" | "knowledge.deleted" | "staff.created" | "staff.updated" | "setting.updated" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.disabled")[];
             description: string | null;
             /** @description Inactive endpoints get no new deliveries and their pending ones wait */
             active: boolean;
@@ -2532,7 +2598,7 @@ export interface components {
             webhookId: string;
             eventId: string;
             /** @enum {unknown} */
-            eventType: "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.status_changed" | "message.created" | "message.updated" | "guest.created" | "guest.updated" | "guest.erased" | "task.created" | "task.updated" | "task.completed" | "task.overdue" | "sla.at_risk" | "sla.breached" | "stay.created" | "stay.updated" | "knowledge.created" | "knowledge.updated" | "knowledge.deleted" | "staff.created" | "staff.updated" | "setting.updated" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.disabled" | "webhook.test";
+            eventType: "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.status_changed" | "message.created" | "message.updated" | "guest.created" | "guest.updated" | "guest.erased" | "task.created" | "task.updated" | "task.completed" | "task.overdue" | "sla.at_risk" | "sla.breached" | "stay.created" | "stay.updated" | "journey.step_done" | "journey.step_skipped" | "knowledge.created" | "knowledge.updated" | "knowledge.deleted" | "staff.created" | "staff.updated" | "setting.updated" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.disabled" | "webhook.test";
             /** @enum {unknown} */
             status: "pending" | "succeeded" | "failed";
             /** Format: int32 */
@@ -12916,6 +12982,185 @@ export interface operations {
             };
         };
     };
+    getStayJourney: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /**
+                 * @description The record's id: its type's prefix, _ and 26 characters of lowercase Crockford base32; 404 otherwise
+                 * @example sty_01jd8x3k5q7w9e2r4t6y8v0m1n
+                 */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The record */
+            200: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "success": true,
+                     *       "data": [
+                     *         {
+                     *           "stayId": "sty_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *           "guestId": "gst_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *           "journey": "text",
+                     *           "event": "arrival",
+                     *           "dueAt": "2030-01-01T09:00:00.000Z",
+                     *           "status": "scheduled",
+                     *           "messageId": "msg_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *           "taskId": "tsk_01jd8x3k5q7w9e2r4t6y8v0m1n",
+                     *           "reason": "text"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": {
+                        /** @enum {boolean} */
+                        success: true;
+                        data: components["schemas"]["JourneyStep"][];
+                    };
+                };
+            };
+            /** @description VALIDATION_ERROR: the request is malformed or a field is invalid */
+            400: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error400"];
+                };
+            };
+            /** @description TOKEN_MISSING, TOKEN_INVALID, TOKEN_EXPIRED or UNAUTHORIZED */
+            401: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error401"];
+                };
+            };
+            /** @description FORBIDDEN: the role may not do this */
+            403: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error403"];
+                };
+            };
+            /** @description NOT_FOUND */
+            404: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error404"];
+                };
+            };
+            /** @description RATE_LIMITED */
+            429: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error429"];
+                };
+            };
+            /** @description INTERNAL_ERROR */
+            500: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error500"];
+                };
+            };
+            /** @description SERVICE_UNAVAILABLE: the store cannot be reached; retry after Retry-After seconds */
+            503: {
+                headers: {
+                    /** @description The request id (yours when you sent a valid X-Request-Id); quote it when reporting a problem */
+                    "X-Request-Id"?: string;
+                    /** @description Requests allowed in the current window for this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the current window */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Unix time in seconds when the window resets */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description Seconds to wait before retrying */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error503"];
+                };
+            };
+        };
+    };
     bulkUpsertStays: {
         parameters: {
             query?: never;
@@ -15534,7 +15779,7 @@ export interface operations {
                      */
                     url: string;
                     /** @description Event types to receive, or ["*"] for all (a list naming "*" names nothing else) */
-                    events: ("*" | "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.status_changed" | "message.created" | "message.updated" | "guest.created" | "guest.updated" | "guest.erased" | "task.created" | "task.updated" | "task.completed" | "task.overdue" | "sla.at_risk" | "sla.breached" | "stay.created" | "stay.updated" | "knowledge.created" | "knowledge.updated" | "knowledge.deleted" | "staff.created" | "staff.updated" | "setting.updated" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.disabled")[];
+                    events: ("*" | "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.status_changed" | "message.created" | "message.updated" | "guest.created" | "guest.updated" | "guest.erased" | "task.created" | "task.updated" | "task.completed" | "task.overdue" | "sla.at_risk" | "sla.breached" | "stay.created" | "stay.updated" | "journey.step_done" | "journey.step_skipped" | "knowledge.created" | "knowledge.updated" | "knowledge.deleted" | "staff.created" | "staff.updated" | "setting.updated" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.disabled")[];
                     description?: string | null;
                     /** @default true */
                     active?: boolean;
@@ -16211,7 +16456,7 @@ export interface operations {
                      */
                     url?: string;
                     /** @description Event types to receive, or ["*"] for all (a list naming "*" names nothing else) */
-                    events?: ("*" | "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.status_changed" | "message.created" | "message.updated" | "guest.created" | "guest.updated" | "guest.erased" | "task.created" | "task.updated" | "task.completed" | "task.overdue" | "sla.at_risk" | "sla.breached" | "stay.created" | "stay.updated" | "knowledge.created" | "knowledge.updated" | "knowledge.deleted" | "staff.created" | "staff.updated" | "setting.updated" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.disabled")[];
+                    events?: ("*" | "conversation.created" | "conversation.updated" | "conversation.assigned" | "conversation.status_changed" | "message.created" | "message.updated" | "guest.created" | "guest.updated" | "guest.erased" | "task.created" | "task.updated" | "task.completed" | "task.overdue" | "sla.at_risk" | "sla.breached" | "stay.created" | "stay.updated" | "journey.step_done" | "journey.step_skipped" | "knowledge.created" | "knowledge.updated" | "knowledge.deleted" | "staff.created" | "staff.updated" | "setting.updated" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.disabled")[];
                     description?: string | null;
                     /** @description true re-activates a disabled endpoint and resets its failure count */
                     active?: boolean;

@@ -1,14 +1,17 @@
 // Owns the rules of settings: a key must be known (or custom.<name>), its value must fit the key's
 // schema, at most MAX_CUSTOM_KEYS custom keys are kept, and a department elsewhere must be one the
-// `departments` setting lists. Every write is one transaction with its event.
+// `departments` setting lists. Every write is one transaction with its event; a write to `journeys`
+// or `hotel` also writes the job that plans every current and coming stay's steps again.
 import type { Store } from '../../db/store.js';
-import type { Executor } from '../../db/types.js';
+import type { Executor, Tx } from '../../db/types.js';
 import type { AuthUser } from '../../lib/auth.js';
 import { AppError, conflict, type FieldError, fieldError, validation } from '../../lib/errors.js';
 import { bodyChecker } from '../../lib/validation.js';
 import type { AuditTrail } from '../audit/trail.js';
 import { settingUpdated, staffActor } from '../events/emit.js';
 import { withEvents } from '../events/outbox.js';
+import { insertJob } from '../jobs/repository.js';
+import { REPLAN_KIND } from '../stays/journeys.js';
 import { CUSTOM_KEY, customValueProblems, isKnownKey, MAX_CUSTOM_KEYS, SETTINGS } from './registry.js';
 import {
   countCustomSettings,
@@ -18,6 +21,15 @@ import {
   putSetting,
   type SettingView,
 } from './repository.js';
+
+/**
+ * The settings journey steps are planned from: saving one replans every current and coming stay,
+ * in batches on the job runner (src/modules/stays/journey-steps.ts), not in this request. One live
+ * job: saving again before it ran reschedules it. Found by the runner's poll (within a second).
+ */
+async function replanAfter(tx: Tx, key: string): Promise<void> {
+  if (key === 'journeys' || key === 'hotel') await insertJob(tx, { kind: REPLAN_KIND, key: 'all' });
+}
 
 const checkers = new Map(Object.entries(SETTINGS).map(([k, d]) => [k, bodyChecker(d.schema, 'value')]));
 
@@ -84,6 +96,7 @@ export async function setSetting(
     // updatedBy names staff only (a foreign key); an API key writing is named by the event.
     const after = await putSetting(tx, key, value, user.kind === 'api_key' ? null : user.id);
     settingUpdated(outbox, staffActor(user), before, after);
+    await replanAfter(tx, key);
     await audit.record(tx, 'settings.updated', { type: 'setting', id: key });
     return after;
   });
@@ -99,6 +112,7 @@ export async function resetSetting(store: Store, user: AuthUser, key: string, au
     // A reset is an update to the default; a removed custom key reads as null.
     const after = (await findSetting(tx, key)) ?? { key, value: null, updatedAt: null, updatedBy: null };
     if (deleted) settingUpdated(outbox, staffActor(user), before, after);
+    if (deleted) await replanAfter(tx, key);
     await audit.record(tx, 'settings.updated', { type: 'setting', id: key });
   });
 }

@@ -1,7 +1,7 @@
 // Owns journeys as a setting and as a plan (docs/stays.md, Journeys): the `journeys` setting's
 // shape and the checks JSON Schema cannot make (unique names, the fields each action needs, only
 // known placeholders), and `planStay`, the pure function that says when each step of a stay is
-// due. Running the steps is not here: a runner reads this plan.
+// due. Running the steps is in journey-steps.ts.
 import { Type } from 'typebox';
 import type { FieldError } from '../../lib/errors.js';
 
@@ -19,6 +19,12 @@ export const PLACEHOLDERS = [
 ] as const;
 
 export const MAX_JOURNEYS = 50;
+
+/**
+ * The job that plans every current and coming stay again (src/modules/stays/journey-steps.ts),
+ * written when the `journeys` or `hotel` setting is saved; one live job, key "all".
+ */
+export const REPLAN_KIND = 'journey.replan';
 const MAX_OFFSET = 43_200;
 
 const HHMM = Type.String({
@@ -142,18 +148,33 @@ export function journeyProblems(journeys: Journey[]): FieldError[] {
 
 // --- Planning -------------------------------------------------------------------------------
 
+// One formatter per zone, kept: making one is costly and holds native memory, and planning a
+// stay asks for several offsets (a burst of stays, or replanning every stay, asks for thousands).
+const WALL_FORMATS = new Map<string, Intl.DateTimeFormat>();
+
+function wallFormat(timeZone: string): Intl.DateTimeFormat {
+  let f = WALL_FORMATS.get(timeZone);
+  if (f === undefined) {
+    f = new Intl.DateTimeFormat('en-US', {
+      timeZone,
+      hourCycle: 'h23',
+      year: 'numeric',
+      month: '2-digit',
+      day: '2-digit',
+      hour: '2-digit',
+      minute: '2-digit',
+      second: '2-digit',
+    });
+    // Zones come from the validated hotel setting: few; the bound only guards the map.
+    if (WALL_FORMATS.size >= 100) WALL_FORMATS.clear();
+    WALL_FORMATS.set(timeZone, f);
+  }
+  return f;
+}
+
 /** The offset of `timeZone` from UTC at instant `t`, in milliseconds (east positive). */
 function offsetAt(timeZone: string, t: number): number {
-  const parts = new Intl.DateTimeFormat('en-US', {
-    timeZone,
-    hourCycle: 'h23',
-    year: 'numeric',
-    month: '2-digit',
-    day: '2-digit',
-    hour: '2-digit',
-    minute: '2-digit',
-    second: '2-digit',
-  }).formatToParts(new Date(t));
+  const parts = wallFormat(timeZone).formatToParts(new Date(t));
   const v = (type: string) => Number(parts.find((p) => p.type === type)!.value);
   const local = Date.UTC(v('year'), v('month') - 1, v('day'), v('hour'), v('minute'), v('second'));
   return local - Math.floor(t / 1000) * 1000;

@@ -2,6 +2,7 @@
 // may see), create, upsert by the PMS's reference one at a time and in bulk, and update (admin,
 // manager). No DELETE: a stay is cancelled. The rules are in service.ts.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type } from 'typebox';
 import { ownerFilter } from '../../lib/access.js';
 import { ADMIN_MANAGER, ANY_ROLE } from '../../lib/auth.js';
 import { BulkBody, BulkResponse, runBulk } from '../../lib/bulk.js';
@@ -10,11 +11,13 @@ import { currentById } from '../../lib/etag.js';
 import { listPage } from '../../lib/pages.js';
 import { BODY_ERRORS, CONFLICT_ERROR, IdParams, Ok, OkList, ok, STANDARD_ERRORS } from '../../lib/schemas.js';
 import { isCalendarDay } from './dates.js';
+import { listSteps, MAX_STEPS_LISTED } from './journey-steps.js';
 import { findStay, findStayByRef, listStays, toStay } from './repository.js';
 import {
   type BulkStayInput,
   BulkStayItem,
   CreateStayBody,
+  JourneyStep,
   ListStaysQuery,
   PutStayBody,
   RefParams,
@@ -69,6 +72,28 @@ export const staysRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request) => ok(await visibleStay(db(), request.user!, request.params.id)),
   );
 
+  app.get(
+    '/:id/journey',
+    {
+      config: { access: ANY_ROLE, scope: 'stays:read' },
+      schema: {
+        tags: ['stays'],
+        operationId: 'getStayJourney',
+        summary: "The stay's journey steps: each step's moment and what became of it, in due order",
+        description:
+          'One entry per journey step planned for the stay (docs/stays.md, Journeys): `scheduled` until its ' +
+          'moment, then `done` (with the message or task it made), `skipped` or `failed` (with the reason). ' +
+          'Read like GET /stays/:id: a staff-role caller only for a stay of a guest they may see.',
+        params: IdParams,
+        response: { 200: Ok(Type.Array(JourneyStep, { maxItems: MAX_STEPS_LISTED })), ...STANDARD_ERRORS },
+      },
+    },
+    async (request) => {
+      const stay = await visibleStay(db(), request.user!, request.params.id);
+      return ok(await listSteps(db(), stay.id, stay.guestId));
+    },
+  );
+
   app.post(
     '/',
     {
@@ -82,7 +107,7 @@ export const staysRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
-      const stay = await createStay(db(), request.user!, request.body);
+      const stay = await createStay(db(), request.user!, request.body, app.jobs);
       reply.code(201);
       return ok(stay);
     },
@@ -124,7 +149,7 @@ export const staysRoutes: FastifyPluginAsyncTypebox = async (app) => {
       return runBulk<BulkStayInput, StayView>(
         request.body.items,
         BulkStayItem,
-        async ({ externalRef, ...body }) => (await upsertStay(db(), user, externalRef, body)).stay,
+        async ({ externalRef, ...body }) => (await upsertStay(db(), user, externalRef, body, app.jobs)).stay,
         request.log,
       );
     },
@@ -156,7 +181,13 @@ export const staysRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (request, reply) => {
-      const { stay, created } = await upsertStay(db(), request.user!, request.params.externalRef, request.body);
+      const { stay, created } = await upsertStay(
+        db(),
+        request.user!,
+        request.params.externalRef,
+        request.body,
+        app.jobs,
+      );
       reply.code(created ? 201 : 200);
       return ok(stay);
     },
@@ -175,6 +206,6 @@ export const staysRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: Ok(Stay), ...STANDARD_ERRORS, ...CONFLICT_ERROR, ...BODY_ERRORS },
       },
     },
-    async (request) => ok(await updateStay(db(), request.user!, request.params.id, request.body)),
+    async (request) => ok(await updateStay(db(), request.user!, request.params.id, request.body, app.jobs)),
   );
 };

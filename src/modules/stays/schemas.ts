@@ -51,6 +51,24 @@ export const Stay = Type.Object(
 );
 export type StayView = Static<typeof Stay>;
 
+/** A journey's step for one stay (docs/stays.md, Journeys): GET /stays/:id/journey and the journey events. */
+export const JourneyStep = Type.Object(
+  {
+    stayId: RefId('sty'),
+    guestId: RefId('gst'),
+    journey: Type.String({ maxLength: 100, description: 'The name of the journey in the journeys setting' }),
+    event: Type.Enum(['arrival', 'departure', 'check_in', 'check_out']),
+    dueAt: Type.String({ format: 'date-time', maxLength: 30, description: 'When the step is (or was) due' }),
+    status: Type.Enum(['scheduled', 'done', 'skipped', 'failed']),
+    messageId: Nullable(RefId('msg', 'The message the step sent (a message step, done)')),
+    taskId: Nullable(RefId('tsk', 'The task the step opened (a task step, done)')),
+    reason: Nullable(
+      Type.String({ maxLength: 1000, description: 'Why the step was skipped or failed; null otherwise' }),
+    ),
+  },
+  { $id: 'JourneyStep' },
+);
+
 /** The stay a guest or conversation shows: in house, else the next booked one, else null. */
 export const StaySummary = Nullable(
   Type.Object(

@@ -1,7 +1,7 @@
 // Owns the rules of stays (docs/stays.md): a stay's guest exists (named by id or by the guest's
 // externalRef), its days are real calendar days with checkOut after checkIn, its externalRef is
 // unique; admins and managers write, a staff member reads the stays of guests they may see. Every
-// write is one transaction with its event.
+// write is one transaction with its event and its journey steps planned again (journey-steps.ts).
 import { isUniqueViolation, type Store } from '../../db/store.js';
 import type { Executor } from '../../db/types.js';
 import { isElevated } from '../../lib/access.js';
@@ -11,6 +11,7 @@ import { recordEvents, staffActor } from '../events/emit.js';
 import { withEvents } from '../events/outbox.js';
 import { isGuestOfStaff } from '../guests/repository.js';
 import { isCalendarDay } from './dates.js';
+import { type Jobs, markStatusMoment, planJourneys } from './journey-steps.js';
 import {
   findGuestIdByRef,
   findStay,
@@ -99,7 +100,7 @@ export async function visibleStay(db: Executor, user: AuthUser, id: string): Pro
   return stay;
 }
 
-export function createStay(store: Store, user: AuthUser, body: CreateStayInput): Promise<StayView> {
+export function createStay(store: Store, user: AuthUser, body: CreateStayInput, jobs: Jobs = null): Promise<StayView> {
   return withEvents(store, async (tx, outbox) => {
     const { externalRef, ...rest } = body;
     const values = await valuesOf(tx, rest, externalRef ?? null);
@@ -108,6 +109,8 @@ export function createStay(store: Store, user: AuthUser, body: CreateStayInput):
       if (existing !== undefined) throw refTaken(existing);
     }
     const stay = await insertStay(tx, values);
+    await markStatusMoment(tx, stay.id, null, stay.status);
+    await planJourneys(tx, outbox, jobs, stay.id);
     recordEvents(outbox, 'stay', staffActor(user), null, stay);
     return stay;
   });
@@ -122,6 +125,7 @@ export async function upsertStay(
   user: AuthUser,
   externalRef: string,
   body: PutStayInput,
+  jobs: Jobs = null,
 ): Promise<{ stay: StayView; created: boolean }> {
   const once = () =>
     withEvents(store, async (tx, outbox) => {
@@ -129,12 +133,16 @@ export async function upsertStay(
       const before = await findStayByRef(tx, externalRef);
       if (before === undefined) {
         const stay = await insertStay(tx, values);
+        await markStatusMoment(tx, stay.id, null, stay.status);
+        await planJourneys(tx, outbox, jobs, stay.id);
         recordEvents(outbox, 'stay', staffActor(user), null, stay);
         return { stay, created: true };
       }
       // The same stay again (a nightly sync) is left as it is: no write, no event, the same ETag.
       if (sameValues(before, values)) return { stay: before, created: false };
       const stay = await writeStay(tx, before.id, values);
+      await markStatusMoment(tx, stay.id, before.status, stay.status);
+      await planJourneys(tx, outbox, jobs, stay.id);
       recordEvents(outbox, 'stay', staffActor(user), before, stay);
       return { stay, created: false };
     });
@@ -146,7 +154,13 @@ export async function upsertStay(
   }
 }
 
-export function updateStay(store: Store, user: AuthUser, id: string, changes: UpdateStayInput): Promise<StayView> {
+export function updateStay(
+  store: Store,
+  user: AuthUser,
+  id: string,
+  changes: UpdateStayInput,
+  jobs: Jobs = null,
+): Promise<StayView> {
   return withEvents(store, async (tx, outbox) => {
     const before = await findStay(tx, id);
     if (before === undefined) throw notFound('Stay', id);
@@ -174,6 +188,8 @@ export function updateStay(store: Store, user: AuthUser, id: string, changes: Up
       notes: changes.notes !== undefined ? changes.notes : before.notes,
       externalRef,
     });
+    await markStatusMoment(tx, id, before.status, after.status);
+    await planJourneys(tx, outbox, jobs, id);
     recordEvents(outbox, 'stay', staffActor(user), before, after);
     return after;
   });

@@ -1,0 +1,510 @@
+// Owns running journeys (docs/stays.md, Journeys): each step of a stay is a row of journey_steps
+// and, while scheduled, one job keyed by stay and journey (docs/jobs.md), both written in the
+// transaction of the change that planned it (a stay written, or the setting saved: then every
+// current and coming stay is planned again by one job, in batches). At its moment the job sends the
+// message or opens the task, records the step done and completes itself in one transaction:
+// exactly once per stay and journey, across instances and restarts. A step of a cancelled or
+// no-show stay is skipped at its moment; a step more than 6 h late is skipped with its reason.
+import type { FastifyInstance } from 'fastify';
+import fp from 'fastify-plugin';
+import { nowIso, type Store, toIso } from '../../db/store.js';
+import type { Executor, JourneyStepTable, Tx } from '../../db/types.js';
+import { AppError } from '../../lib/errors.js';
+import { newId } from '../../lib/ids.js';
+import { fillPlaceholders, firstNameOf } from '../canned-responses/placeholders.js';
+import { assertWhatsAppWindow, type RenderedTemplate, renderTemplate } from '../channels/rules.js';
+import type { LocalSender } from '../channels/sends-repository.js';
+import { advanceConversationRef, findConversation, insertConversation } from '../conversations/repository.js';
+import type { MessageView } from '../conversations/schemas.js';
+import { storeOutbound } from '../conversations/service.js';
+import { conversationEvents, messageCreated, SYSTEM, taskEvents } from '../events/emit.js';
+import { type Outbox, withEvents } from '../events/outbox.js';
+import { cancelJob, insertJob } from '../jobs/repository.js';
+import type { JobHandler, JobRunner } from '../jobs/runner.js';
+import { getSetting } from '../settings/repository.js';
+import { insertTask } from '../tasks/repository.js';
+import { type HotelClock, hotelClock } from './dates.js';
+import { type Journey, type JourneyEvent, planStay, REPLAN_KIND } from './journeys.js';
+
+/** The job that runs one step; its key is the stay's id and the journey's name. */
+export const STEP_KIND = 'journey.step';
+/** A step found this late (when planned, or when its job runs after downtime) is skipped. */
+export const LATE_LIMIT_MS = 6 * 3_600_000;
+/** Stays planned per transaction when the setting changes: short write locks, bounded memory. */
+const REPLAN_BATCH = 200;
+/** A step may be due this long after its stay's departure (the largest offset): older stays are not replanned. */
+const REPLAN_DAYS_BACK = 31;
+
+/** What a job writer needs: this instance's runner (woken at commit), or none (found by the poll). */
+export type Jobs = Pick<JobRunner, 'enqueue'> | null;
+
+export type StepStatus = JourneyStepTable['status'];
+
+/** A step as GET /stays/:id/journey and the journey events show it. */
+export interface JourneyStepView {
+  stayId: string;
+  guestId: string;
+  journey: string;
+  event: JourneyEvent;
+  dueAt: string;
+  status: StepStatus;
+  messageId: string | null;
+  taskId: string | null;
+  reason: string | null;
+}
+
+const stepKey = (stayId: string, journey: string) => `${stayId}:${journey}`;
+
+/** What planning a stay needs of it. */
+interface PlannedStay {
+  id: string;
+  guest_id: string;
+  check_in: string;
+  check_out: string;
+  status: string;
+  room: string | null;
+  checked_in_at: string | Date | null;
+  checked_out_at: string | Date | null;
+}
+
+const PLAN_COLUMNS = [
+  'id',
+  'guest_id',
+  'check_in',
+  'check_out',
+  'status',
+  'room',
+  'checked_in_at',
+  'checked_out_at',
+] as const;
+
+/** The stay as planning reads it; `lock`: held until commit (PostgreSQL), as a write to it holds it. */
+function readStay(db: Executor, id: string, lock = false): Promise<PlannedStay | undefined> {
+  const q = db.selectFrom('stays').select(PLAN_COLUMNS).where('id', '=', id);
+  return (lock && db.dialect === 'postgres' ? q.forUpdate() : q).executeTakeFirst();
+}
+
+/** The journeys setting as saved (none: no journeys). */
+export async function readJourneys(db: Executor): Promise<Journey[]> {
+  return ((await getSetting(db, 'journeys'))?.value ?? []) as Journey[];
+}
+
+export interface PlanContext {
+  journeys: Journey[];
+  clock: HotelClock;
+}
+
+function stepView(row: JourneyStepTable, guestId: string): JourneyStepView {
+  return {
+    stayId: row.stay_id,
+    guestId,
+    journey: row.journey,
+    event: row.event,
+    dueAt: toIso(row.due_at),
+    status: row.status,
+    messageId: row.message_id,
+    taskId: row.task_id,
+    reason: row.reason,
+  };
+}
+
+function stepEvent(outbox: Outbox, step: JourneyStepView): void {
+  outbox.add({
+    type: step.status === 'done' ? 'journey.step_done' : 'journey.step_skipped',
+    actor: SYSTEM,
+    data: step,
+  });
+}
+
+/** A stay has at most 50 journeys' steps, more only when journeys that already ran were replaced. */
+export const MAX_STEPS_LISTED = 1000;
+
+/** The steps of a stay, in due order (then journey). */
+export async function listSteps(db: Executor, stayId: string, guestId: string): Promise<JourneyStepView[]> {
+  const rows = await db
+    .selectFrom('journey_steps')
+    .selectAll()
+    .where('stay_id', '=', stayId)
+    .orderBy('due_at')
+    .orderBy('journey')
+    .limit(MAX_STEPS_LISTED)
+    .execute();
+  return rows.map((r) => stepView(r, guestId));
+}
+
+/**
+ * Records, after a write to the stay in `tx`, the moments its status became in_house or
+ * checked_out (the check_in and check_out events).
+ */
+export async function markStatusMoment(tx: Tx, id: string, before: string | null, after: string): Promise<void> {
+  if (before === after) return;
+  if (after === 'in_house')
+    await tx.updateTable('stays').set({ checked_in_at: nowIso() }).where('id', '=', id).execute();
+  if (after === 'checked_out') {
+    await tx.updateTable('stays').set({ checked_out_at: nowIso() }).where('id', '=', id).execute();
+  }
+}
+
+/**
+ * Plans the stay's steps in `tx`, after its row was written: each planned step not yet run is
+ * (re)scheduled at its moment, or skipped when that moment is more than 6 h gone; a scheduled
+ * step whose journey is gone (removed or disabled) is dropped with its job. Steps that ran
+ * (done, skipped, failed) are left as they are: a step runs once per stay and journey.
+ */
+export async function planJourneys(
+  tx: Tx,
+  outbox: Outbox,
+  jobs: Jobs,
+  stayId: string,
+  context?: PlanContext,
+): Promise<void> {
+  const journeys = context?.journeys ?? (await readJourneys(tx));
+  // The stay's row first, locked (a write to the stay holds it already): two plans of one stay (a
+  // PATCH and the replan after a save) take turns, the second seeing the steps the first wrote.
+  const stay = await readStay(tx, stayId, true);
+  if (stay === undefined) return;
+  const existing = await tx.selectFrom('journey_steps').selectAll().where('stay_id', '=', stayId).execute();
+  if (journeys.length === 0 && existing.length === 0) return;
+  const clock = context?.clock ?? (await hotelClock(tx));
+  const plan = planStay(
+    {
+      checkIn: stay.check_in,
+      checkOut: stay.check_out,
+      checkedInAt: stay.checked_in_at === null ? null : toIso(stay.checked_in_at),
+      checkedOutAt: stay.checked_out_at === null ? null : toIso(stay.checked_out_at),
+    },
+    journeys,
+    clock,
+  );
+  const byJourney = new Map(existing.map((r) => [r.journey, r]));
+  const now = Date.now();
+  const at = new Date(now).toISOString();
+  for (const p of plan) {
+    const row = byJourney.get(p.journey);
+    byJourney.delete(p.journey);
+    if (row !== undefined && (row.status !== 'scheduled' || toIso(row.due_at) === p.dueAt)) continue;
+    const late = now - Date.parse(p.dueAt) > LATE_LIMIT_MS;
+    const values = {
+      event: p.event,
+      due_at: p.dueAt,
+      status: late ? ('skipped' as const) : ('scheduled' as const),
+      reason: late ? 'more than 6 h late when it was scheduled' : null,
+      updated_at: at,
+    };
+    if (row === undefined) {
+      await tx
+        .insertInto('journey_steps')
+        .values({ stay_id: stayId, journey: p.journey, message_id: null, task_id: null, created_at: at, ...values })
+        .execute();
+    } else {
+      // Only while still scheduled: a step that ran meanwhile (its run held the row, PostgreSQL)
+      // is not planned again.
+      const r = await tx
+        .updateTable('journey_steps')
+        .set(values)
+        .where('stay_id', '=', stayId)
+        .where('journey', '=', p.journey)
+        .where('status', '=', 'scheduled')
+        .executeTakeFirst();
+      if (Number(r.numUpdatedRows) === 0) continue;
+    }
+    const key = stepKey(stayId, p.journey);
+    if (late) {
+      if (row !== undefined) await cancelJob(tx, STEP_KIND, key);
+      stepEvent(outbox, {
+        stayId,
+        guestId: stay.guest_id,
+        journey: p.journey,
+        event: p.event,
+        dueAt: p.dueAt,
+        status: 'skipped',
+        messageId: null,
+        taskId: null,
+        reason: values.reason,
+      });
+      continue;
+    }
+    // A moment already passed (at most 6 h) is due now: the job runs at once.
+    const job = { kind: STEP_KIND, key, runAt: p.dueAt, payload: { stayId, journey: p.journey } };
+    if (jobs !== null) await jobs.enqueue(tx, job);
+    else await insertJob(tx, job);
+  }
+  // Scheduled steps of journeys no longer planned: their journey was removed or disabled.
+  for (const row of byJourney.values()) {
+    if (row.status !== 'scheduled') continue;
+    const r = await tx
+      .deleteFrom('journey_steps')
+      .where('stay_id', '=', stayId)
+      .where('journey', '=', row.journey)
+      .where('status', '=', 'scheduled')
+      .executeTakeFirst();
+    if (Number(r.numDeletedRows) > 0) await cancelJob(tx, STEP_KIND, stepKey(stayId, row.journey));
+  }
+}
+
+// --- Running a step ------------------------------------------------------------------------
+
+/** Why the step cannot be carried out as it stands (recorded as failed, not retried). */
+class StepFailure extends Error {}
+
+const CHANNEL_ORDER = ['whatsapp', 'sms', 'email'] as const;
+
+interface Guest {
+  id: string;
+  name: string;
+  email: string | null;
+  phone: string | null;
+}
+
+const reachable = (channel: string, g: Guest) =>
+  channel === 'email' ? g.email !== null : channel === 'sms' || channel === 'whatsapp' ? g.phone !== null : true;
+
+/**
+ * The guest's latest conversation, on `channel` or (undefined) any. Read through the guest's index
+ * and picked here: a guest has few conversations, and with ORDER BY last_message_at … LIMIT 1 the
+ * planner may walk the whole last_message_at index instead, one row per conversation held.
+ */
+async function latestConversation(db: Executor, guestId: string, channel?: string) {
+  let q = db.selectFrom('conversations').select(['id', 'channel', 'last_message_at']).where('guest_id', '=', guestId);
+  if (channel !== undefined) q = q.where('channel', '=', channel as never);
+  let latest: { id: string; channel: string; at: string } | undefined;
+  for (const r of await q.execute()) {
+    const at = toIso(r.last_message_at);
+    if (latest === undefined || at > latest.at || (at === latest.at && r.id > latest.id)) {
+      latest = { id: r.id, channel: r.channel, at };
+    }
+  }
+  return latest;
+}
+
+/** The channel a message step goes on: fixed, else the latest conversation's, else the first reachable. */
+async function channelFor(db: Executor, j: Journey, guest: Guest): Promise<string> {
+  if (j.channel !== undefined) {
+    if (!reachable(j.channel, guest)) throw new StepFailure(`the guest has no address for the ${j.channel} channel`);
+    return j.channel;
+  }
+  const latest = await latestConversation(db, guest.id);
+  if (latest !== undefined) return latest.channel;
+  const first = CHANNEL_ORDER.find((c) => reachable(c, guest));
+  if (first === undefined) throw new StepFailure('the guest has no phone number or email address');
+  return first;
+}
+
+/**
+ * Sends the step's message through the ordinary path: rules checked first (window, template, an
+ * address), then the guest's latest conversation on the channel (or a new one) takes the message,
+ * `sender.type: system`, and its send job is written in this transaction.
+ */
+async function sendStepMessage(
+  tx: Tx,
+  outbox: Outbox,
+  j: Journey,
+  guest: Guest,
+  fill: (text: string) => string,
+  sender: LocalSender | null,
+): Promise<MessageView> {
+  // Steps of one guest's stays due together (several stays, or one stay's journeys) take turns on
+  // the guest's row: each sees the conversation the one before opened, so they share it instead
+  // of each opening its own (SQLite runs one writer at a time already).
+  if (tx.dialect === 'postgres') {
+    await tx.selectFrom('guests').select('id').where('id', '=', guest.id).forUpdate().executeTakeFirst();
+  }
+  const channel = await channelFor(tx, j, guest);
+  let template: RenderedTemplate | null = null;
+  let content: string;
+  try {
+    if (j.action.template !== undefined) {
+      if (channel !== 'whatsapp') throw new StepFailure(`a template message is for WhatsApp, not ${channel}`);
+      template = await renderTemplate(tx, { ...j.action.template, parameters: j.action.template.parameters.map(fill) });
+      content = template.content;
+    } else {
+      content = fill(j.action.content ?? '');
+      if (content.trim() === '') throw new StepFailure('the message is empty once its placeholders are filled in');
+      if (channel === 'whatsapp') await assertWhatsAppWindow(tx, guest.id);
+    }
+  } catch (err) {
+    if (err instanceof AppError) throw new StepFailure(err.message);
+    throw err;
+  }
+  const existing = await latestConversation(tx, guest.id, channel);
+  let conversationId: string;
+  let at: string;
+  let assignee: string | null = null;
+  if (existing !== undefined) {
+    // The conversation's row first (its time taken under its lock), as every outbound message.
+    const ref = (await advanceConversationRef(tx, existing.id))!;
+    conversationId = existing.id;
+    at = ref.last_message_at;
+    assignee = ref.assignee;
+  } else {
+    if (channel === 'web') throw new StepFailure('the guest has no web conversation to write in');
+    conversationId = newId('cnv');
+    at = nowIso();
+    await insertConversation(tx, {
+      id: conversationId,
+      guestId: guest.id,
+      channel: channel as 'whatsapp' | 'sms' | 'email',
+      subject: null,
+      assignee: null,
+      messageCount: 1,
+      at,
+    });
+    conversationEvents(outbox, SYSTEM, null, (await findConversation(tx, conversationId))!);
+  }
+  const message = await storeOutbound(
+    tx,
+    channel,
+    {
+      conversation_id: conversationId,
+      direction: 'outbound',
+      type: 'text',
+      content,
+      sender_type: 'system',
+      sender_id: null,
+      delivery_status: 'queued',
+      created_at: at,
+    },
+    template,
+    sender,
+  );
+  messageCreated(outbox, SYSTEM, message, assignee);
+  return message;
+}
+
+async function finish(
+  tx: Tx,
+  outbox: Outbox,
+  row: JourneyStepTable,
+  guestId: string,
+  set: { status: StepStatus; message_id?: string | null; task_id?: string | null; reason?: string | null },
+) {
+  const values = { message_id: null, task_id: null, reason: null, ...set, updated_at: nowIso() };
+  await tx
+    .updateTable('journey_steps')
+    .set(values)
+    .where('stay_id', '=', row.stay_id)
+    .where('journey', '=', row.journey)
+    .execute();
+  const view = stepView({ ...row, ...values }, guestId);
+  if (view.status !== 'failed') stepEvent(outbox, view);
+}
+
+export function stepHandler(store: Store, sender: () => LocalSender | null): JobHandler {
+  return {
+    kind: STEP_KIND,
+    // A burst of steps due in one minute (every arrival of a day at check-in time) wants several
+    // at once, but not many: on SQLite runs at once share one commit (src/db/group-commit.ts), and
+    // reads queue behind that batch while it holds the connection, so a long batch is a slow
+    // inbox (docs/stays.md, At scale, has the trade measured); on PostgreSQL each run holds one of
+    // the pool's connections for its transaction.
+    concurrency: store.dialect === 'sqlite' ? 16 : 4,
+    retryBaseMs: 1000,
+    async run(job, ctx) {
+      const { stayId, journey } = job.payload as { stayId: string; journey: string };
+      await withEvents(store, async (tx, outbox) => {
+        // The step's own row first, locked: a plan of this stay meanwhile waits for this run, then
+        // finds the step ran (PostgreSQL; SQLite runs one writer at a time).
+        let q = tx.selectFrom('journey_steps').selectAll().where('stay_id', '=', stayId).where('journey', '=', journey);
+        if (tx.dialect === 'postgres') q = q.forUpdate();
+        const row = await q.executeTakeFirst();
+        const stay = await readStay(tx, stayId);
+        // Recorded with the step: the work and its job's end commit together, once.
+        await ctx.complete(tx);
+        if (row === undefined || row.status !== 'scheduled' || stay === undefined) return;
+        const j = (await readJourneys(tx)).find((x) => x.name === journey && x.enabled !== false);
+        if (j === undefined) {
+          await finish(tx, outbox, row, stay.guest_id, {
+            status: 'skipped',
+            reason: 'its journey was removed or disabled',
+          });
+          return;
+        }
+        if (stay.status === 'cancelled' || stay.status === 'no_show') {
+          await finish(tx, outbox, row, stay.guest_id, { status: 'skipped', reason: `the stay is ${stay.status}` });
+          return;
+        }
+        if (Date.now() - new Date(toIso(row.due_at)).getTime() > LATE_LIMIT_MS) {
+          await finish(tx, outbox, row, stay.guest_id, { status: 'skipped', reason: 'more than 6 h late when it ran' });
+          return;
+        }
+        const guest = (await tx
+          .selectFrom('guests')
+          .select(['id', 'name', 'email', 'phone'])
+          .where('id', '=', stay.guest_id)
+          .executeTakeFirst())!;
+        const hotelName = ((await getSetting(tx, 'hotel'))?.value as { name?: unknown } | undefined)?.name;
+        const fill = (text: string) =>
+          fillPlaceholders(text, {
+            'guest.name': guest.name,
+            'guest.firstName': firstNameOf(guest.name),
+            'stay.room': stay.room ?? '',
+            'stay.checkIn': stay.check_in,
+            'stay.checkOut': stay.check_out,
+            'hotel.name': typeof hotelName === 'string' ? hotelName : '',
+          });
+        if (j.action.type === 'task') {
+          const task = await insertTask(tx, {
+            title: fill(j.action.title!).slice(0, 200) || j.name,
+            department: j.action.department!,
+            priority: (j.action.priority ?? 'normal') as 'normal',
+            description: j.action.description === undefined ? null : fill(j.action.description),
+            guestId: stay.guest_id,
+            stayId,
+          });
+          taskEvents(outbox, SYSTEM, null, task);
+          await finish(tx, outbox, row, stay.guest_id, { status: 'done', task_id: task.id });
+          return;
+        }
+        try {
+          // Every StepFailure is thrown before the first write: nothing half-written stays behind.
+          const message = await sendStepMessage(tx, outbox, j, guest, fill, sender());
+          await finish(tx, outbox, row, stay.guest_id, { status: 'done', message_id: message.id });
+        } catch (err) {
+          if (!(err instanceof StepFailure)) throw err;
+          await finish(tx, outbox, row, stay.guest_id, { status: 'failed', reason: err.message });
+        }
+      });
+    },
+  };
+}
+
+/**
+ * Plans every stay that may still have a step to run (departing at most 31 days ago, the largest
+ * offset) again, in batches of 200 stays per transaction, walking stays by id.
+ */
+export function replanHandler(store: Store, jobs: Jobs): JobHandler {
+  return {
+    kind: REPLAN_KIND,
+    concurrency: 1,
+    async run(_job, ctx) {
+      const since = new Date(Date.now() - REPLAN_DAYS_BACK * 86_400_000).toISOString().slice(0, 10);
+      let after = '';
+      for (;;) {
+        if (ctx.signal.aborted) throw new Error('stopped');
+        const ids = await store.db
+          .selectFrom('stays')
+          .select('id')
+          .where('id', '>', after)
+          .where('check_out', '>=', since)
+          .orderBy('id')
+          .limit(REPLAN_BATCH)
+          .execute();
+        if (ids.length === 0) break;
+        await withEvents(store, async (tx, outbox) => {
+          const context = { journeys: await readJourneys(tx), clock: await hotelClock(tx) };
+          for (const { id } of ids) await planJourneys(tx, outbox, jobs, id, context);
+        });
+        after = ids[ids.length - 1]!.id;
+      }
+    },
+  };
+}
+
+/** Registers the journey jobs' handlers with this instance's runner. */
+export default fp(
+  async function journeys(app: FastifyInstance) {
+    app.jobs.register(stepHandler(app.ctx.store, () => app.channelDispatcher ?? null));
+    app.jobs.register(replanHandler(app.ctx.store, app.jobs));
+  },
+  { name: 'journeys', dependencies: ['jobs-runtime', 'channels-runtime'] },
+);
