@@ -63,7 +63,9 @@ test('past PG_POOL_MAX_WAITING a request is refused at once with 503 and Retry-A
       return r;
     }),
   );
-  await new Promise((r) => setTimeout(r, 500));
+  // Long enough for every request to reach the pool on a loaded machine: a refusal must come
+  // while the lock still holds the pool's connections.
+  await new Promise((r) => setTimeout(r, 1500));
   await lock.release();
   const results = await Promise.all(posts);
   const refused = results.filter((r) => r.status === 503);
