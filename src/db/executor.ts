@@ -62,6 +62,13 @@ export interface Tx extends Executor {
     parameters: readonly unknown[],
     done?: (rows: Record<string, unknown>[]) => void,
   ) => void;
+  /**
+   * PostgreSQL, outside a request transaction: runs `fn` once the transaction's work is done, just
+   * before its last statement and COMMIT (in the order registered). For writes to rows many
+   * transactions share (a running total): their row locks are then held for the last round trips
+   * only, not for the rest of the work. Undefined where that cannot be done: write at once instead.
+   */
+  readonly beforeCommit?: (fn: () => Promise<void>) => void;
 }
 
 /** An executor over a Kysely instance or transaction, with `run` executing prepared statements. */
@@ -94,9 +101,15 @@ export function transaction(
   dialect: DialectName,
   runSql: RunSql,
   withCommit?: Tx['withCommit'],
+  beforeCommit?: Tx['beforeCommit'],
 ): { tx: Tx; committed(): void } {
   const after: (() => void)[] = [];
-  const handle: Tx = { ...executor(tx, dialect, runSql), onCommit: (fn) => void after.push(fn), withCommit };
+  const handle: Tx = {
+    ...executor(tx, dialect, runSql),
+    onCommit: (fn) => void after.push(fn),
+    withCommit,
+    beforeCommit,
+  };
   // `run` above calls the base executor, whose statement() needs only the builder and dialect.
   return {
     tx: handle,

@@ -45,8 +45,13 @@ export async function joinRequestTx<T>(work: (tx: Tx) => Promise<T>): Promise<T>
   const outer = scope.tx;
   const raw = (text: string) => outer.executeQuery(CompiledQuery.raw(text));
   const listeners: (() => void)[] = [];
-  // Not the request transaction's last statement: nothing here may ride on its COMMIT.
-  const tx: Tx = { ...outer, onCommit: (fn) => void listeners.push(fn), withCommit: undefined };
+  // Not the request transaction's last statement: nothing here may ride on its COMMIT, nor wait for it.
+  const tx: Tx = {
+    ...outer,
+    onCommit: (fn) => void listeners.push(fn),
+    withCommit: undefined,
+    beforeCommit: undefined,
+  };
   await raw(`savepoint ${name}`);
   let value: T;
   try {

@@ -334,6 +334,7 @@ export function openStore(config: StoreConfig, options: StoreOptions = {}): Stor
       const raw = (text: string) => conn.executeQuery(CompiledQuery.raw(text));
       let last: string | null = null;
       let lastDone: ((rows: Record<string, unknown>[]) => void) | undefined;
+      const late: (() => Promise<void>)[] = [];
       await raw('begin');
       try {
         // Statements go through the transaction's connection (Kysely holds it).
@@ -347,9 +348,11 @@ export function openStore(config: StoreConfig, options: StoreOptions = {}): Stor
             last = inlineParameters(text, parameters, driver.escapeLiteral);
             lastDone = done;
           },
+          (fn) => void late.push(fn),
         );
         committed = t.committed;
         const value = await work(t.tx);
+        for (const fn of late) await fn();
         // Sent as one simple query: if the statement fails, PostgreSQL skips the COMMIT.
         const done = await raw(last === null ? 'commit' : `${last};\ncommit`);
         lastDone?.(done.rows as Record<string, unknown>[]);

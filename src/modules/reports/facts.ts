@@ -5,7 +5,7 @@
 // Everything is written in the caller's transaction, so a figure is exact once that commits.
 import { type Compilable, sql } from 'kysely';
 import { type Param, type Prepared, prepared } from '../../db/prepared.js';
-import type { Executor } from '../../db/types.js';
+import type { Executor, Tx } from '../../db/types.js';
 import { binOf } from './bins.js';
 import { num, rdb } from './tables.js';
 
@@ -164,10 +164,34 @@ const insertFacts = rowsInsert(
       .values(rows as never),
 );
 
-/** Adds (sign 1) or subtracts (sign −1) facts to the rollups, one statement per table. */
+interface Deltas {
+  rollups: Map<string, RollupDelta>;
+  bins: Map<string, BinDelta>;
+}
+
+/** A transaction's deltas waiting for its end (PostgreSQL, `Tx.beforeCommit`). */
+const pending = new WeakMap<Executor, Deltas>();
+
+/**
+ * Adds (sign 1) or subtracts (sign −1) facts to the rollups. On PostgreSQL outside a request
+ * transaction the deltas of the whole transaction are summed and written just before its commit:
+ * every conversation opened or message sent in a quarter-hour adds to the same few rows, and a
+ * row written early stays locked for the rest of the transaction, so concurrent writers (a burst
+ * of journey steps, docs/stays.md) would otherwise run one at a time. Elsewhere they are written
+ * at once, one statement per table.
+ */
 async function roll(x: Executor, facts: Fact[], sign: 1 | -1): Promise<void> {
-  const rollups = new Map<string, RollupDelta>();
-  const bins = new Map<string, BinDelta>();
+  const late = (x as Partial<Tx>).beforeCommit;
+  let deltas = late === undefined ? undefined : pending.get(x);
+  if (deltas === undefined) {
+    deltas = { rollups: new Map(), bins: new Map() };
+    if (late !== undefined) {
+      const mine = deltas;
+      pending.set(x, mine);
+      late(() => writeDeltas(x, mine));
+    }
+  }
+  const { rollups, bins } = deltas;
   for (const f of facts) {
     const timed = TIMED.has(f.metric);
     for (const grain of GRAINS) {
@@ -203,6 +227,11 @@ async function roll(x: Executor, facts: Fact[], sign: 1 | -1): Promise<void> {
       }
     }
   }
+  if (late === undefined) await writeDeltas(x, deltas);
+}
+
+/** Writes the deltas, one statement per table. */
+async function writeDeltas(x: Executor, { rollups, bins }: Deltas): Promise<void> {
   // Sorted, so two transactions touching the same rows lock them in one order (no deadlock).
   const sorted = <T>(m: Map<string, T>) => [...m.entries()].sort((a, b) => (a[0] < b[0] ? -1 : 1)).map((e) => e[1]);
   if (rollups.size > 0) await insertRollups(x, sorted(rollups) as unknown as Row[]);

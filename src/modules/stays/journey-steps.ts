@@ -396,8 +396,10 @@ export function stepHandler(store: Store, sender: () => LocalSender | null): Job
     // at once, but not many: on SQLite runs at once share one commit (src/db/group-commit.ts), and
     // reads queue behind that batch while it holds the connection, so a long batch is a slow
     // inbox (docs/stays.md, At scale, has the trade measured); on PostgreSQL each run holds one of
-    // the pool's connections for its transaction.
-    concurrency: store.dialect === 'sqlite' ? 16 : 4,
+    // the pool's connections (10 by default) for its transaction, and most of a run's time is spent
+    // waiting for another's reply or row lock, not on CPU, so 8 leaves reads their share while
+    // keeping the server busy.
+    concurrency: store.dialect === 'sqlite' ? 16 : 8,
     retryBaseMs: 1000,
     async run(job, ctx) {
       const { stayId, journey } = job.payload as { stayId: string; journey: string };
