@@ -168,11 +168,11 @@ test(`load: ${SECONDS} s at ${CONNECTIONS} connections of mixed traffic (${TEST_
   for (const id of acked.guests) assert.ok(stored.guests.has(id), id);
   for (const id of acked.messages) assert.ok(stored.messages.has(id), id);
   // RSS at one instant after the load is mostly the heap's working size, not what was kept: on a
-  // quiet machine the short run (8 s) ends 26–111 MiB above its baseline (PostgreSQL the higher,
+  // quiet machine the short run (8 s) ends 26–116 MiB above its baseline (PostgreSQL the higher,
   // varying run to run on the same code), while 24 s on PostgreSQL ended 72 MiB above it: the
   // working size plateaus instead of growing with time. A leak grows with the requests served: the
   // full run's 60 s serves some 350k, where 1 KiB kept per request would be over 300 MiB.
-  assert.ok(end - baseline < 128 * MiB, `RSS grew ${((end - baseline) / MiB).toFixed(1)} MiB`);
+  assert.ok(end - baseline < 160 * MiB, `RSS grew ${((end - baseline) / MiB).toFixed(1)} MiB`);
 
   server.child.kill('SIGTERM');
   assert.equal((await server.exited).code, 0);
