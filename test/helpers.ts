@@ -10,11 +10,12 @@ import { Writable } from 'node:stream';
 import type { TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
+import { sql } from 'kysely';
 import pg from 'pg';
 import { type BuildOptions, buildApp, loggerOptions } from '../src/app.js';
 import { type Config, loadConfig } from '../src/config.js';
 import { migrate } from '../src/db/migrate.js';
-import { openStore } from '../src/db/store.js';
+import { openStore, type Store } from '../src/db/store.js';
 import type { Role } from '../src/lib/auth.js';
 import { hashPassword } from '../src/lib/password.js';
 import { insertStaff } from '../src/modules/staff/repository.js';
@@ -101,6 +102,27 @@ export async function freshPostgres(t: TestContext, o: { migrated?: boolean } = 
 }
 
 /**
+ * A migrated SQLite database's bytes, made once per test process: each in-memory store a test app
+ * opens starts from a copy (`sqliteImage`) instead of running every migration again.
+ */
+let sqliteImage: Promise<Buffer> | undefined;
+function migratedSqliteImage(): Promise<Buffer> {
+  sqliteImage ??= (async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'gma-image-'));
+    const store = openStore({ kind: 'sqlite', path: ':memory:' });
+    try {
+      await migrate(store);
+      await sql`vacuum into ${sql.lit(join(dir, 'migrated.db'))}`.execute(store.db);
+      return readFileSync(join(dir, 'migrated.db'));
+    } finally {
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  })();
+  return sqliteImage;
+}
+
+/**
  * A DATABASE_URL for a fresh, empty store of the kind under test: a new PostgreSQL database, or a
  * SQLite file in a temporary folder; removed when the test ends. For tests that run the CLI or
  * the server as a child process.
@@ -148,8 +170,22 @@ export async function buildTestApp(
   };
   if (TEST_STORE === 'postgres') base.DATABASE_URL = await freshPostgres(t, { migrated: true });
   const config = loadConfig({ ...base, ...redisEnv(), ...env });
-  built = await buildApp(config, options);
+  built = await buildApp(config, { ...options, ...(await migratedMemoryStore(t, config)) });
   return built;
+}
+
+/**
+ * For an in-memory SQLite config, a store opened from the migrated image (closed after the app,
+ * whose after-hook is registered first); otherwise nothing, and the app opens and migrates its own.
+ */
+async function migratedMemoryStore(t: TestContext, config: Config): Promise<{ store?: Store }> {
+  if (config.store.kind !== 'sqlite' || config.store.path !== ':memory:') return {};
+  const store = openStore(config.store, {
+    sqliteSynchronous: config.sqliteSynchronous,
+    sqliteImage: await migratedSqliteImage(),
+  });
+  t.after(() => store.close());
+  return { store };
 }
 
 /** A line the app logged, parsed. */
@@ -179,8 +215,14 @@ export async function appWithLog(t: TestContext, level: string, env: Record<stri
     DATABASE_URL: 'sqlite::memory:',
     ...env,
   });
-  const app = await buildApp(config, { logger: { ...(loggerOptions(config) as object), stream } });
-  t.after(() => app.close());
+  // The app's after-hook first: it must close before the store it was given.
+  let built: FastifyInstance | undefined;
+  t.after(() => built?.close());
+  const app = await buildApp(config, {
+    logger: { ...(loggerOptions(config) as object), stream },
+    ...(await migratedMemoryStore(t, config)),
+  });
+  built = app;
   return { app, lines };
 }
 

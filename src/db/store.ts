@@ -151,6 +151,11 @@ function readRows(stmt: SQLite.Statement, parameters: readonly unknown[]): Recor
 
 export interface StoreOptions {
   sqliteSynchronous?: 'FULL' | 'NORMAL';
+  /**
+   * An in-memory SQLite store starts as a copy of this database image (the bytes of a database
+   * file) instead of empty: the tests copy one migrated image rather than migrating each store.
+   */
+  sqliteImage?: Buffer;
   pgPoolSize?: number;
   /** Requests that may wait for a PostgreSQL connection at once; the next is refused (POOL_FULL). */
   pgPoolMaxWaiting?: number;
@@ -166,7 +171,10 @@ export const POOL_FULL = 'GMA_POOL_FULL';
 export function openStore(config: StoreConfig, options: StoreOptions = {}): Store {
   if (config.kind === 'sqlite') {
     if (config.path !== ':memory:') mkdirSync(dirname(config.path), { recursive: true });
-    const conn = new SQLite(config.path);
+    const conn =
+      options.sqliteImage !== undefined && config.path === ':memory:'
+        ? new SQLite(options.sqliteImage)
+        : new SQLite(config.path);
     conn.pragma('journal_mode = WAL');
     conn.pragma('foreign_keys = ON');
     conn.pragma('busy_timeout = 5000');
@@ -237,6 +245,9 @@ export function openStore(config: StoreConfig, options: StoreOptions = {}): Stor
       async close() {
         await checkpointer?.stop();
         await db.destroy();
+        // Kysely's driver closes the connection only if a query ever went through it, and most
+        // statements run on the connection directly (`direct`).
+        if (conn.open) conn.close();
       },
     };
   }
