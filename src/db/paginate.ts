@@ -114,24 +114,35 @@ function statements<F, R>(spec: ListSpec<F, R>, f: F): Statements {
     );
     return { selectFrom: w.selectFrom.bind(w) as From['selectFrom'], dialect: x.dialect };
   };
+  // A ranked list's match (a full-text search) is its cost: the page and its total are read in one
+  // pass over it, the total counted by a window over the matches before the page is cut from them,
+  // rather than the match run a second time for a count.
+  const rankedFirst = prepared((x, p) =>
+    ordered(spec.columns(narrowed(root(x, p), p)))
+      .select(sql<number>`count(*) over ()`.as(TOTAL))
+      .limit(p('limit'))
+      .offset(p('offset')),
+  ) as Statements['first'];
   return {
     // One statement: the page and its total (a scalar subquery, evaluated once), one snapshot.
     // On SQLite the total also bounds the read: no more rows than remain past the offset, so a
     // filter matching few rows (or none) stops its scan at the last of them instead of reading
     // the rest of the index it walks. (PostgreSQL plans a LIMIT it cannot read as a tenth of the
     // table; its pages keep their written-in limit, see preparedPage.)
-    first: byDialect(
-      prepared((x, p) => {
-        const db = withTotal(root(x, p), p);
-        return ordered(spec.columns(spec.where(spec.from(db, f, p as ListParam), f, p as ListParam, x)))
-          .select(sql<number>`(select n from page_total)`.as(TOTAL))
-          .limit(sql<number>`min(${p('limit')}, max((select n from page_total) - ${p('offset')}, 0))`)
-          .offset(p('offset'));
-      }),
-      preparedPage((x, p) => {
-        return ordered(spec.columns(narrowed(root(x, p), p))).select(spec.count(x, f, p as ListParam).as(TOTAL));
-      }),
-    ) as Statements['first'],
+    first: spec.ranked
+      ? rankedFirst
+      : (byDialect(
+          prepared((x, p) => {
+            const db = withTotal(root(x, p), p);
+            return ordered(spec.columns(spec.where(spec.from(db, f, p as ListParam), f, p as ListParam, x)))
+              .select(sql<number>`(select n from page_total)`.as(TOTAL))
+              .limit(sql<number>`min(${p('limit')}, max((select n from page_total) - ${p('offset')}, 0))`)
+              .offset(p('offset'));
+          }),
+          preparedPage((x, p) => {
+            return ordered(spec.columns(narrowed(root(x, p), p))).select(spec.count(x, f, p as ListParam).as(TOTAL));
+          }),
+        ) as Statements['first']),
     // The ids of the page from the ordering index alone, up to the offset; then the rows of those
     // ids only (a deferred join). The total is a CTE read twice: carried in each row, and checked
     // before the index is read, so an offset past it reads no entry at all. Where the check sits

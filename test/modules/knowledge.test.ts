@@ -173,6 +173,10 @@ test('search finds words in the body, stemmed forms and any case, ranking title 
   const paged = await search(kb, 'towels', '&limit=1&page=2');
   assert.deepEqual(titles(paged), ['Spa hours']);
   assert.deepEqual(paged.body.meta, { page: 2, limit: 1, total: 2, pages: 2, nextCursor: null });
+  // The total is counted in the page's own read: a page past the matches still tells it.
+  const past = await search(kb, 'towels', '&category=spa&limit=1&page=3');
+  assert.deepEqual(past.data, []);
+  assert.deepEqual(past.body.meta, { page: 3, limit: 1, total: 1, pages: 1, nextCursor: null });
 });
 
 test('search text is never read as query syntax: hostile strings answer 200', async (t) => {
