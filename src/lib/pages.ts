@@ -58,11 +58,30 @@ export class CursorCodec {
 /** The query parameters that choose a page rather than filter the list. */
 const PAGING = new Set(['page', 'limit', 'cursor']);
 
+/** Scopes worked out, by list and URL: a list's first page is asked for with the same URL again and again. */
+const scopes = new Map<string, string>();
+const MAX_SCOPES = 1000;
+/** Longer URLs (long searches) are worked out each time, so the kept ones stay small. */
+const MAX_KEPT_URL = 512;
+
 /**
  * What a cursor is bound to: the list, its path parameters and every filter in the query, so a
- * cursor used on another list or with other filters is refused.
+ * cursor used on another list or with other filters is refused. The same URL of the same list
+ * always has the same scope (its parameters and query are parsed from it), so it is kept by URL.
  */
 function scopeOf(list: string, request: FastifyRequest): string {
+  if (request.url.length > MAX_KEPT_URL) return scopeOfQuery(list, request);
+  const key = `${list}\n${request.url}`;
+  let scope = scopes.get(key);
+  if (scope === undefined) {
+    scope = scopeOfQuery(list, request);
+    if (scopes.size >= MAX_SCOPES) scopes.clear();
+    scopes.set(key, scope);
+  }
+  return scope;
+}
+
+function scopeOfQuery(list: string, request: FastifyRequest): string {
   const query = Object.entries((request.query ?? {}) as Record<string, unknown>)
     .filter(([k, v]) => !PAGING.has(k) && v !== undefined)
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
