@@ -7,9 +7,10 @@
 // Given FLOOR_SQLITE (a seeded SQLite file) or FLOOR_PG (a seeded PostgreSQL database's URL) it
 // also answers the conversation list the leanest way this stack allows, the floor of the list's
 // cost: `GET /floor?status=S&limit=N` runs the API's own first-page statement (read from its
-// checked-in SQL, src/db/queries/<dialect>/conversations.sql) and answers the same JSON with no
-// authentication, hooks, cursor or schema. On SQLite `GET /floor-json` answers the same page with
-// SQLite writing each row's JSON (`json_object`).
+// checked-in SQL, src/db/queries/<dialect>/conversations.sql), which has the store write each row's
+// JSON (its current stay and SLA view included), and answers those rows joined in the envelope,
+// with no authentication, hooks, cursor or schema. On SQLite `GET /floor-json` answers a leaner
+// page still: eleven of the columns (no stay, SLA, labels), SQLite writing each row's JSON.
 import { readFileSync } from 'node:fs';
 import Fastify from 'fastify';
 
@@ -51,30 +52,34 @@ function firstPageSql(dialect: 'sqlite' | 'postgres'): string {
 
 type Query = { status?: string; limit?: string };
 const meta = (limit: number, total: number) => ({ limit, page: 1, total, pages: Math.ceil(total / limit) });
-/** A row of the statement, in the order of its columns, as the API answers it. */
-const conversation = (r: unknown[]) => ({
-  id: r[0],
-  guestId: r[1],
-  guest: { id: r[1], name: r[2] },
-  channel: r[3],
-  status: r[4],
-  assignee: r[5],
-  subject: r[6],
-  lastMessageAt: r[7],
-  messageCount: Number(r[8]),
-  createdAt: r[9],
-  updatedAt: r[10],
-});
-/** The page's answer from the statement's rows, its total in their twelfth column. */
+/** The page's answer from the statement's rows: each row's JSON first, the list's total last. */
 const answer = (rows: unknown[][], limit: number) =>
-  JSON.stringify({ success: true, data: rows.map(conversation), meta: meta(limit, Number(rows[0]?.[11] ?? 0)) });
+  `{"success":true,"data":[${rows.map((r) => r[0]).join(',')}],"meta":${JSON.stringify(
+    meta(limit, Number(rows[0]?.[rows[0].length - 1] ?? 0)),
+  )}}`;
+/** The statement's inputs in their order: the hotel's today (UTC here) and now for the SLA view. */
+const inputs = (dialect: 'sqlite' | 'postgres', status: string, limit: number) => {
+  const now = new Date().toISOString();
+  const today = now.slice(0, 10);
+  return dialect === 'sqlite'
+    ? [status, today, now, now, now, now, status, limit, 0, 0]
+    : [today, now, now, now, now, status, status, limit, 0];
+};
+/** Fails at start when the statement's placeholders are not the inputs above. */
+function checkInputs(text: string, dialect: 'sqlite' | 'postgres'): void {
+  const n = dialect === 'sqlite' ? (text.match(/\?/g) ?? []).length : new Set(text.match(/\$\d+/g) ?? []).size;
+  const want = inputs(dialect, 'open', 20).length;
+  if (n !== want) throw new Error(`floor: the ${dialect} first-page statement takes ${n} inputs, not ${want}`);
+}
 
 const floorFile = process.env.FLOOR_SQLITE;
 if (floorFile) {
   // Loaded only for a floor run, so the bare ceiling's process is what it always was.
   const { default: SQLite } = await import('better-sqlite3');
   const db = new SQLite(floorFile, { readonly: true });
-  const rowsOf = db.prepare(firstPageSql('sqlite')).raw(true);
+  const text = firstPageSql('sqlite');
+  checkInputs(text, 'sqlite');
+  const rowsOf = db.prepare(text).raw(true);
   // The same page, each row's JSON written by SQLite; its total read as the statement above does.
   const jsonOf = db
     .prepare(
@@ -90,7 +95,7 @@ if (floorFile) {
   app.get<{ Querystring: Query }>('/floor', async (req, reply) => {
     const status = req.query.status ?? 'open';
     const limit = Number(req.query.limit ?? 20);
-    const rows = rowsOf.all(status, status, limit, 0, 0) as unknown[][];
+    const rows = rowsOf.all(inputs('sqlite', status, limit)) as unknown[][];
     reply.type('application/json; charset=utf-8');
     return answer(rows, limit);
   });
@@ -115,13 +120,14 @@ if (floorPg) {
   };
   const pool = new pg.Pool({ connectionString: floorPg, max: 10, types });
   const text = firstPageSql('postgres');
+  checkInputs(text, 'postgres');
   app.get<{ Querystring: Query }>('/floor', async (req, reply) => {
     const status = req.query.status ?? 'open';
     const limit = Number(req.query.limit ?? 20);
     const { rows } = await pool.query<unknown[]>({
       name: 'floor',
       text,
-      values: [status, status, limit, 0],
+      values: inputs('postgres', status, limit),
       rowMode: 'array',
     });
     reply.type('application/json; charset=utf-8');

@@ -4,16 +4,18 @@
 // layer turned on: metrics (METRICS_TOKEN), CORS (CORS_ORIGINS, with and without an Origin
 // header), an Idempotency-Key, an If-Match. The variants of one request are interleaved round by
 // round and the median of the rounds is kept, so a loaded machine slows them alike; the
-// difference to the plain request is the layer's cost. Injected requests skip the socket, so
-// these are the app's own costs, without Node's HTTP parsing and writing.
+// difference to the plain request is the layer's cost. The list is also timed against its floor
+// (its own statement in a bare Fastify app in this process, as the bench's floor is built).
+// Injected requests skip the socket, so these are the app's own costs, without Node's HTTP
+// parsing and writing.
 //
 //   node --import tsx bench/layers.ts [--pg] [--rounds N] [--requests N]
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import type { FastifyInstance, InjectOptions } from 'fastify';
+import Fastify, { type FastifyInstance, type InjectOptions } from 'fastify';
 import { buildApp } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
 import { hashPassword } from '../src/lib/password.js';
@@ -76,6 +78,55 @@ async function app(extra: Record<string, string>): Promise<FastifyInstance> {
 }
 
 const plain = await app({});
+
+/**
+ * The list's floor in this process (as bench/ceiling-server.ts builds it): the API's checked-in
+ * first-page statement on the same store, its rows' JSON joined in the envelope, in a bare Fastify
+ * app with no auth, hooks, cursor or schema. Timed beside the list, round by round.
+ */
+async function floorApp(): Promise<FastifyInstance> {
+  const dialect = values.pg ? 'postgres' : 'sqlite';
+  const lines = readFileSync(new URL(`../src/db/queries/${dialect}/conversations.sql`, import.meta.url), 'utf8').split(
+    '\n',
+  );
+  const text = lines[lines.indexOf('-- {"status":"open"}: first') + 1]!.replace(/;$/, '');
+  const inputs = () => {
+    const now = new Date().toISOString();
+    const today = now.slice(0, 10);
+    return values.pg
+      ? [today, now, now, now, now, 'open', 'open', 20, 0]
+      : ['open', today, now, now, now, now, 'open', 20, 0, 0];
+  };
+  const answer = (rows: unknown[][]) =>
+    `{"success":true,"data":[${rows.map((r) => r[0]).join(',')}],"meta":${JSON.stringify({
+      limit: 20,
+      page: 1,
+      total: Number(rows[0]?.[rows[0].length - 1] ?? 0),
+      pages: Math.ceil(Number(rows[0]?.[rows[0].length - 1] ?? 0) / 20),
+    })}}`;
+  const f = Fastify({ logger: false });
+  if (values.pg) {
+    const { default: pg } = await import('pg');
+    const pool = new pg.Pool({ connectionString: databaseUrl, max: 2 });
+    f.addHook('onClose', async () => pool.end());
+    f.get('/floor', async (_req, reply) => {
+      const { rows } = await pool.query<unknown[]>({ name: 'floor', text, values: inputs(), rowMode: 'array' });
+      reply.type('application/json; charset=utf-8');
+      return answer(rows);
+    });
+  } else {
+    const { default: SQLite } = await import('better-sqlite3');
+    const conn = new SQLite(databaseUrl.slice('sqlite:'.length), { readonly: true });
+    f.addHook('onClose', async () => conn.close());
+    const stmt = conn.prepare(text).raw(true);
+    f.get('/floor', async (_req, reply) => {
+      reply.type('application/json; charset=utf-8');
+      return answer(stmt.all(inputs()) as unknown[][]);
+    });
+  }
+  await f.ready();
+  return f;
+}
 const withMetrics = await app({ METRICS_TOKEN });
 const withCors = await app({ CORS_ORIGINS: ORIGIN });
 
@@ -165,11 +216,17 @@ const patch = (a: FastifyInstance, label: string, ifMatch = false): Variant => (
   },
 });
 
+const floor = await floorApp();
 const cases: Case[] = [
   {
     name: 'GET /conversations?status=open&limit=20',
     variants: [
       list(plain, 'plain'),
+      {
+        label: "its floor: the page's statement in bare Fastify (src/db/queries), no auth",
+        app: floor,
+        request: async () => ({ method: 'GET', url: '/floor' }),
+      },
       list(withMetrics, 'with metrics (METRICS_TOKEN)'),
       list(withCors, 'CORS on, no Origin header'),
       list(withCors, 'CORS on, with an Origin header', { origin: ORIGIN }),
@@ -239,6 +296,7 @@ try {
   await withCors.close();
   await withMetrics.close();
   await plain.close();
+  await floor.close();
   rmSync(dir, { recursive: true, force: true });
   if (values.pg) await dropPg();
 }

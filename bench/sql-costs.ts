@@ -65,7 +65,8 @@ export async function sqlCosts(file: string, conversationId: string, guestSearch
       return (await db.executeQuery(CompiledQuery.raw(text, [...parameters]))).rows as never[];
     });
     path = 'GET /conversations?status=open&limit=20';
-    await listConversations(x, { status: 'open' }, { page: 1, limit: 20 });
+    const now = new Date().toISOString();
+    await listConversations(x, { status: 'open', now, today: now.slice(0, 10) }, { page: 1, limit: 20 });
     path = 'GET /conversations/:id/messages';
     await listMessages(x, { conversationId }, { page: 1, limit: 20 });
     path = `GET /guests?search=${guestSearch}`;

@@ -37,8 +37,12 @@ export interface ListSpec<F, R> {
   from(db: From, f: F, p: ListParam): AnyQuery;
   /** `q` narrowed by the filter, each value a placeholder `p(name)`. */
   where(q: AnyQuery, f: F, p: ListParam, db: Pick<Executor, 'selectFrom'>): AnyQuery;
-  /** The joins and columns of a row (its fields are R's), added to `q` (the table, narrowed or not). */
-  columns(q: AnyQuery): AnyQuery;
+  /**
+   * The joins and columns of a row (its fields are R's), added to `q` (the table, narrowed or not);
+   * a column may take an input of the filter's values (`p`), as a filter does, and be written in
+   * the dialect's own SQL.
+   */
+  columns(q: AnyQuery, p: ListParam, dialect: From['dialect']): AnyQuery;
   /** The order: a column, then the unique id that breaks its ties, both one direction. */
   readonly order: readonly [string, string];
   readonly direction: 'asc' | 'desc';
@@ -118,7 +122,7 @@ function statements<F, R>(spec: ListSpec<F, R>, f: F): Statements {
   // pass over it, the total counted by a window over the matches before the page is cut from them,
   // rather than the match run a second time for a count.
   const rankedFirst = prepared((x, p) =>
-    ordered(spec.columns(narrowed(root(x, p), p)))
+    ordered(spec.columns(narrowed(root(x, p), p), p as ListParam, x.dialect))
       .select(sql<number>`count(*) over ()`.as(TOTAL))
       .limit(p('limit'))
       .offset(p('offset')),
@@ -134,13 +138,21 @@ function statements<F, R>(spec: ListSpec<F, R>, f: F): Statements {
       : (byDialect(
           prepared((x, p) => {
             const db = withTotal(root(x, p), p);
-            return ordered(spec.columns(spec.where(spec.from(db, f, p as ListParam), f, p as ListParam, x)))
+            return ordered(
+              spec.columns(
+                spec.where(spec.from(db, f, p as ListParam), f, p as ListParam, x),
+                p as ListParam,
+                x.dialect,
+              ),
+            )
               .select(sql<number>`(select n from page_total)`.as(TOTAL))
               .limit(sql<number>`min(${p('limit')}, max((select n from page_total) - ${p('offset')}, 0))`)
               .offset(p('offset'));
           }),
           preparedPage((x, p) => {
-            return ordered(spec.columns(narrowed(root(x, p), p))).select(spec.count(x, f, p as ListParam).as(TOTAL));
+            return ordered(spec.columns(narrowed(root(x, p), p), p as ListParam, x.dialect)).select(
+              spec.count(x, f, p as ListParam).as(TOTAL),
+            );
           }),
         ) as Statements['first']),
     // The ids of the page from the ordering index alone, up to the offset; then the rows of those
@@ -168,7 +180,7 @@ function statements<F, R>(spec: ListSpec<F, R>, f: F): Statements {
       };
       return ordered(
         spec
-          .columns(spec.from(db, f, p as ListParam))
+          .columns(spec.from(db, f, p as ListParam), p as ListParam, x.dialect)
           .whereRef(id, '=', `k.${KEY}`)
           .select(sql<number>`(select n from page_total)`.as(TOTAL)),
       );
@@ -178,7 +190,7 @@ function statements<F, R>(spec: ListSpec<F, R>, f: F): Statements {
     after: prepared((x, p) =>
       ordered(
         spec
-          .columns(narrowed(root(x, p), p))
+          .columns(narrowed(root(x, p), p), p as ListParam, x.dialect)
           .where(
             sql<boolean>`(${sql.ref(col)}, ${sql.ref(id)}) ${sql.raw(dir === 'desc' ? '<' : '>')} (${p('k0')}, ${p('k1')})`,
           ),

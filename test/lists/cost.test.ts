@@ -46,8 +46,9 @@ test('a page past the end reads no row, a deep page only index entries to its of
     await call(app, 'POST', '/conversations', { token: admin.token, body: { guestId: g.data.id, channel: 'web' } });
   }
   const x = app.ctx.store;
-  const s = listConversations.statementsOf({ status: 'open' });
-  const inputs = { status: 'open', limit: 5, offset: 0, k0: '2100-01-01T00:00:00.000Z', k1: 'cnv_z' };
+  const shown = { now: new Date().toISOString(), today: new Date().toISOString().slice(0, 10) };
+  const s = listConversations.statementsOf({ status: 'open', ...shown });
+  const inputs = { status: 'open', ...shown, limit: 5, offset: 0, k0: '2100-01-01T00:00:00.000Z', k1: 'cnv_z' };
 
   const past = await explain(x, s.deep as never, { ...inputs, offset: 40 });
   const deep = await explain(x, s.deep as never, { ...inputs, offset: 30 });

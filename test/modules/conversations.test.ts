@@ -473,3 +473,58 @@ test('a bulk update takes 1 to 100 items and counts in the bulk rate-limit bucke
   assert.equal(hundred.data.length, 100);
   assert.equal(Number(hundred.headers['x-ratelimit-remaining']), 10 - 4);
 });
+
+test('each listed conversation is exactly as GET /conversations/:id shows it: stay, labels, snooze', async (t) => {
+  const { app, admin } = await setup(t);
+  const day = (offset: number) => new Date(Date.now() + offset * 86_400_000).toISOString().slice(0, 10);
+  const stay = async (guestId: string, body: Record<string, unknown>) => {
+    const res = await call(app, 'POST', '/stays', {
+      token: admin.token,
+      body: { guestId, checkIn: day(-1), checkOut: day(2), ...body },
+    });
+    assert.equal(res.status, 201, JSON.stringify(res.body));
+  };
+  const guests = await Promise.all(['In House', 'Booked', 'Departed', 'No Stay'].map((n) => insertGuest(app, n)));
+  // In house wins over an earlier booked stay; a booked one ending tomorrow or later is current.
+  await stay(guests[0]!, { checkIn: day(-2), checkOut: day(1), room: '101' });
+  await stay(guests[0]!, { checkIn: day(-1), checkOut: day(3), status: 'in_house', room: '102' });
+  await stay(guests[1]!, { checkIn: day(5), checkOut: day(8) });
+  await stay(guests[1]!, { checkIn: day(3), checkOut: day(4), room: '7' });
+  await stay(guests[2]!, { checkIn: day(-5), checkOut: day(-1), status: 'checked_out' });
+  const ids: string[] = [];
+  for (const guestId of guests) ids.push((await openConversation(app, admin.token, { guestId, channel: 'web' })).id);
+  await call(app, 'PATCH', `/conversations/${ids[0]}`, { token: admin.token, body: { labels: ['VIP', 'late'] } });
+  const later = new Date(Date.now() + 3_600_000).toISOString();
+  await call(app, 'PATCH', `/conversations/${ids[1]}`, {
+    token: admin.token,
+    body: { status: 'pending', snoozedUntil: later },
+  });
+
+  for (const url of ['/conversations', '/conversations?limit=2', '/conversations?status=open']) {
+    const listed = await call(app, 'GET', url, { token: admin.token });
+    assert.equal(listed.status, 200);
+    for (const c of listed.data) {
+      assert.deepEqual(c, (await call(app, 'GET', `/conversations/${c.id}`, { token: admin.token })).data, url);
+    }
+  }
+  const all = (await call(app, 'GET', '/conversations', { token: admin.token })).data;
+  const byId = new Map(all.map((c: { id: string }) => [c.id, c]));
+  const shown = ids.map((id) => byId.get(id) as { stay: { room: string } | null; labels: string[] });
+  assert.deepEqual(
+    shown.map((c) => c.stay?.room ?? null),
+    ['102', '7', null, null],
+  );
+  assert.deepEqual(shown[0]!.labels, ['vip', 'late']);
+  const next = await call(app, 'GET', '/conversations?limit=2', { token: admin.token });
+  const after = await call(
+    app,
+    'GET',
+    `/conversations?limit=2&cursor=${encodeURIComponent(next.body.meta.nextCursor)}`,
+    {
+      token: admin.token,
+    },
+  );
+  for (const c of after.data) {
+    assert.deepEqual(c, (await call(app, 'GET', `/conversations/${c.id}`, { token: admin.token })).data);
+  }
+});

@@ -34,6 +34,57 @@ export const COLUMNS = [
   'c.sla_breached',
 ] as const;
 
+/**
+ * A list row: the conversation as the API answers it (toConversation's fields), written as JSON by
+ * the store in the page's own statement, with its order values for the cursor. The page's current
+ * stays and SLA views are part of that statement, so a page is one statement and no row is built
+ * in JavaScript (docs/performance.md, §6).
+ */
+export interface ConversationJsonRow {
+  json: string;
+  last_message_at: string | Date;
+  id: string;
+}
+
+/** A timestamp column as the API writes it: ISO 8601 in UTC, milliseconds (as toIso gives). */
+const isoPg = (column: string) => `to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+
+/**
+ * toConversation in SQL, per dialect. `today` (the hotel's day) picks the current stay as
+ * src/modules/stays/current.ts does: in house first, else the booked stay with the earliest checkIn
+ * ending after today; one index seek on stays_guest_idx per row. `now` (ISO) sets the SLA status
+ * as slaView does. Timestamps are stored as ISO text on SQLite and written so on PostgreSQL.
+ */
+function conversationJson(dialect: 'sqlite' | 'postgres', p: (name: string) => never): RawBuilder<string> {
+  const pg = dialect === 'postgres';
+  const obj = pg ? 'json_build_object' : 'json_object';
+  const iso = pg ? isoPg : (column: string) => column;
+  // SQLite keeps a value's JSON-ness only when it comes straight from a JSON function: json() on a
+  // subquery's or a CASE's result nests it as an object rather than as a string.
+  const nested = pg ? (e: string) => e : (e: string) => `json(${e})`;
+  const now = pg ? sql`cast(${p('now')} as timestamptz)` : sql`${p('now')}`;
+  const breached = pg ? 'c.sla_breached' : 'c.sla_breached <> 0';
+  // `+s.status`: SQLite would otherwise weigh stays_status_idx (every booked stay) against the
+  // guest's own entries; PostgreSQL reads the guest's index range either way.
+  const status = pg ? 's.status' : '+s.status';
+  // One line of SQL (each line ends in a continuation), as the checked-in files show statements.
+  return sql<string>`${sql.raw(obj)}('id', c.id, 'guestId', c.guest_id, 'guest', ${sql.raw(obj)}('id', c.guest_id, 'name', g.name),\
+ 'channel', c.channel, 'status', c.status, 'assignee', c.assignee, 'subject', c.subject,\
+ 'lastMessageAt', ${sql.raw(iso('c.last_message_at'))}, 'messageCount', c.message_count,\
+ 'labels', ${sql.raw(nested('c.labels'))},\
+ 'stay', ${sql.raw(pg ? '(' : 'json((')}select ${sql.raw(obj)}('id', s.id, 'room', s.room, 'checkIn', s.check_in, 'checkOut', s.check_out, 'status', s.status)\
+ from stays as s where s.guest_id = c.guest_id and (${sql.raw(status)} = 'in_house' or (${sql.raw(status)} = 'booked' and s.check_out > ${p('today')}))\
+ order by s.status = 'in_house' desc, s.check_in, s.id limit 1${sql.raw(pg ? ')' : '))')},\
+ 'sla', ${sql.raw(pg ? '' : 'json(')}case when c.sla_response_due is null and c.sla_resolution_due is null and not (${sql.raw(breached)}) then null\
+ else ${sql.raw(obj)}('firstResponseDueAt', case when c.sla_target = 'first_response' then ${sql.raw(iso('c.sla_response_due'))} end,\
+ 'nextResponseDueAt', case when c.sla_target = 'next_response' then ${sql.raw(iso('c.sla_response_due'))} end,\
+ 'resolutionDueAt', ${sql.raw(iso('c.sla_resolution_due'))},\
+ 'status', case when ${sql.raw(breached)} or c.sla_response_due <= ${now} or c.sla_resolution_due <= ${now} then 'breached'\
+ when c.sla_response_risk <= ${now} or c.sla_resolution_risk <= ${now} then 'at_risk' else 'ok' end) end${sql.raw(pg ? '' : ')')},\
+ 'createdAt', ${sql.raw(iso('c.created_at'))}, 'updatedAt', ${sql.raw(iso('c.updated_at'))},\
+ 'snoozedUntil', ${sql.raw(iso('c.snoozed_until'))})`;
+}
+
 /** `stay` is added for a page at once (src/modules/stays/current.ts), never per row. */
 export type ConversationListRow = ConversationRow & { guest_name: string; stay?: StaySummaryView };
 
@@ -87,6 +138,13 @@ export interface ConversationFilter {
   sla?: { status: 'at_risk' | 'breached'; now: string };
 }
 
+/** A list's filter and the moment its rows are shown at: `now` (ISO) for SLA views, `today` for stays. */
+export interface ConversationListFilter extends ConversationFilter {
+  now: string;
+  /** The hotel's today (YYYY-MM-DD, src/modules/stays/dates.ts). */
+  today: string;
+}
+
 /** `q` narrowed to the conversations whose SLA status is f.sla.status at f.sla.now (src/modules/reports/sla.ts). */
 // biome-ignore lint/suspicious/noExplicitAny: applied to the list's builder and to its count's alike.
 function whereSla<Q extends SelectQueryBuilder<any, any, any>>(
@@ -118,8 +176,8 @@ const shapeOf = (f: ConversationFilter): string =>
     f.sla?.status ?? '',
   ].join();
 
-/** Conversations, latest activity first (lastMessageAt newest first, then id). */
-export const listConversations = paginate<ConversationFilter, ConversationListRow>({
+/** Conversations, latest activity first (lastMessageAt newest first, then id), each row its JSON. */
+export const listConversations = paginate<ConversationListFilter, ConversationJsonRow>({
   name: 'conversations',
   from: (db) => db.selectFrom('conversations as c'),
   where(q, f, p) {
@@ -131,7 +189,10 @@ export const listConversations = paginate<ConversationFilter, ConversationListRo
     if (f.sla !== undefined) q = whereSla(q, f.sla.status, p);
     return q;
   },
-  columns: (q) => q.innerJoin('guests as g', 'g.id', 'c.guest_id').select(COLUMNS),
+  columns: (q, p, dialect) =>
+    q
+      .innerJoin('guests as g', 'g.id', 'c.guest_id')
+      .select([conversationJson(dialect, p).as('json'), 'c.last_message_at', 'c.id']),
   order: ['c.last_message_at', 'c.id'],
   direction: 'desc',
   keyOf: (row) => [toIso(row.last_message_at), row.id],
@@ -167,6 +228,8 @@ export const listConversations = paginate<ConversationFilter, ConversationListRo
     assignee: f.assignee ?? null,
     onlyAssignee: f.onlyAssignee,
     slaNow: f.sla?.now,
+    now: f.now,
+    today: f.today,
   }),
 });
 

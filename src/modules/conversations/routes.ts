@@ -7,9 +7,10 @@ import { ANY_ROLE } from '../../lib/auth.js';
 import { BulkBody, BulkResponse, runBulk } from '../../lib/bulk.js';
 import { fieldError } from '../../lib/errors.js';
 import { currentById } from '../../lib/etag.js';
-import { listPage } from '../../lib/pages.js';
+import { listPage, listPageJson } from '../../lib/pages.js';
 import { BODY_ERRORS, errorResponse, IdParams, Ok, OkList, ok, STANDARD_ERRORS } from '../../lib/schemas.js';
 import { currentStays } from '../stays/current.js';
+import { hotelToday } from '../stays/dates.js';
 import { listLabelled } from './label-lists.js';
 import { labelFilter } from './labels.js';
 import { messagesRoutes } from './messages-routes.js';
@@ -56,14 +57,23 @@ export const conversationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const labels = labelFilter(label);
       // Label lists read their own index ranges, which hold no SLA columns (docs/productivity.md).
       if (labels !== undefined && sla !== undefined) throw fieldError('sla', 'cannot be combined with label');
-      const read = (req: PageRequest) =>
-        labels === undefined ? listConversations(db(), filter, req) : listLabelled(db(), { ...filter, labels }, req);
+      if (labels === undefined) {
+        // One statement: the rows as JSON, their stays and SLA views included (repository.ts).
+        const shown = { ...filter, now: new Date().toISOString(), today: await hotelToday(db()) };
+        return listPageJson(
+          request,
+          reply,
+          'conversations',
+          (req: PageRequest) => listConversations(db(), shown, req),
+          (row) => row.json,
+        );
+      }
       return listPage(
         request,
         reply,
         'conversations',
         async (req) => {
-          const page = await read(req);
+          const page = await listLabelled(db(), { ...filter, labels }, req);
           // The page's current stays in one statement, not one per conversation.
           const stays = await currentStays(
             db(),

@@ -1,8 +1,11 @@
 // Owns the calendar of stays: whether a YYYY-MM-DD names a real day, and which day it is now in
 // the hotel's time zone (the `hotel` setting), the "today" a guest's current stay is judged by.
+
+import { type Param, prepared } from '../../db/prepared.js';
+import { fromJson } from '../../db/store.js';
 import type { Executor } from '../../db/types.js';
 import { formatsPerZone } from '../../lib/zone-formats.js';
-import { getSetting } from '../settings/repository.js';
+import { SETTINGS } from '../settings/registry.js';
 
 /** Whether `day` (already YYYY-MM-DD in form) is a day of the Gregorian calendar: no 2026-02-30. */
 export function isCalendarDay(day: string): boolean {
@@ -55,14 +58,29 @@ export interface HotelClock {
 export const DEFAULT_CHECK_IN_TIME = '15:00';
 export const DEFAULT_CHECK_OUT_TIME = '11:00';
 
+const hotelValue = prepared((db, p: Param<{ key: string }>) =>
+  db.selectFrom('settings').select('value').where('key', '=', p('key')),
+);
+
+/**
+ * The last stored `hotel` value read (its text, null while none is stored) and the clock it gave.
+ * The setting is read on every call (so a change on any instance counts at once); only parsing it
+ * again is skipped while its text is the same, as it is on nearly every list page (docs/performance.md).
+ */
+let lastHotel: { text: unknown; clock: HotelClock } | undefined;
+
 /** The hotel's time zone and its check-in and check-out times (a value saved without them: defaults). */
 export async function hotelClock(db: Executor): Promise<HotelClock> {
-  const v = ((await getSetting(db, 'hotel'))?.value ?? {}) as Partial<HotelClock>;
-  return {
+  const text = (await db.first(hotelValue, { key: 'hotel' }))?.value ?? null;
+  if (lastHotel !== undefined && lastHotel.text === text) return { ...lastHotel.clock };
+  const v = (text === null ? (SETTINGS.hotel?.default ?? {}) : (fromJson(text) ?? {})) as Partial<HotelClock>;
+  const clock = {
     timezone: v.timezone ?? 'UTC',
     checkInTime: v.checkInTime ?? DEFAULT_CHECK_IN_TIME,
     checkOutTime: v.checkOutTime ?? DEFAULT_CHECK_OUT_TIME,
   };
+  lastHotel = { text, clock };
+  return { ...clock };
 }
 
 /** Today in the hotel's time zone. */
