@@ -108,6 +108,7 @@ function stepView(row: JourneyStepTable, guestId: string): JourneyStepView {
   };
 }
 
+/** A step done, or not carried out: skipped, or failed (its `status` and `reason` say which and why). */
 function stepEvent(outbox: Outbox, step: JourneyStepView): void {
   outbox.add({
     type: step.status === 'done' ? 'journey.step_done' : 'journey.step_skipped',
@@ -385,8 +386,7 @@ async function finish(
     .where('stay_id', '=', row.stay_id)
     .where('journey', '=', row.journey)
     .execute();
-  const view = stepView({ ...row, ...values }, guestId);
-  if (view.status !== 'failed') stepEvent(outbox, view);
+  stepEvent(outbox, stepView({ ...row, ...values }, guestId));
 }
 
 export function stepHandler(store: Store, sender: () => LocalSender | null): JobHandler {
