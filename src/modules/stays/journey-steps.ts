@@ -364,7 +364,7 @@ async function sendStepMessage(
   fill: (text: string) => string,
   sender: LocalSender | null,
 ): Promise<MessageView> {
-  // Steps of one guest's stays due together (several stays, or one stay's journeys) took turns on
+  // Steps of one guest's stays due together (several stays, or one stay's journeys) take turns on
   // the guest's row, locked with the step (stepToRun): each sees the conversation the one before
   // opened, so they share it instead of each opening its own (SQLite runs one writer at a time).
   const channel = await channelFor(tx, j, guest);
@@ -456,12 +456,11 @@ export function stepHandler(store: Store, sender: () => LocalSender | null): Job
     // reads queue behind that batch while it holds the connection, so a long batch is a slow
     // inbox (docs/stays.md, At scale, has the trade measured); on PostgreSQL each run holds one of
     // the pool's connections (10 by default) for its transaction. There the shared rows (list
-    // counts, report rollups) are written at commit, so a run no longer waits on another's row
-    // lock but on the API process's next statement: 16 at once (with a pool of 20) ran no faster
+    // counts, report rollups) are written at commit, and a run mostly waits for the API process's
+    // next statement, not for another's row lock: 16 at once (with a pool of 20) ran no faster
     // than 8, and 8 leaves reads their share of the pool.
     concurrency: STEP_CONCURRENCY[store.dialect],
-    // Claimed half the slots at a time: claiming one step each time a run ended made the claims
-    // (and the looks at every other kind of job that came with them) a quarter of a step's statements.
+    // Claimed half the slots at a time: a burst takes one claim statement per batch, not per step.
     claimBatch: STEP_CONCURRENCY[store.dialect] / 2,
     retryBaseMs: 1000,
     async run(job, ctx) {
