@@ -63,12 +63,14 @@ export interface Tx extends Executor {
     done?: (rows: Record<string, unknown>[]) => void,
   ) => void;
   /**
-   * PostgreSQL, outside a request transaction: runs `fn` once the transaction's work is done, just
-   * before its last statement and COMMIT (in the order registered). For writes to rows many
-   * transactions share (a running total): their row locks are then held for the last round trips
-   * only, not for the rest of the work. Undefined where that cannot be done: write at once instead.
+   * PostgreSQL, outside a request transaction: calls `fn` once the transaction's work is done and
+   * sends the statements it returns with the COMMIT, in the same round trip and before the
+   * `withCommit` statement (in the order registered; values written as literals). For writes to
+   * rows many transactions share (a running total): their row locks are then held only while the
+   * server runs the statements and commits, never while a reply travels to a busy API process and
+   * its next statement back. Undefined where that cannot be done: write at once instead.
    */
-  readonly beforeCommit?: (fn: () => Promise<void>) => void;
+  readonly beforeCommit?: (fn: () => { sql: string; parameters: readonly unknown[] }[]) => void;
 }
 
 /** An executor over a Kysely instance or transaction, with `run` executing prepared statements. */

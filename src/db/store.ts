@@ -345,7 +345,7 @@ export function openStore(config: StoreConfig, options: StoreOptions = {}): Stor
       const raw = (text: string) => conn.executeQuery(CompiledQuery.raw(text));
       let last: string | null = null;
       let lastDone: ((rows: Record<string, unknown>[]) => void) | undefined;
-      const late: (() => Promise<void>)[] = [];
+      const late: (() => { sql: string; parameters: readonly unknown[] }[])[] = [];
       await raw('begin');
       try {
         // Statements go through the transaction's connection (Kysely holds it).
@@ -363,9 +363,13 @@ export function openStore(config: StoreConfig, options: StoreOptions = {}): Stor
         );
         committed = t.committed;
         const value = await work(t.tx);
-        for (const fn of late) await fn();
-        // Sent as one simple query: if the statement fails, PostgreSQL skips the COMMIT.
-        const done = await raw(last === null ? 'commit' : `${last};\ncommit`);
+        const atCommit = late
+          .flatMap((fn) => fn())
+          .map((q) => inlineParameters(q.sql, q.parameters, driver.escapeLiteral));
+        if (last !== null) atCommit.push(last);
+        atCommit.push('commit');
+        // Sent as one simple query: if a statement fails, PostgreSQL skips the rest and the COMMIT.
+        const done = await raw(atCommit.join(';\n'));
         lastDone?.(done.rows as Record<string, unknown>[]);
         return value;
       } catch (err) {

@@ -48,6 +48,11 @@ export interface JobHandler {
   kind: string;
   /** Runs of this kind at once in one instance (default 4). */
   concurrency?: number;
+  /**
+   * Free slots needed before this kind is claimed for (default 1): a burst of due jobs is then
+   * claimed a batch per statement instead of one each time a run ends.
+   */
+  claimBatch?: number;
   /** Runs before the job fails for good (default 8); a run cut short by a crash counts. */
   maxAttempts?: number;
   /** The backoff's base (default 5 s): src/modules/jobs/backoff.ts. */
@@ -105,7 +110,7 @@ export class JobRunner {
   register(handler: JobHandler): void {
     if (this.handlers.has(handler.kind)) throw new Error(`a handler for job kind ${handler.kind} exists already`);
     this.handlers.set(handler.kind, handler);
-    this.worker.setSlots(handler.kind, handler.concurrency ?? 4);
+    this.worker.setSlots(handler.kind, handler.concurrency ?? 4, handler.claimBatch ?? 1);
   }
 
   /** Writes a job in `tx` (with a key: reschedules the live one); it is woken once `tx` commits. */

@@ -115,16 +115,22 @@ function rowsInsert(columns: readonly string[], build: (db: Executor, rows: Row[
     }
     return q;
   };
-  return async (x: Executor, rows: Row[]): Promise<void> => {
-    if (rows.length > MAX_PREPARED_ROWS) {
-      await x.executeQuery(build(x, rows).compile());
-      return;
-    }
+  const paramsOf = (rows: Row[]): Row => {
     const params: Row = {};
     rows.forEach((r, i) => {
       for (const c of columns) params[`${c}${i}`] = r[c];
     });
-    await x.run(statement(rows.length), params);
+    return params;
+  };
+  return {
+    /** Writes `rows` on `x` now. */
+    write: async (x: Executor, rows: Row[]): Promise<void> => {
+      if (rows.length > MAX_PREPARED_ROWS) await x.executeQuery(build(x, rows).compile());
+      else await x.run(statement(rows.length), paramsOf(rows));
+    },
+    /** The statement that writes `rows` on `x`, with its values (to send with a commit). */
+    of: (x: Executor, rows: Row[]): { sql: string; parameters: readonly unknown[] } =>
+      rows.length > MAX_PREPARED_ROWS ? build(x, rows).compile() : statement(rows.length).statement(x, paramsOf(rows)),
   };
 }
 
@@ -174,11 +180,11 @@ const pending = new WeakMap<Executor, Deltas>();
 
 /**
  * Adds (sign 1) or subtracts (sign −1) facts to the rollups. On PostgreSQL outside a request
- * transaction the deltas of the whole transaction are summed and written just before its commit:
- * every conversation opened or message sent in a quarter-hour adds to the same few rows, and a
- * row written early stays locked for the rest of the transaction, so concurrent writers (a burst
- * of journey steps, docs/stays.md) would otherwise run one at a time. Elsewhere they are written
- * at once, one statement per table.
+ * transaction the deltas of the whole transaction are summed and sent with its COMMIT: every
+ * conversation opened or message sent in a quarter-hour adds to the same few rows, and a row
+ * written before the end stays locked while the API process sends the rest, so concurrent writers
+ * (a burst of journey steps, docs/stays.md) would take turns for longer. Elsewhere they are
+ * written at once, one statement per table.
  */
 async function roll(x: Executor, facts: Fact[], sign: 1 | -1): Promise<void> {
   const late = (x as Partial<Tx>).beforeCommit;
@@ -188,7 +194,7 @@ async function roll(x: Executor, facts: Fact[], sign: 1 | -1): Promise<void> {
     if (late !== undefined) {
       const mine = deltas;
       pending.set(x, mine);
-      late(() => writeDeltas(x, mine));
+      late(() => deltaStatements(x, mine));
     }
   }
   const { rollups, bins } = deltas;
@@ -230,18 +236,28 @@ async function roll(x: Executor, facts: Fact[], sign: 1 | -1): Promise<void> {
   if (late === undefined) await writeDeltas(x, deltas);
 }
 
+// Sorted, so two transactions touching the same rows lock them in one order (no deadlock).
+const sorted = <T>(m: Map<string, T>) =>
+  [...m.entries()].sort((a, b) => (a[0] < b[0] ? -1 : 1)).map((e) => e[1]) as unknown as Row[];
+
 /** Writes the deltas, one statement per table. */
 async function writeDeltas(x: Executor, { rollups, bins }: Deltas): Promise<void> {
-  // Sorted, so two transactions touching the same rows lock them in one order (no deadlock).
-  const sorted = <T>(m: Map<string, T>) => [...m.entries()].sort((a, b) => (a[0] < b[0] ? -1 : 1)).map((e) => e[1]);
-  if (rollups.size > 0) await insertRollups(x, sorted(rollups) as unknown as Row[]);
-  if (bins.size > 0) await insertBins(x, sorted(bins) as unknown as Row[]);
+  if (rollups.size > 0) await insertRollups.write(x, sorted(rollups));
+  if (bins.size > 0) await insertBins.write(x, sorted(bins));
+}
+
+/** The statements that write the deltas, one per table. */
+function deltaStatements(x: Executor, { rollups, bins }: Deltas) {
+  const out: { sql: string; parameters: readonly unknown[] }[] = [];
+  if (rollups.size > 0) out.push(insertRollups.of(x, sorted(rollups)));
+  if (bins.size > 0) out.push(insertBins.of(x, sorted(bins)));
+  return out;
 }
 
 /** Records facts and their rollups in the caller's transaction. */
 export async function addFacts(x: Executor, facts: Fact[]): Promise<void> {
   if (facts.length === 0) return;
-  await insertFacts(
+  await insertFacts.write(
     x,
     facts.map((f) => ({
       metric: f.metric,

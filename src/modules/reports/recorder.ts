@@ -38,7 +38,24 @@ const rulesRows = prepared((db) =>
   db.selectFrom('settings').select(['key', 'value']).where('key', 'in', ['business_hours', 'sla']),
 );
 
-async function rulesOf(x: Executor): Promise<Rules> {
+/**
+ * The rules as a transaction first read them, for the rest of it: a write that opens a
+ * conversation and stores its first text (a journey step) judges both by the same read. No
+ * transaction that records figures also saves these settings.
+ */
+const rulesByTx = new WeakMap<Executor, Promise<Rules>>();
+
+function rulesOf(x: Executor): Promise<Rules> {
+  if (!('onCommit' in x)) return readRules(x);
+  let rules = rulesByTx.get(x);
+  if (rules === undefined) {
+    rules = readRules(x);
+    rulesByTx.set(x, rules);
+  }
+  return rules;
+}
+
+async function readRules(x: Executor): Promise<Rules> {
   const rows = await x.run(rulesRows, {});
   const value = <T>(key: string): T => {
     const row = rows.find((r) => r.key === key);

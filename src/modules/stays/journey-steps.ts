@@ -7,7 +7,8 @@
 // no-show stay is skipped at its moment; a step more than 6 h late is skipped with its reason.
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import { nowIso, type Store, toIso } from '../../db/store.js';
+import { type Param, prepared } from '../../db/prepared.js';
+import { fromJson, nowIso, type Store, toIso } from '../../db/store.js';
 import type { Executor, JourneyStepTable, Tx } from '../../db/types.js';
 import { AppError } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
@@ -21,6 +22,7 @@ import { conversationEvents, messageCreated, SYSTEM, taskEvents } from '../event
 import { type Outbox, withEvents } from '../events/outbox.js';
 import { cancelJob, insertJob } from '../jobs/repository.js';
 import type { JobHandler, JobRunner } from '../jobs/runner.js';
+import { SETTINGS } from '../settings/registry.js';
 import { getSetting } from '../settings/repository.js';
 import { insertTask } from '../tasks/repository.js';
 import { type HotelClock, hotelClock } from './dates.js';
@@ -84,6 +86,64 @@ function readStay(db: Executor, id: string, lock = false): Promise<PlannedStay |
   return (lock && db.dialect === 'postgres' ? q.forUpdate() : q).executeTakeFirst();
 }
 
+/**
+ * A step to run with its stay and guest, in one statement. On PostgreSQL the step's row and the
+ * guest's are locked until commit: a plan of the stay meanwhile waits and then finds the step ran,
+ * and steps of one guest's stays due together take turns, each seeing the conversation the one
+ * before opened (sendStepMessage).
+ */
+const stepToRun = prepared((db, p: Param<{ stayId: string; journey: string }>) => {
+  const q = db
+    .selectFrom('journey_steps as js')
+    .innerJoin('stays as s', 's.id', 'js.stay_id')
+    .innerJoin('guests as g', 'g.id', 's.guest_id')
+    .selectAll('js')
+    .select([
+      's.guest_id',
+      's.check_in',
+      's.check_out',
+      's.status as stay_status',
+      's.room',
+      'g.name as guest_name',
+      'g.email as guest_email',
+      'g.phone as guest_phone',
+    ])
+    .where('js.stay_id', '=', p('stayId'))
+    .where('js.journey', '=', p('journey'));
+  return db.dialect === 'postgres' ? q.forUpdate(['js', 'g']) : q;
+});
+
+type StepToRun = JourneyStepTable & {
+  guest_id: string;
+  check_in: string;
+  check_out: string;
+  stay_status: string;
+  room: string | null;
+  guest_name: string;
+  guest_email: string | null;
+  guest_phone: string | null;
+};
+
+function splitStep(r: StepToRun) {
+  const { guest_id, check_in, check_out, stay_status, room, guest_name, guest_email, guest_phone, ...row } = r;
+  return {
+    row: row as JourneyStepTable,
+    stay: { guest_id, check_in, check_out, status: stay_status, room },
+    guest: { id: guest_id, name: guest_name, email: guest_email, phone: guest_phone } as Guest,
+  };
+}
+
+/** The two settings a step reads (the journeys and the hotel's name), in one statement. */
+const stepSettings = prepared((db) =>
+  db.selectFrom('settings').select(['key', 'value']).where('key', 'in', ['journeys', 'hotel']),
+);
+
+/** A setting's value among `rows`, else its default. */
+function settingValue(rows: { key: string; value: unknown }[], key: string): unknown {
+  const row = rows.find((r) => r.key === key);
+  return row === undefined ? structuredClone(SETTINGS[key]?.default) : fromJson(row.value);
+}
+
 /** The journeys setting as saved (none: no journeys). */
 export async function readJourneys(db: Executor): Promise<Journey[]> {
   return ((await getSetting(db, 'journeys'))?.value ?? []) as Journey[];
@@ -108,6 +168,7 @@ function stepView(row: JourneyStepTable, guestId: string): JourneyStepView {
   };
 }
 
+/** A step done, or not carried out: skipped, or failed (its `status` and `reason` say which and why). */
 function stepEvent(outbox: Outbox, step: JourneyStepView): void {
   outbox.add({
     type: step.status === 'done' ? 'journey.step_done' : 'journey.step_skipped',
@@ -304,11 +365,8 @@ async function sendStepMessage(
   sender: LocalSender | null,
 ): Promise<MessageView> {
   // Steps of one guest's stays due together (several stays, or one stay's journeys) take turns on
-  // the guest's row: each sees the conversation the one before opened, so they share it instead
-  // of each opening its own (SQLite runs one writer at a time already).
-  if (tx.dialect === 'postgres') {
-    await tx.selectFrom('guests').select('id').where('id', '=', guest.id).forUpdate().executeTakeFirst();
-  }
+  // the guest's row, locked with the step (stepToRun): each sees the conversation the one before
+  // opened, so they share it instead of each opening its own (SQLite runs one writer at a time).
   const channel = await channelFor(tx, j, guest);
   let template: RenderedTemplate | null = null;
   let content: string;
@@ -385,9 +443,10 @@ async function finish(
     .where('stay_id', '=', row.stay_id)
     .where('journey', '=', row.journey)
     .execute();
-  const view = stepView({ ...row, ...values }, guestId);
-  if (view.status !== 'failed') stepEvent(outbox, view);
+  stepEvent(outbox, stepView({ ...row, ...values }, guestId));
 }
+
+const STEP_CONCURRENCY = { sqlite: 16, postgres: 8 } as const;
 
 export function stepHandler(store: Store, sender: () => LocalSender | null): JobHandler {
   return {
@@ -396,24 +455,27 @@ export function stepHandler(store: Store, sender: () => LocalSender | null): Job
     // at once, but not many: on SQLite runs at once share one commit (src/db/group-commit.ts), and
     // reads queue behind that batch while it holds the connection, so a long batch is a slow
     // inbox (docs/stays.md, At scale, has the trade measured); on PostgreSQL each run holds one of
-    // the pool's connections (10 by default) for its transaction, and most of a run's time is spent
-    // waiting for another's reply or row lock, not on CPU, so 8 leaves reads their share while
-    // keeping the server busy.
-    concurrency: store.dialect === 'sqlite' ? 16 : 8,
+    // the pool's connections (10 by default) for its transaction. There the shared rows (list
+    // counts, report rollups) are written at commit, and a run mostly waits for the API process's
+    // next statement, not for another's row lock: 16 at once (with a pool of 20) ran no faster
+    // than 8, and 8 leaves reads their share of the pool.
+    concurrency: STEP_CONCURRENCY[store.dialect],
+    // Claimed half the slots at a time: a burst takes one claim statement per batch, not per step.
+    claimBatch: STEP_CONCURRENCY[store.dialect] / 2,
     retryBaseMs: 1000,
     async run(job, ctx) {
       const { stayId, journey } = job.payload as { stayId: string; journey: string };
       await withEvents(store, async (tx, outbox) => {
-        // The step's own row first, locked: a plan of this stay meanwhile waits for this run, then
-        // finds the step ran (PostgreSQL; SQLite runs one writer at a time).
-        let q = tx.selectFrom('journey_steps').selectAll().where('stay_id', '=', stayId).where('journey', '=', journey);
-        if (tx.dialect === 'postgres') q = q.forUpdate();
-        const row = await q.executeTakeFirst();
-        const stay = await readStay(tx, stayId);
+        // The step's own row first, locked, with its stay and guest: a plan of this stay meanwhile
+        // waits for this run, then finds the step ran (PostgreSQL; SQLite runs one writer at a time).
+        const found = await tx.first(stepToRun, { stayId, journey });
         // Recorded with the step: the work and its job's end commit together, once.
         await ctx.complete(tx);
-        if (row === undefined || row.status !== 'scheduled' || stay === undefined) return;
-        const j = (await readJourneys(tx)).find((x) => x.name === journey && x.enabled !== false);
+        if (found === undefined || found.status !== 'scheduled') return;
+        const { row, stay, guest } = splitStep(found);
+        const settings = await tx.run(stepSettings, {});
+        const journeys = (settingValue(settings, 'journeys') ?? []) as Journey[];
+        const j = journeys.find((x) => x.name === journey && x.enabled !== false);
         if (j === undefined) {
           await finish(tx, outbox, row, stay.guest_id, {
             status: 'skipped',
@@ -429,12 +491,7 @@ export function stepHandler(store: Store, sender: () => LocalSender | null): Job
           await finish(tx, outbox, row, stay.guest_id, { status: 'skipped', reason: 'more than 6 h late when it ran' });
           return;
         }
-        const guest = (await tx
-          .selectFrom('guests')
-          .select(['id', 'name', 'email', 'phone'])
-          .where('id', '=', stay.guest_id)
-          .executeTakeFirst())!;
-        const hotelName = ((await getSetting(tx, 'hotel'))?.value as { name?: unknown } | undefined)?.name;
+        const hotelName = (settingValue(settings, 'hotel') as { name?: unknown } | undefined)?.name;
         const fill = (text: string) =>
           fillPlaceholders(text, {
             'guest.name': guest.name,
