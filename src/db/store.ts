@@ -85,6 +85,9 @@ function pgTypeParser(types: typeof pg.types, oid: number, format?: string): (va
 /** Prepared statements kept per SQLite connection; the oldest unused one goes first past this. */
 const STATEMENT_CACHE_SIZE = 500;
 
+/** Statement texts named on PostgreSQL (each prepared once per connection); later ones go unnamed. */
+export const MAX_NAMED_STATEMENTS = 500;
+
 /**
  * Prepared statements by SQL text, the least recently used dropped past STATEMENT_CACHE_SIZE:
  * Kysely's driver prepares on every query, and compiling the same SQL again was ~15 % of a list
@@ -288,10 +291,15 @@ export function openStore(config: StoreConfig, options: StoreOptions = {}): Stor
   // 'error' on the client, which the pool listens to only while the client is idle.
   pool.on('connect', (client) => client.on('error', () => {}));
   // Named statements are parsed and planned once per connection; the name is the SQL's digest.
+  // Each name is kept here, in pg's per-connection table and in every PostgreSQL backend for the
+  // life of the connection, and nothing else bounds the texts (an IN list per length, a multi-row
+  // insert per row count): past MAX_NAMED_STATEMENTS texts, a new one is sent unnamed (parsed on
+  // each run). The hot statements are named long before: a process meets them first.
   const names = new Map<string, string>();
-  const nameOf = (text: string): string => {
+  const nameOf = (text: string): string | undefined => {
     let name = names.get(text);
     if (name === undefined) {
+      if (names.size >= MAX_NAMED_STATEMENTS) return undefined;
       name = `gma_${createHash('sha256').update(text).digest('base64url').slice(0, 24)}`;
       names.set(text, name);
     }

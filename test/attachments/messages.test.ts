@@ -149,3 +149,43 @@ test('an unused upload is taken by its uploader only: not an admin, another key,
   const files = await call(app, 'GET', `/attachments/${widgets.id}`, { token: admin.token });
   assert.equal(files.data.messageId, own.data.message.id);
 });
+
+test('an unused upload reads as an unknown id to anyone but its uploader, admins and keys included', async (t) => {
+  const { app, admin, alice, bob, open } = await setup(t);
+  const keyWith = async (name: string) =>
+    (await call(app, 'POST', '/api-keys', { token: admin.token, body: { name, scopes: ['conversations:read'] } })).data
+      .key as string;
+  const reader = await keyWith('reader');
+  const alices = (await upload(app, alice.token, png())).data;
+  const unknownId = newId('att');
+  // The envelope for an id that names nothing, with the id taken out of its message.
+  const answer = async (token: string, id: string) => {
+    const res = await call(app, 'GET', `/attachments/${id}`, { token });
+    return {
+      status: res.status,
+      error: { ...res.body.error, message: String(res.body.error?.message).replace(id, '<id>') },
+    };
+  };
+  for (const [who, token] of [
+    ['another staff member', bob.token],
+    ['an admin', admin.token],
+    ['an API key', reader],
+  ] as const) {
+    const got = await answer(token, alices.id);
+    const unknown = await answer(token, unknownId);
+    assert.equal(unknown.status, 404, who);
+    assert.deepEqual(got, unknown, `${who} reading alice's unused upload`);
+  }
+  assert.equal((await call(app, 'GET', `/attachments/${alices.id}`, { token: alice.token })).status, 200);
+
+  // Once a message carries it, whoever may see the conversation reads it; staff who may not get 403.
+  const c = await open(alice.id);
+  const sent = await call(app, 'POST', `/conversations/${c.id}/messages`, {
+    token: alice.token,
+    body: { attachments: [alices.id] },
+  });
+  assert.equal(sent.status, 201, sent.raw.body);
+  assert.equal((await call(app, 'GET', `/attachments/${alices.id}`, { token: admin.token })).status, 200);
+  assert.equal((await call(app, 'GET', `/attachments/${alices.id}`, { token: reader })).status, 200);
+  assertError(await call(app, 'GET', `/attachments/${alices.id}`, { token: bob.token }), 403, 'FORBIDDEN');
+});

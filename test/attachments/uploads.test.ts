@@ -67,7 +67,7 @@ test('an upload is sniffed, stored once per digest, and served through a signed 
   assert.notEqual(again.data.id, a.id);
   assert.equal(filesUnder(dir).filter((f) => !f.startsWith('.staging')).length, 1);
 
-  // A plain-text file is a download, never shown inline; another staff member may not read the upload.
+  // A plain-text file is a download, never shown inline; to another staff member the upload does not exist.
   const text = await uploadParts(app, staff.token, [
     { bytes: Buffer.from('Room 412, late check-out please'), filename: null },
   ]);
@@ -77,7 +77,7 @@ test('an upload is sniffed, stored once per digest, and served through a signed 
   assert.equal(t2.headers['content-type'], 'text/plain; charset=utf-8');
   assert.match(String(t2.headers['content-disposition']), /^attachment;/);
   const other = await createStaff(app, 'staff');
-  assertError(await call(app, 'GET', `/attachments/${a.id}`, { token: other.token }), 403, 'FORBIDDEN');
+  assertError(await call(app, 'GET', `/attachments/${a.id}`, { token: other.token }), 404, 'NOT_FOUND');
   assert.equal((await call(app, 'GET', `/attachments/${a.id}`, { token: staff.token })).status, 200);
 });
 

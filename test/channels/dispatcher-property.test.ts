@@ -120,8 +120,13 @@ test(`the dispatcher sends each text at most once per send decided, and settles 
         PUBLIC_URL: 'https://guest-api.hotel.test',
         CHANNEL_POLL_INTERVAL_MS: '20',
         CHANNEL_RETRY_BASE_MS: '5',
-        CHANNEL_SEND_TIMEOUT_MS: '150',
-        CHANNEL_LEASE_MS: '400',
+        // The fake answers at once or never ('hang'): only a hang may outlast the timeout. A loaded
+        // machine stalls the event loop for hundreds of ms, and an answer read after a stall that
+        // outlasted the timer counts as none (the timer runs first) and is retried: the fake saw a
+        // decisive answer, the property would fail with nothing wrong. So the timeout and the lease
+        // are ten times any stall seen; a hang costs this much, a crash up to the lease.
+        CHANNEL_SEND_TIMEOUT_MS: '1500',
+        CHANNEL_LEASE_MS: '3000',
         CHANNEL_MAX_ATTEMPTS: String(MAX_ATTEMPTS),
       },
       JWT_SECRET,
@@ -144,7 +149,8 @@ test(`the dispatcher sends each text at most once per send decided, and settles 
       const diedAt = new Map<number, number>();
       const texts = await writeTexts(main, run, s, live.dispatcher);
       try {
-        const deadline = Date.now() + 30_000;
+        // A liveness bound (property 1), not a timing: up to two crashes each wait out a lease.
+        const deadline = Date.now() + 60_000;
         const crashes = [...s.crashes];
         while (
           !(await allSettled(

@@ -20,15 +20,21 @@ const BODIES: Record<string, unknown> = {
 
 test("every object route a staff member may call answers 403 on another member's object, 404 on a missing one, and changes nothing", async (t) => {
   const w = await world(t, tempStore(t).env);
-  const before = await totals(w);
-  const ops = (await operations(w.app)).filter(
-    (o) => o.path.includes('{id}') && Array.isArray(o.roles) && o.roles.includes('staff'),
-  );
-  // An upload is its uploader's until a message takes it.
+  // Bob's file is one his conversation's message carries: someone else's upload no message took
+  // yet is answered as a missing id (test/attachments/messages.test.ts), not 403.
   const files = {
     alice: (await upload(w.app, w.alice.token, png())).data.id,
     bob: (await upload(w.app, w.bob.token, png())).data.id,
   };
+  const carried = await call(w.app, 'POST', `/conversations/${w.own.bob.conversation}/messages`, {
+    token: w.bob.token,
+    body: { attachments: [files.bob] },
+  });
+  assert.equal(carried.status, 201, carried.raw.body);
+  const before = await totals(w);
+  const ops = (await operations(w.app)).filter(
+    (o) => o.path.includes('{id}') && Array.isArray(o.roles) && o.roles.includes('staff'),
+  );
   // The sweep must see the routes it is known to have, or it proves nothing.
   for (const known of [
     'GET /api/v1/conversations/{id}',

@@ -99,8 +99,9 @@ export const attachmentsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         operationId: 'getAttachment',
         summary: 'Get an attachment record with a fresh signed link',
         description:
-          'An unused upload is readable by whoever uploaded it (and admins, managers, API keys); a file a ' +
-          'message carries by whoever may see its conversation.',
+          'An upload no message took yet is readable by whoever uploaded it only: to anyone else, admins and ' +
+          'API keys included, it is 404 as an unknown id. A file a message carries is readable by whoever may ' +
+          'see its conversation (staff who may not: 403).',
         params: IdParams,
         response: { 200: Ok(Attachment), ...STANDARD_ERRORS },
       },

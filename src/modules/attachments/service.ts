@@ -187,22 +187,26 @@ export async function upload(
 }
 
 /**
- * The attachment if the caller may read it: an unused upload by whoever uploaded it (admins,
- * managers and API keys too); a message's file by whoever may see its conversation. 404 if missing.
+ * An upload no message took yet is its uploader's alone: to anyone else, admins and API keys
+ * included, it does not exist (docs/attachments.md), so its id reveals nothing.
+ */
+const othersUnused = (row: AttachmentRow, user: AuthUser): boolean =>
+  row.message_id === null && row.created_by !== user.id;
+
+/**
+ * The attachment if the caller may read it: an unused upload by whoever uploaded it; a message's
+ * file by whoever may see its conversation. 404 if missing or someone else's unused upload.
  */
 export async function readableAttachment(db: Executor, user: AuthUser, id: string): Promise<AttachmentRow> {
   const row = await findAttachment(db, id);
-  if (row === undefined) throw notFound('Attachment', id);
+  if (row === undefined || othersUnused(row, user)) throw notFound('Attachment', id);
   await assertMayUse(db, user, row);
   return row;
 }
 
+/** For a row the caller already holds (not someone else's unused upload): its conversation's access. */
 async function assertMayUse(db: Executor, user: AuthUser, row: AttachmentRow): Promise<void> {
-  if (isElevated(user)) return;
-  if (row.conversation_id === null) {
-    if (row.created_by !== user.id) throw forbidden('This upload is not yours');
-    return;
-  }
+  if (isElevated(user) || row.conversation_id === null) return;
   const ref = await findConversationRef(db, row.conversation_id);
   if (ref?.assignee !== user.id) throw forbidden('This file belongs to a conversation that is not assigned to you');
 }
@@ -225,7 +229,7 @@ export async function attachToMessage(
   const problems: FieldError[] = [];
   ids.forEach((id, i) => {
     const row = rows.get(id);
-    if (row === undefined || (row.message_id === null && row.created_by !== user.id)) {
+    if (row === undefined || othersUnused(row, user)) {
       problems.push({ field: `attachments/${i}`, message: 'names no uploaded file' });
     } else if (row.status !== 'stored') {
       problems.push({ field: `attachments/${i}`, message: `is ${row.status}, not a stored file` });

@@ -13,6 +13,7 @@ import {
   advanceConversation,
   findConversation,
   insertConversation,
+  latestConversationOf,
   touchConversation,
 } from '../conversations/repository.js';
 import type { MessageView } from '../conversations/schemas.js';
@@ -211,16 +212,8 @@ async function conversationFor(tx: Executor, guestId: string, m: Inbound): Promi
       .executeTakeFirst();
     if (answered !== undefined) return answered;
   }
-  return tx
-    .selectFrom('conversations')
-    .where('guest_id', '=', guestId)
-    .where('channel', '=', m.channel)
-    .select(['id', 'status'])
-    .orderBy('last_message_at', 'desc')
-    .orderBy('created_at', 'desc')
-    .orderBy('id', 'desc')
-    .limit(1)
-    .executeTakeFirst();
+  const latest = await latestConversationOf(tx, guestId, m.channel);
+  return latest && { id: latest.id, status: latest.status };
 }
 
 /**

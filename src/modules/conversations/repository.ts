@@ -356,6 +356,39 @@ export async function advanceConversation(
 }
 
 /**
+ * The guest's latest conversation, on `channel` or (undefined) on any: the latest message first,
+ * then the newest conversation, then the highest id. Read through the guest's index and picked
+ * here: a guest has few conversations, while with ORDER BY last_message_at … LIMIT 1 a SQLite store
+ * without ANALYZE statistics walks the (channel, last_message_at) index instead, every conversation
+ * of the channel for a guest who has none there. Inbound messages and journey steps both use it.
+ */
+export async function latestConversationOf(db: Executor, guestId: string, channel?: string) {
+  let q = db
+    .selectFrom('conversations')
+    .select(['id', 'channel', 'status', 'last_message_at', 'created_at'])
+    .where('guest_id', '=', guestId);
+  if (channel !== undefined) q = q.where('channel', '=', channel as never);
+  let latest: { id: string; channel: string; status: ConversationStatus; at: string; created: string } | undefined;
+  for (const r of await q.execute()) {
+    const c = {
+      id: r.id,
+      channel: r.channel,
+      status: r.status,
+      at: toIso(r.last_message_at),
+      created: toIso(r.created_at),
+    };
+    if (
+      latest === undefined ||
+      c.at > latest.at ||
+      (c.at === latest.at && (c.created > latest.created || (c.created === latest.created && c.id > latest.id)))
+    ) {
+      latest = c;
+    }
+  }
+  return latest;
+}
+
+/**
  * advanceConversation for a new outbound message: the conversation's reference (as
  * findConversationRef reads it) with the time taken, from the same statement, or undefined when
  * it does not exist.

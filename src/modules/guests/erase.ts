@@ -20,7 +20,7 @@ import { staffActor } from '../events/emit.js';
 import { withEvents } from '../events/outbox.js';
 import { cancelJob } from '../jobs/repository.js';
 import { eventsNaming, messagePages } from './history.js';
-import { ERASED_NAME, ERASED_TEXT, type ErasedScope, redact, redactEvent, scopeIds } from './redact.js';
+import { ERASED_GUEST, ERASED_NAME, ERASED_TEXT, type ErasedScope, redact, redactEvent, scopeIds } from './redact.js';
 import { findGuest, type GuestView, updateGuest } from './repository.js';
 
 export interface EraseDeps {
@@ -56,15 +56,7 @@ export async function eraseGuest(deps: EraseDeps, user: AuthUser, id: string, au
     await redactEvents(tx, scope);
     await redactAnswers(tx, scope, new AnswerSealer(deps.secrets));
     if (isErased(current)) return current;
-    const erased = await updateGuest(tx, current, {
-      name: ERASED_NAME,
-      email: null,
-      phone: null,
-      notes: null,
-      externalRef: null,
-      attributes: {},
-      tags: [],
-    });
+    const erased = await updateGuest(tx, current, ERASED_GUEST);
     await audit.record(tx, 'guest.erased', ref('guest', id));
     outbox.add({ type: 'guest.erased', actor: staffActor(user), data: erased });
     return erased;

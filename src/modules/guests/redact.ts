@@ -2,6 +2,7 @@
 // data and changes, webhook payloads, stored idempotent answers): each object is recognised by its
 // id, and its personal fields are given the values the erase wrote in the store (docs/data-rights.md).
 // Redacting what is already redacted changes nothing, so an erase can run again.
+import type { GuestChanges } from './repository.js';
 
 export const ERASED_NAME = 'Erased guest';
 export const ERASED_TEXT = '[erased]';
@@ -17,8 +18,8 @@ export interface ErasedScope {
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-/** The erased values of a guest's personal fields. */
-const GUEST_FIELDS: Obj = {
+/** The erased values of a guest's personal fields: what the erase writes, and what each copy is given. */
+export const ERASED_GUEST = {
   name: ERASED_NAME,
   email: null,
   phone: null,
@@ -26,7 +27,8 @@ const GUEST_FIELDS: Obj = {
   externalRef: null,
   attributes: {},
   tags: [],
-};
+} satisfies GuestChanges;
+const GUEST_FIELDS: Obj = ERASED_GUEST;
 const STAY_FIELDS: Obj = { notes: null, externalRef: null };
 const CONVERSATION_FIELDS: Obj = { subject: null };
 const ATTACHMENT_FIELDS: Obj = { filename: ERASED_TEXT };

@@ -134,32 +134,32 @@ function rowsInsert(columns: readonly string[], build: (db: Executor, rows: Row[
   };
 }
 
-const insertRollups = rowsInsert(
-  ['metric', 'channel', 'assignee', 'department', 'grain', 'start', 'n', 'wall', 'biz'],
-  (db, rows) =>
+/**
+ * An insert into a summing table (rollups, bins): a row already held at the same `keys` has each
+ * of `sums` added to it instead, so writers of one bucket never read it first.
+ */
+function addingInsert(table: 'report_rollups' | 'report_bins', keys: readonly string[], sums: readonly string[]) {
+  const added = Object.fromEntries(
+    sums.map((c) => [c, sql`${sql.ref(`${table}.${c}`)} + ${sql.ref(`excluded.${c}`)}`]),
+  );
+  return rowsInsert([...keys, ...sums], (db, rows) =>
     rdb(db)
-      .insertInto('report_rollups')
+      .insertInto(table)
       .values(rows as never)
-      .onConflict((oc) =>
-        oc.columns(['metric', 'channel', 'assignee', 'department', 'grain', 'start']).doUpdateSet({
-          n: sql`report_rollups.n + excluded.n`,
-          wall: sql`report_rollups.wall + excluded.wall`,
-          biz: sql`report_rollups.biz + excluded.biz`,
-        }),
-      ),
+      .onConflict((oc) => oc.columns(keys as never).doUpdateSet(added as never)),
+  );
+}
+
+const insertRollups = addingInsert(
+  'report_rollups',
+  ['metric', 'channel', 'assignee', 'department', 'grain', 'start'],
+  ['n', 'wall', 'biz'],
 );
 
-const insertBins = rowsInsert(
-  ['metric', 'biz', 'channel', 'assignee', 'department', 'grain', 'start', 'bin', 'n'],
-  (db, rows) =>
-    rdb(db)
-      .insertInto('report_bins')
-      .values(rows as never)
-      .onConflict((oc) =>
-        oc
-          .columns(['metric', 'biz', 'channel', 'assignee', 'department', 'grain', 'start', 'bin'])
-          .doUpdateSet({ n: sql`report_bins.n + excluded.n` }),
-      ),
+const insertBins = addingInsert(
+  'report_bins',
+  ['metric', 'biz', 'channel', 'assignee', 'department', 'grain', 'start', 'bin'],
+  ['n'],
 );
 
 const insertFacts = rowsInsert(

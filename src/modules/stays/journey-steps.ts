@@ -15,7 +15,12 @@ import { newId } from '../../lib/ids.js';
 import { fillPlaceholders, firstNameOf } from '../canned-responses/placeholders.js';
 import { assertWhatsAppWindow, type RenderedTemplate, renderTemplate } from '../channels/rules.js';
 import type { LocalSender } from '../channels/sends-repository.js';
-import { advanceConversationRef, findConversation, insertConversation } from '../conversations/repository.js';
+import {
+  advanceConversationRef,
+  findConversation,
+  insertConversation,
+  latestConversationOf,
+} from '../conversations/repository.js';
 import type { MessageView } from '../conversations/schemas.js';
 import { storeOutbound } from '../conversations/service.js';
 import { conversationEvents, messageCreated, SYSTEM, taskEvents } from '../events/emit.js';
@@ -320,31 +325,13 @@ interface Guest {
 const reachable = (channel: string, g: Guest) =>
   channel === 'email' ? g.email !== null : channel === 'sms' || channel === 'whatsapp' ? g.phone !== null : true;
 
-/**
- * The guest's latest conversation, on `channel` or (undefined) any. Read through the guest's index
- * and picked here: a guest has few conversations, and with ORDER BY last_message_at … LIMIT 1 the
- * planner may walk the whole last_message_at index instead, one row per conversation held.
- */
-async function latestConversation(db: Executor, guestId: string, channel?: string) {
-  let q = db.selectFrom('conversations').select(['id', 'channel', 'last_message_at']).where('guest_id', '=', guestId);
-  if (channel !== undefined) q = q.where('channel', '=', channel as never);
-  let latest: { id: string; channel: string; at: string } | undefined;
-  for (const r of await q.execute()) {
-    const at = toIso(r.last_message_at);
-    if (latest === undefined || at > latest.at || (at === latest.at && r.id > latest.id)) {
-      latest = { id: r.id, channel: r.channel, at };
-    }
-  }
-  return latest;
-}
-
 /** The channel a message step goes on: fixed, else the latest conversation's, else the first reachable. */
 async function channelFor(db: Executor, j: Journey, guest: Guest): Promise<string> {
   if (j.channel !== undefined) {
     if (!reachable(j.channel, guest)) throw new StepFailure(`the guest has no address for the ${j.channel} channel`);
     return j.channel;
   }
-  const latest = await latestConversation(db, guest.id);
+  const latest = await latestConversationOf(db, guest.id);
   if (latest !== undefined) return latest.channel;
   const first = CHANNEL_ORDER.find((c) => reachable(c, guest));
   if (first === undefined) throw new StepFailure('the guest has no phone number or email address');
@@ -384,7 +371,7 @@ async function sendStepMessage(
     if (err instanceof AppError) throw new StepFailure(err.message);
     throw err;
   }
-  const existing = await latestConversation(tx, guest.id, channel);
+  const existing = await latestConversationOf(tx, guest.id, channel);
   let conversationId: string;
   let at: string;
   let assignee: string | null = null;
