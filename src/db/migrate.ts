@@ -29,6 +29,7 @@ import { productivity } from './migrations/028-productivity.js';
 import { messageSearch } from './migrations/029-message-search.js';
 import { slaEvents } from './migrations/030-sla-events.js';
 import { journeySteps } from './migrations/031-journey-steps.js';
+import { reportHistograms } from './migrations/033-report-histograms.js';
 import { columnTypes, type MigrationDef } from './migrations/helpers.js';
 import type { Store } from './store.js';
 
@@ -62,6 +63,7 @@ const MIGRATIONS: MigrationDef[] = [
   messageSearch,
   slaEvents,
   journeySteps,
+  reportHistograms,
 ];
 
 export async function migrate(store: Store): Promise<string[]> {
