@@ -129,25 +129,30 @@ export async function rollUp(store: Store, afterId: number, pgUrl?: string): Pro
     try {
       await client.query('begin');
       await client.query('set local statement_timeout = 0');
-      await rollUpIn((text) => client.query(text), afterId);
+      await rollUpIn((text) => client.query(text), afterId, true);
       await client.query('commit');
     } finally {
       await client.end();
     }
     return;
   }
-  await store.db.transaction().execute((db) => rollUpIn((text) => sql.raw(text).execute(db), afterId));
+  await store.db
+    .transaction()
+    .execute((db) => rollUpIn((text) => sql.raw(text).execute(db), afterId, store.dialect === 'postgres'));
 }
 
-async function rollUpIn(run: (text: string) => Promise<unknown>, afterId: number): Promise<void> {
+async function rollUpIn(run: (text: string) => Promise<unknown>, afterId: number, postgres: boolean): Promise<void> {
+  const real = postgres ? 'double precision' : 'real';
   const tasks = list(TASK_METRICS);
   const timed = list([...TIMED]);
   const dept = `case when metric in (${tasks}) then department else '*' end`;
   const bin = (v: string) =>
     `case when ${v} < 20 then cast(floor(${v}) as integer) else 20 + cast(floor(ln(${v} / 20.0) / ln(1.1) + 1e-9) as integer) end`;
   for (const t of ['report_seed_rollups', 'report_seed_bins']) await run(`drop table if exists ${t}`);
-  await run('create table report_seed_rollups as select * from report_rollups where 1 = 0');
-  await run('create table report_seed_bins as select * from report_bins where 1 = 0');
+  await run(`create table report_seed_rollups (metric text, channel text, assignee text, department text,
+    grain integer, start bigint, n bigint, wall ${real}, biz ${real})`);
+  await run(`create table report_seed_bins (metric text, biz integer, channel text, assignee text, department text,
+    grain integer, start bigint, bin integer, n bigint)`);
   await run(`insert into report_seed_rollups (metric, channel, assignee, department, grain, start, n, wall, biz)
     select metric, channel, assignee, ${dept}, 900, (at / 900000) * 900, count(*), sum(coalesce(wall, 0)), sum(coalesce(biz, 0))
     from report_facts where id > ${afterId} group by metric, channel, assignee, ${dept}, at / 900000`);
@@ -193,11 +198,20 @@ async function rollUpIn(run: (text: string) => Promise<unknown>, afterId: number
       select metric, biz, channel, assignee, department, ${to}, (start / ${to}) * ${to}, bin, sum(n)
       from report_seed_bins where grain = ${from} group by metric, biz, channel, assignee, department, start / ${to}, bin`);
   }
-  await run(`insert into report_rollups select * from report_seed_rollups where true
-    on conflict (metric, channel, assignee, department, grain, start) do update set
-    n = report_rollups.n + excluded.n, wall = report_rollups.wall + excluded.wall, biz = report_rollups.biz + excluded.biz`);
-  await run(`insert into report_bins select * from report_seed_bins where true
-    on conflict (metric, biz, channel, assignee, department, grain, start, bin) do update set n = report_bins.n + excluded.n`);
+  // Each rollup row with its histograms (migration 033), summed from the bin rows by report_hist_sum.
+  const key = ['metric', 'channel', 'assignee', 'department', 'grain', 'start'];
+  const merged = (c: string) =>
+    `${c} = case when excluded.${c} is null then report_rollups.${c} else report_hist_add(report_rollups.${c}, excluded.${c}) end`;
+  await run(`insert into report_rollups (${key.join(', ')}, n, wall, biz, wall_bins, biz_bins)
+    select ${key.map((k) => `r.${k}`).join(', ')}, r.n, r.wall, r.biz, h.w, h.b
+    from report_seed_rollups r left join (select ${key.join(', ')},
+        report_hist_sum(case when biz = 0 then bin end, n) as w, report_hist_sum(case when biz = 1 then bin end, n) as b
+      from report_seed_bins group by ${key.join(', ')}) h
+    on ${key.map((k) => `h.${k} = r.${k}`).join(' and ')}
+    where true
+    on conflict (${key.join(', ')}) do update set
+    n = report_rollups.n + excluded.n, wall = report_rollups.wall + excluded.wall, biz = report_rollups.biz + excluded.biz,
+    ${merged('wall_bins')}, ${merged('biz_bins')}`);
   for (const t of ['report_seed_rollups', 'report_seed_bins']) await run(`drop table ${t}`);
 }
 

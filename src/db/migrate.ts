@@ -30,6 +30,7 @@ import { messageSearch } from './migrations/029-message-search.js';
 import { slaEvents } from './migrations/030-sla-events.js';
 import { journeySteps } from './migrations/031-journey-steps.js';
 import { deferredCounts } from './migrations/032-deferred-counts.js';
+import { reportHistograms } from './migrations/033-report-histograms.js';
 import { columnTypes, type MigrationDef } from './migrations/helpers.js';
 import type { Store } from './store.js';
 
@@ -64,6 +65,7 @@ const MIGRATIONS: MigrationDef[] = [
   slaEvents,
   journeySteps,
   deferredCounts,
+  reportHistograms,
 ];
 
 export async function migrate(store: Store): Promise<string[]> {

@@ -20,6 +20,7 @@ import type { StoreConfig } from '../config.js';
 import { loadPg } from '../lib/optional-deps.js';
 import { Signal } from '../lib/signal.js';
 import type { EventsCommitted } from '../modules/events/committed.js';
+import { registerHistogramFunctions } from '../modules/reports/histogram.js';
 import { checkpointOffLoop } from './checkpointer.js';
 import { type Executor, executor, type RunSql, type Tx, transaction } from './executor.js';
 import { GroupCommitter } from './group-commit.js';
@@ -195,6 +196,8 @@ export function openStore(config: StoreConfig, options: StoreOptions = {}): Stor
     // past 64 KiB that journal spilled to a temporary file, and its writes were ~19 % of a
     // message POST's CPU (docs/performance.md).
     conn.pragma('temp_store = MEMORY');
+    // Report rollups add their histograms in the store (migration 033).
+    registerHistogramFunctions(conn);
     const prepare = statementCache(conn);
     // Kysely's driver reads `reader`, `all`, `run` and `iterate`; its readers get readRows' objects.
     const database: SqliteDatabase = {

@@ -1,12 +1,14 @@
 // Owns writing figures: each measure that ends becomes a row of report_facts, and the same is
-// added to report_rollups (count, wall and business seconds) and report_bins (the histogram of
-// each) for its UTC quarter-hour, hour and day, under every combination of its channel, assignee
-// and department with '*' (all). Retracting a fact (a target met after all) subtracts it again.
+// added to report_rollups (count, wall and business seconds, and the histogram of each, migration
+// 033) for its UTC quarter-hour, hour, day, 7-day and 28-day block, under every combination of its
+// channel, assignee and department with '*' (all). Retracting a fact (a target met after all)
+// subtracts it again.
 // Everything is written in the caller's transaction, so a figure is exact once that commits.
 import { type Compilable, sql } from 'kysely';
 import { type Param, type Prepared, prepared } from '../../db/prepared.js';
 import type { Executor, Tx } from '../../db/types.js';
 import { binOf } from './bins.js';
+import { type Counts, pgHistogram, sqliteHistogram } from './histogram.js';
 import { num, rdb } from './tables.js';
 
 export const CONVERSATION_METRICS = [
@@ -78,17 +80,9 @@ interface RollupDelta {
   n: number;
   wall: number;
   biz: number;
-}
-interface BinDelta {
-  metric: string;
-  biz: number;
-  channel: string;
-  assignee: string;
-  department: string;
-  grain: number;
-  start: number;
-  bin: number;
-  n: number;
+  /** Bin counts of a timed figure's wall and business seconds; null for the others. */
+  wallBins: Counts | null;
+  bizBins: Counts | null;
 }
 
 type Row = Record<string, unknown>;
@@ -134,32 +128,28 @@ function rowsInsert(columns: readonly string[], build: (db: Executor, rows: Row[
   };
 }
 
-/**
- * An insert into a summing table (rollups, bins): a row already held at the same `keys` has each
- * of `sums` added to it instead, so writers of one bucket never read it first.
- */
-function addingInsert(table: 'report_rollups' | 'report_bins', keys: readonly string[], sums: readonly string[]) {
-  const added = Object.fromEntries(
-    sums.map((c) => [c, sql`${sql.ref(`${table}.${c}`)} + ${sql.ref(`excluded.${c}`)}`]),
-  );
-  return rowsInsert([...keys, ...sums], (db, rows) =>
+/** A histogram column added to: left alone by a row without bins (no function call for it). */
+const addBins = (column: 'wall_bins' | 'biz_bins') =>
+  sql<Uint8Array | string | null>`case when excluded.${sql.ref(column)} is null then report_rollups.${sql.ref(column)}
+    else report_hist_add(report_rollups.${sql.ref(column)}, excluded.${sql.ref(column)}) end`;
+
+// A row already held at the same keys has the counts, sums and histograms added to it instead,
+// so writers of one bucket never read it first.
+const insertRollups = rowsInsert(
+  ['metric', 'channel', 'assignee', 'department', 'grain', 'start', 'n', 'wall', 'biz', 'wall_bins', 'biz_bins'],
+  (db, rows) =>
     rdb(db)
-      .insertInto(table)
+      .insertInto('report_rollups')
       .values(rows as never)
-      .onConflict((oc) => oc.columns(keys as never).doUpdateSet(added as never)),
-  );
-}
-
-const insertRollups = addingInsert(
-  'report_rollups',
-  ['metric', 'channel', 'assignee', 'department', 'grain', 'start'],
-  ['n', 'wall', 'biz'],
-);
-
-const insertBins = addingInsert(
-  'report_bins',
-  ['metric', 'biz', 'channel', 'assignee', 'department', 'grain', 'start', 'bin'],
-  ['n'],
+      .onConflict((oc) =>
+        oc.columns(['metric', 'channel', 'assignee', 'department', 'grain', 'start']).doUpdateSet({
+          n: sql`report_rollups.n + excluded.n`,
+          wall: sql`report_rollups.wall + excluded.wall`,
+          biz: sql`report_rollups.biz + excluded.biz`,
+          wall_bins: addBins('wall_bins'),
+          biz_bins: addBins('biz_bins'),
+        }),
+      ),
 );
 
 const insertFacts = rowsInsert(
@@ -172,7 +162,6 @@ const insertFacts = rowsInsert(
 
 interface Deltas {
   rollups: Map<string, RollupDelta>;
-  bins: Map<string, BinDelta>;
 }
 
 /** A transaction's deltas waiting for its end (PostgreSQL, `Tx.beforeCommit`). */
@@ -190,14 +179,14 @@ async function roll(x: Executor, facts: Fact[], sign: 1 | -1): Promise<void> {
   const late = (x as Partial<Tx>).beforeCommit;
   let deltas = late === undefined ? undefined : pending.get(x);
   if (deltas === undefined) {
-    deltas = { rollups: new Map(), bins: new Map() };
+    deltas = { rollups: new Map() };
     if (late !== undefined) {
       const mine = deltas;
       pending.set(x, mine);
       late(() => deltaStatements(x, mine));
     }
   }
-  const { rollups, bins } = deltas;
+  const { rollups } = deltas;
   for (const f of facts) {
     const timed = TIMED.has(f.metric);
     for (const grain of GRAINS) {
@@ -214,44 +203,53 @@ async function roll(x: Executor, facts: Fact[], sign: 1 | -1): Promise<void> {
           n: 0,
           wall: 0,
           biz: 0,
+          wallBins: timed ? new Map() : null,
+          bizBins: timed ? new Map() : null,
         };
         r.n += sign;
         r.wall += sign * (f.wall ?? 0);
         r.biz += sign * (f.biz ?? 0);
         rollups.set(key, r);
-        if (!timed) continue;
-        for (const [biz, seconds] of [
-          [0, f.wall ?? 0],
-          [1, f.biz ?? 0],
-        ] as const) {
-          const bin = binOf(seconds);
-          const bkey = `${key}|${biz}|${bin}`;
-          const b = bins.get(bkey) ?? { metric: f.metric, biz, channel, assignee, department, grain, start, bin, n: 0 };
-          b.n += sign;
-          bins.set(bkey, b);
-        }
+        if (r.wallBins === null || r.bizBins === null) continue;
+        const w = binOf(f.wall ?? 0);
+        const b = binOf(f.biz ?? 0);
+        r.wallBins.set(w, (r.wallBins.get(w) ?? 0) + sign);
+        r.bizBins.set(b, (r.bizBins.get(b) ?? 0) + sign);
       }
     }
   }
   if (late === undefined) await writeDeltas(x, deltas);
 }
 
-// Sorted, so two transactions touching the same rows lock them in one order (no deadlock).
-const sorted = <T>(m: Map<string, T>) =>
-  [...m.entries()].sort((a, b) => (a[0] < b[0] ? -1 : 1)).map((e) => e[1]) as unknown as Row[];
-
-/** Writes the deltas, one statement per table. */
-async function writeDeltas(x: Executor, { rollups, bins }: Deltas): Promise<void> {
-  if (rollups.size > 0) await insertRollups.write(x, sorted(rollups));
-  if (bins.size > 0) await insertBins.write(x, sorted(bins));
+/** The deltas' rows, sorted: two transactions touching the same rows lock them in one order (no deadlock). */
+function deltaRows(x: Executor, { rollups }: Deltas): Row[] {
+  const histogram = (c: Counts | null) =>
+    c === null || c.size === 0 ? null : x.dialect === 'postgres' ? pgHistogram(c) : sqliteHistogram(c);
+  return [...rollups.entries()]
+    .sort((a, b) => (a[0] < b[0] ? -1 : 1))
+    .map(([, r]) => ({
+      metric: r.metric,
+      channel: r.channel,
+      assignee: r.assignee,
+      department: r.department,
+      grain: r.grain,
+      start: r.start,
+      n: r.n,
+      wall: r.wall,
+      biz: r.biz,
+      wall_bins: histogram(r.wallBins),
+      biz_bins: histogram(r.bizBins),
+    })) as unknown as Row[];
 }
 
-/** The statements that write the deltas, one per table. */
-function deltaStatements(x: Executor, { rollups, bins }: Deltas) {
-  const out: { sql: string; parameters: readonly unknown[] }[] = [];
-  if (rollups.size > 0) out.push(insertRollups.of(x, sorted(rollups)));
-  if (bins.size > 0) out.push(insertBins.of(x, sorted(bins)));
-  return out;
+/** Writes the deltas in one statement. */
+async function writeDeltas(x: Executor, deltas: Deltas): Promise<void> {
+  if (deltas.rollups.size > 0) await insertRollups.write(x, deltaRows(x, deltas));
+}
+
+/** The statement that writes the deltas (none when there are none). */
+function deltaStatements(x: Executor, deltas: Deltas) {
+  return deltas.rollups.size > 0 ? [insertRollups.of(x, deltaRows(x, deltas))] : [];
 }
 
 /** Records facts and their rollups in the caller's transaction. */

@@ -1,12 +1,14 @@
 // Owns reading figures back: for each requested range (a period, or each bucket of a time
 // series) and each metric, the count, summed seconds and histogram, from the rollup rows that
-// cover the range (src/modules/reports/cover.ts) plus the facts at its unaligned edges. When few
+// cover the range (src/modules/reports/cover.ts; each holds its histogram, migration 033) plus the
+// facts at its unaligned edges. When few
 // enough durations are involved they are read one by one, so medians and p90s are exact.
 import { sql } from 'kysely';
 import type { Executor } from '../../db/types.js';
 import { binOf } from './bins.js';
 import { cover } from './cover.js';
 import { ALL, isTaskMetric, type Metric, TIMED } from './facts.js';
+import { addHistogram } from './histogram.js';
 import { num, rdb } from './tables.js';
 
 export type Dimension = 'channel' | 'assignee' | 'department';
@@ -129,15 +131,15 @@ export async function readFigures(
               const a = accOf(out, u.range, group, row.metric as Metric);
               a.n += u.sign * Number(row.n);
               a.seconds += u.sign * Number(s.biz ? row.biz : row.wall);
+              addHistogram(a.bins, row.h, row.lo, u.sign);
             }
           }
-          if (timed.length === 0) continue;
-          for (const row of await binRows(x, timed, grain, chunk, level, s, single)) {
+          // Summed rows carry no histogram: the timed figures' rows are read again, each with its own.
+          if (!single || timed.length === 0) continue;
+          for (const row of await histogramRows(x, timed, grain, chunk, level, s)) {
             const group = s.by === undefined ? '' : (row[s.by] as string);
             for (const u of targets(row.start)) {
-              const a = accOf(out, u.range, group, row.metric as Metric);
-              const bin = Number(row.bin);
-              a.bins.set(bin, (a.bins.get(bin) ?? 0) + u.sign * Number(row.n));
+              addHistogram(accOf(out, u.range, group, row.metric as Metric).bins, row.h, row.lo, u.sign);
             }
           }
         }
@@ -163,7 +165,27 @@ export async function readFigures(
 type Level = ReturnType<typeof levelOf>;
 type Row = Record<string, unknown> & { metric: string; n: unknown };
 
-/** Rollup rows of `grain` at `starts`: each (summed = false) or summed per metric and group. */
+function rollupsAt(x: Executor, metrics: Metric[], grain: number, starts: number[], level: Level, s: Scope) {
+  let q = rdb(x)
+    .selectFrom('report_rollups')
+    .where('metric', 'in', metrics)
+    .where('grain', '=', grain)
+    .where('start', 'in', starts);
+  for (const d of ['channel', 'assignee', 'department'] as const) {
+    q = level[d] === null ? q.where(d, 'in', s.keys ?? ['']) : q.where(d, '=', level[d]);
+  }
+  return q;
+}
+
+/** The histogram of the scope's seconds as `h` (and on PostgreSQL its first bin as `lo`). */
+function histogramColumns(x: Executor, s: Scope) {
+  const column = sql.ref(s.biz ? 'biz_bins' : 'wall_bins');
+  return x.dialect === 'postgres'
+    ? [sql<unknown>`array_to_json(${column})`.as('h'), sql<unknown>`array_lower(${column}, 1)`.as('lo')]
+    : [sql<unknown>`${column}`.as('h'), sql<unknown>`null`.as('lo')];
+}
+
+/** Rollup rows of `grain` at `starts`: each with its histogram (summed = false) or summed per metric and group. */
 async function rollupRows(
   x: Executor,
   metrics: Metric[],
@@ -173,17 +195,11 @@ async function rollupRows(
   s: Scope,
   summed: boolean,
 ): Promise<Row[]> {
-  let q = rdb(x)
-    .selectFrom('report_rollups')
-    .where('metric', 'in', metrics)
-    .where('grain', '=', grain)
-    .where('start', 'in', starts);
-  for (const d of ['channel', 'assignee', 'department'] as const) {
-    q = level[d] === null ? q.where(d, 'in', s.keys ?? ['']) : q.where(d, '=', level[d]);
-  }
+  const q = rollupsAt(x, metrics, grain, starts, level, s);
   if (!summed)
     return (await q
       .select(['metric', 'start', 'n', 'wall', 'biz', 'channel', 'assignee', 'department'])
+      .select(histogramColumns(x, s))
       .execute()) as Row[];
   const by = s.by === undefined ? [] : [s.by];
   return (await q
@@ -193,33 +209,19 @@ async function rollupRows(
     .execute()) as Row[];
 }
 
-/** Histogram rows of `grain` at `starts`: each, or summed per metric, group and bin. */
-async function binRows(
+/** The histograms of rollup rows of `grain` at `starts`, one row each. */
+async function histogramRows(
   x: Executor,
   metrics: Metric[],
   grain: number,
   starts: number[],
   level: Level,
   s: Scope,
-  summed: boolean,
 ): Promise<Row[]> {
-  let q = rdb(x)
-    .selectFrom('report_bins')
-    .where('metric', 'in', metrics)
-    .where('biz', '=', s.biz ? 1 : 0)
-    .where('grain', '=', grain)
-    .where('start', 'in', starts);
-  for (const d of ['channel', 'assignee', 'department'] as const) {
-    q = level[d] === null ? q.where(d, 'in', s.keys ?? ['']) : q.where(d, '=', level[d]);
-  }
-  if (!summed)
-    return (await q.select(['metric', 'start', 'bin', 'n', 'channel', 'assignee', 'department']).execute()) as Row[];
-  const by = s.by === undefined ? [] : [s.by];
-  return (await q
-    .select(['metric', 'bin', ...by])
-    .select(sql<number>`sum(n)`.as('n'))
-    .groupBy(['metric', 'bin', ...by])
-    .execute()) as Row[];
+  return (await rollupsAt(x, metrics, grain, starts, level, s)
+    .select(['metric', 'start', 'channel', 'assignee', 'department'])
+    .select(histogramColumns(x, s))
+    .execute()) as unknown as Row[];
 }
 
 function rawFacts(x: Executor, metrics: Metric[], from: number, to: number, s: Scope, task: boolean) {

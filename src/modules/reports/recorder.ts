@@ -12,6 +12,8 @@ import { addFacts, type Fact, type Metric, retractFacts } from './facts.js';
 import {
   type ConversationSla,
   dueOf,
+  SLA_COLUMNS,
+  SLA_COLUMNS_OF_C,
   type SlaSetting,
   slaOfRow,
   type Target,
@@ -101,16 +103,7 @@ const conversationRow = prepared((db, p: Param<{ id: string }>) =>
   rdb(db)
     .selectFrom('conversations as c')
     .leftJoin('report_conversations as r', 'r.id', 'c.id')
-    .select([
-      'c.id',
-      'c.channel',
-      'c.assignee',
-      'c.sla_target',
-      'c.sla_response_due',
-      'c.sla_response_risk',
-      'c.sla_resolution_due',
-      'c.sla_resolution_risk',
-    ])
+    .select(['c.id', 'c.channel', 'c.assignee', ...SLA_COLUMNS_OF_C])
     .select(['r.id as state_id', 'r.closed', 'r.opened_at', 'r.wait_at', 'r.waited', 'r.sla_reported', 'r.sla_owed'])
     .where('c.id', '=', p('id')),
 );
@@ -187,7 +180,7 @@ async function setSla(x: Executor, c: ConversationNow, cols: SlaColumns, s: Stat
     .updateTable('conversations')
     .set(set)
     .where('id', '=', id)
-    .returning(['sla_target', 'sla_response_due', 'sla_response_risk', 'sla_resolution_due', 'sla_resolution_risk'])
+    .returning(SLA_COLUMNS)
     .executeTakeFirst();
   if (row === undefined) return;
   const state = slaOfRow(row);

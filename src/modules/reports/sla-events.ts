@@ -11,7 +11,7 @@ import type { Tx } from '../../db/types.js';
 import { SYSTEM } from '../events/emit.js';
 import { withEvents } from '../events/outbox.js';
 import type { JobHandler, JobRunner } from '../jobs/runner.js';
-import { slaOfRow } from './sla.js';
+import { SLA_COLUMNS_OF_C, slaOfRow } from './sla.js';
 import { dueMoments, nextSlaRun, overdueMoment, owedOf, SLA_MOMENT_KIND, TASK_OVERDUE_KIND } from './sla-jobs.js';
 import { num, rdb } from './tables.js';
 
@@ -38,16 +38,7 @@ export function slaMomentHandler(store: Store, jobs: Jobs): JobHandler {
         const row = await rdb(tx)
           .selectFrom('conversations as c')
           .innerJoin('report_conversations as r', 'r.id', 'c.id')
-          .select([
-            'c.assignee',
-            'c.sla_target',
-            'c.sla_response_due',
-            'c.sla_response_risk',
-            'c.sla_resolution_due',
-            'c.sla_resolution_risk',
-            'r.sla_reported',
-            'r.sla_owed',
-          ])
+          .select(['c.assignee', ...SLA_COLUMNS_OF_C, 'r.sla_reported', 'r.sla_owed'])
           .where('c.id', '=', id)
           .executeTakeFirst();
         if (row === undefined) return;

@@ -109,6 +109,17 @@ type Stamp = string | Date | null | undefined;
 const msOf = (v: Stamp) => (v === null || v === undefined ? null : new Date(v).getTime());
 const isoOf = (v: number | null) => (v === null ? null : new Date(v).toISOString());
 
+/** The columns of a conversation row that hold its running targets (migration 025), as slaOfRow reads them. */
+export const SLA_COLUMNS = [
+  'sla_target',
+  'sla_response_due',
+  'sla_response_risk',
+  'sla_resolution_due',
+  'sla_resolution_risk',
+] as const;
+/** SLA_COLUMNS of the conversation aliased `c`. */
+export const SLA_COLUMNS_OF_C = SLA_COLUMNS.map((column) => `c.${column}` as const);
+
 /** A conversation row's SLA columns (migration 025). */
 export interface SlaColumns {
   sla_target?: string | null;

@@ -1,4 +1,4 @@
-// Owns the row types of the report tables (migration 025) and the typed view of an executor onto
+// Owns the row types of the report tables (migrations 025, 030, 033) and the typed view of an executor onto
 // them, kept in this module so the shared table list stays as it is.
 import type { Kysely } from 'kysely';
 import type { Executor } from '../../db/types.js';
@@ -27,17 +27,9 @@ export interface ReportTables {
     n: Num;
     wall: number;
     biz: number;
-  };
-  report_bins: {
-    metric: string;
-    biz: number;
-    channel: string;
-    assignee: string;
-    department: string;
-    grain: number;
-    start: Num;
-    bin: number;
-    n: Num;
+    /** The histograms of wall and business seconds (migration 033, src/modules/reports/histogram.ts). */
+    wall_bins: Uint8Array | string | number[] | null;
+    biz_bins: Uint8Array | string | number[] | null;
   };
   report_conversations: {
     id: string;
