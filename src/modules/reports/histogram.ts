@@ -103,12 +103,14 @@ export function registerHistogramFunctions(conn: SqliteConnection): void {
   );
   conn.aggregate('report_hist_sum', {
     start: () => new Map<number, number>(),
-    step: (counts: Counts, ...[bin, n]: unknown[]) => {
+    // better-sqlite3 takes the aggregate's arity from step's declared parameters (a rest parameter
+    // declares none): two arguments, which its typings (one value per step) do not describe.
+    step: ((counts: Counts, bin: unknown, n: unknown) => {
       if (bin === null) return counts;
       const b = Number(bin);
       counts.set(b, (counts.get(b) ?? 0) + Number(n));
       return counts;
-    },
+    }) as unknown as (counts: Counts, next: Counts) => Counts,
     result: (counts: Counts) => (counts.size === 0 ? null : sqliteHistogram(counts)),
   });
 }
