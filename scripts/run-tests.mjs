@@ -27,7 +27,17 @@ if (files.length === 0) {
 const concurrency = process.env.TEST_CONCURRENCY ?? '2';
 const result = spawnSync(
   process.execPath,
-  ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, '--test-reporter=spec', ...files],
+  [
+    '--import',
+    'tsx',
+    '--test',
+    `--test-concurrency=${concurrency}`,
+    '--test-reporter=spec',
+    '--test-reporter-destination=stdout',
+    `--test-reporter=${new URL('./test-durations.mjs', import.meta.url).href}`,
+    '--test-reporter-destination=stdout',
+    ...files,
+  ],
   { stdio: 'inherit', env: process.env },
 );
 process.exit(result.status ?? 1);
