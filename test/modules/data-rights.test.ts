@@ -194,6 +194,26 @@ test('the export holds the guest, stays, conversations with messages and files, 
   assert.equal((await call(app, 'GET', `/guests/${guestId}/export`, { token: reader })).status, 200);
   const conversationsOnly = await key(app, w.admin, ['conversations:read']);
   assertError(await call(app, 'GET', `/guests/${guestId}/export`, { token: conversationsOnly }), 403, 'FORBIDDEN');
+
+  // Every export handed out is in the audit log: who took which guest's data (a refused one is
+  // `access.denied`, a missing guest nothing).
+  const keys = (await call(app, 'GET', '/api-keys', { token: w.admin.token })).data;
+  const readerId = keys.find((k: { name: string }) => k.name === 'guests:read').id;
+  const exported = (await call(app, 'GET', '/audit-log?action=guest.exported', { token: w.admin.token })).data;
+  assert.deepEqual(exported.map((e: { actor: unknown; target: unknown }) => [e.actor, e.target]).reverse(), [
+    [
+      { type: 'staff', id: w.manager.id },
+      { type: 'guest', id: guestId },
+    ],
+    [
+      { type: 'staff', id: w.admin.id },
+      { type: 'guest', id: other.data.id },
+    ],
+    [
+      { type: 'api_key', id: readerId },
+      { type: 'guest', id: guestId },
+    ],
+  ]);
 });
 
 /** Every row of every table of the store, as JSON text, lower-cased. */

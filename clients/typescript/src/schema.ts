@@ -505,7 +505,7 @@ export interface paths {
         };
         /**
          * Everything held about a guest, as one JSON document (GDPR arts. 15, 20; admin, manager)
-         * @description The guest, their stays, their conversations each with its messages and files, the tasks about them and the events naming them. Written as it is read, a page at a time: a long history streams.
+         * @description The guest, their stays, their conversations each with its messages and files, the tasks about them and the events naming them. Written as it is read, a page at a time: a long history streams. Audited `guest.exported` (the caller, staff or API key, as actor).
          *
          *     API key scope: `guests:read`.
          */
@@ -2650,7 +2650,7 @@ export interface components {
             /** @example aud_01jd8x3k5q7w9e2r4t6y8v0m1n */
             id: string;
             /** @enum {unknown} */
-            action: "auth.login" | "auth.login_failed" | "auth.logout" | "auth.password_changed" | "staff.created" | "staff.updated" | "settings.updated" | "api_key.created" | "api_key.updated" | "api_key.rotated" | "api_key.revoked" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "guest.erased" | "access.denied";
+            action: "auth.login" | "auth.login_failed" | "auth.logout" | "auth.password_changed" | "staff.created" | "staff.updated" | "settings.updated" | "api_key.created" | "api_key.updated" | "api_key.rotated" | "api_key.revoked" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "guest.exported" | "guest.erased" | "access.denied";
             actor: {
                 type: string;
                 id: string | null;
@@ -20988,7 +20988,7 @@ export interface operations {
                 cursor?: string;
                 /** @description Actor id (staff or API key) */
                 actor?: string;
-                action?: "auth.login" | "auth.login_failed" | "auth.logout" | "auth.password_changed" | "staff.created" | "staff.updated" | "settings.updated" | "api_key.created" | "api_key.updated" | "api_key.rotated" | "api_key.revoked" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "guest.erased" | "access.denied";
+                action?: "auth.login" | "auth.login_failed" | "auth.logout" | "auth.password_changed" | "staff.created" | "staff.updated" | "settings.updated" | "api_key.created" | "api_key.updated" | "api_key.rotated" | "api_key.revoked" | "webhook.created" | "webhook.updated" | "webhook.deleted" | "webhook.secret_rotated" | "guest.exported" | "guest.erased" | "access.denied";
                 /** @description Entries at or after this time */
                 from?: string;
                 /** @description Entries before this time */

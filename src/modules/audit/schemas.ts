@@ -18,6 +18,7 @@ export const AUDIT_ACTIONS = [
   'webhook.updated',
   'webhook.deleted',
   'webhook.secret_rotated',
+  'guest.exported',
   'guest.erased',
   'access.denied',
 ] as const;
@@ -45,7 +46,7 @@ export const AuditEntry = Type.Object(
     action: Type.Enum([...AUDIT_ACTIONS]),
     actor: Ref('Who acted: { type: staff | api_key, id }; null when unknown (a failed login)'),
     target: Ref(
-      'What was acted on: staff, setting (id = key), api_key, webhook, guest (an erase), email (a failed login), route (a refusal)',
+      'What was acted on: staff, setting (id = key), api_key, webhook, guest (an export or an erase), email (a failed login), route (a refusal)',
     ),
     ip: Nullable(Type.String({ maxLength: 64 })),
     userAgent: Nullable(Type.String({ maxLength: 512 })),

@@ -9,7 +9,7 @@ import { notFound } from '../../lib/errors.js';
 import { currentById } from '../../lib/etag.js';
 import { listPage } from '../../lib/pages.js';
 import { BODY_ERRORS, CONFLICT_ERROR, IdParams, Ok, OkList, ok, STANDARD_ERRORS } from '../../lib/schemas.js';
-import { auditTrail } from '../audit/trail.js';
+import { auditTrail, ref } from '../audit/trail.js';
 import { currentStays } from '../stays/current.js';
 import { GuestExport } from './data-rights-schemas.js';
 import { eraseGuest } from './erase.js';
@@ -174,7 +174,8 @@ export const guestsRoutes: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'Everything held about a guest, as one JSON document (GDPR arts. 15, 20; admin, manager)',
         description:
           'The guest, their stays, their conversations each with its messages and files, the tasks about them and ' +
-          'the events naming them. Written as it is read, a page at a time: a long history streams.',
+          'the events naming them. Written as it is read, a page at a time: a long history streams. Audited ' +
+          '`guest.exported` (the caller, staff or API key, as actor).',
         params: IdParams,
         response: { 200: Ok(GuestExport), ...STANDARD_ERRORS },
       },
@@ -182,6 +183,10 @@ export const guestsRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (request, reply) => {
       const guest = await findGuest(db(), request.params.id);
       if (guest === undefined) throw notFound('Guest', request.params.id);
+      // Who took a guest's whole record is accountable (GDPR art. 5(2)): recorded before the first
+      // byte leaves, so an export cut short is still in the log (docs/data-rights.md).
+      const trail = auditTrail(request);
+      await db().transact((tx) => trail.record(tx, 'guest.exported', ref('guest', guest.id)));
       reply.type('application/json; charset=utf-8');
       return reply.send(exportStream(db(), app.attachments.signer, guest));
     },
