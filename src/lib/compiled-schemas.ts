@@ -5,9 +5,8 @@
 // in the process; a schema is known by its JSON, so equal schemas share it whatever object holds them.
 import { SerializerSelector } from '@fastify/fast-json-stringify-compiler';
 import type { FastifySchemaCompiler } from 'fastify';
-import { makeAjv } from './validation.js';
+import { AJV as ajv } from './validation.js';
 
-const ajv = { body: makeAjv('body'), other: makeAjv('other') };
 const validators = new Map<string, ReturnType<FastifySchemaCompiler<unknown>>>();
 
 /** Fastify's validator compiler: strict bodies, coerced query strings and params (validation.ts). */

@@ -5,9 +5,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import { FileBlobStore } from './blob-store.js';
+import { type BlobStore, FileBlobStore } from './blob-store.js';
 import { InboundFiles } from './inbound.js';
-import { S3BlobStore } from './s3-store.js';
+import type { S3BlobStore } from './s3-store.js';
 import type { AttachmentDeps } from './service.js';
 import { LinkSigner } from './signing.js';
 import { sweepUnused } from './sweep.js';
@@ -26,10 +26,14 @@ export default fp(
   async function attachmentsRuntime(app: FastifyInstance) {
     const { config, store } = app.ctx;
     const c = config.attachments;
-    const blobs =
-      c.store.kind === 'file'
-        ? new FileBlobStore(c.store.root)
-        : new S3BlobStore(c.store, join(tmpdir(), 'gma-attachments'));
+    let s3: S3BlobStore | null = null;
+    let blobs: BlobStore;
+    if (c.store.kind === 'file') blobs = new FileBlobStore(c.store.root);
+    else {
+      // The S3 client (a large module tree) is loaded only by an instance configured for a bucket.
+      const { S3BlobStore } = await import('./s3-store.js');
+      blobs = s3 = new S3BlobStore(c.store, join(tmpdir(), 'gma-attachments'));
+    }
     const base = config.channels.publicUrl ?? `http://${config.host}:${config.port}`;
     const signer = new LinkSigner(base, [config.jwtSecret, ...config.jwtPreviousSecrets]);
     const deps: AttachmentDeps = { blobs, signer, maxBytes: c.maxBytes };
@@ -43,7 +47,7 @@ export default fp(
     sweep.unref();
     app.addHook('onClose', async () => {
       clearInterval(sweep);
-      if (blobs instanceof S3BlobStore) blobs.destroy();
+      s3?.destroy();
     });
   },
   { name: 'attachments-runtime', dependencies: ['jobs-runtime'] },

@@ -4,7 +4,6 @@
 // sender, the text (else the text of the HTML), the thread it answers, its Message-ID (else a
 // digest, to store it once), its subject, and whether a machine sent it.
 import { createHash } from 'node:crypto';
-import { simpleParser } from 'mailparser';
 import type { PostmarkInbound } from './email-schemas.js';
 import { htmlText } from './html-text.js';
 import { contentOf, type Inbound, MAX_CONTENT } from './inbound.js';
@@ -78,6 +77,8 @@ function textOf(text: string | undefined, html: string | undefined, attachments:
 /** An RFC 822 message (as latin1 text, byte for byte) as an inbound e-mail; null when it has no usable sender. */
 export async function readEmail(raw: string): Promise<Inbound | null> {
   // HTML-only mail is read by htmlText, whose work is bounded, not by the parser's converter.
+  // Loaded on the first e-mail read: most processes (and every test file but the e-mail ones) read none.
+  const { simpleParser } = await import('mailparser');
   const mail = await simpleParser(Buffer.from(raw, 'latin1'), {
     skipImageLinks: true,
     skipTextToHtml: true,

@@ -2,6 +2,8 @@
 // schema, at most MAX_CUSTOM_KEYS custom keys are kept, and a department elsewhere must be one the
 // `departments` setting lists. Every write is one transaction with its event; a write to `journeys`
 // or `hotel` also writes the job that plans every current and coming stay's steps again.
+
+import type { TSchema } from 'typebox';
 import type { Store } from '../../db/store.js';
 import type { Executor, Tx } from '../../db/types.js';
 import type { AuthUser } from '../../lib/auth.js';
@@ -31,7 +33,17 @@ async function replanAfter(tx: Tx, key: string): Promise<void> {
   if (key === 'journeys' || key === 'hotel') await insertJob(tx, { kind: REPLAN_KIND, key: 'all' });
 }
 
-const checkers = new Map(Object.entries(SETTINGS).map(([k, d]) => [k, bodyChecker(d.schema, 'value')]));
+/** Each setting's value checker, compiled when first needed: every process (each test file too)
+ * imports this module, and most never write most settings. */
+const checkers = new Map<string, (value: unknown) => unknown>();
+function checkerOf(key: string, schema: TSchema): (value: unknown) => unknown {
+  let check = checkers.get(key);
+  if (check === undefined) {
+    check = bodyChecker(schema, 'value');
+    checkers.set(key, check);
+  }
+  return check;
+}
 
 function checkValue(key: string, value: unknown) {
   if (value === undefined) throw validation([{ field: 'value', message: 'is required' }]);
@@ -41,7 +53,7 @@ function checkValue(key: string, value: unknown) {
     if (problems.length > 0) throw validation(problems);
     return;
   }
-  checkers.get(key)!(value);
+  checkerOf(key, def.schema)(value);
   const extra = def.check?.(value as never) ?? [];
   if (extra.length > 0) throw validation(extra);
 }
