@@ -3,6 +3,7 @@
 // store, and ended cleanly by app.close().
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { get } from 'node:http';
 import { connect } from 'node:net';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -190,6 +191,41 @@ test('heartbeats keep an idle stream open, and app.close() ends open streams', a
   await app.close();
   await s.ended;
   assert.ok(Date.now() - started < 2000, 'close does not wait for open streams');
+});
+
+test('app.close() also ends streams that were still being opened when it began', async (t) => {
+  // Requests in flight when close begins: some have passed the gate and subscribe only after the
+  // open streams were ended. Each must still end, or the server (and its process) never finishes
+  // closing. Close is begun at several moments to meet requests at every step of opening.
+  for (const delayMs of [0, 1, 2, 4, 8, 16]) {
+    const app = await buildTestApp(t);
+    const admin = await createStaff(app, 'admin');
+    const url = await listen(app);
+    const ends: Promise<string>[] = [];
+    for (let i = 0; i < 20; i++) {
+      ends.push(
+        new Promise<string>((resolve) => {
+          const headers = { accept: 'text/event-stream', authorization: `Bearer ${admin.token}` };
+          const req = get(url, { headers });
+          req.on('response', (res) => {
+            res.resume();
+            res.on('close', () => resolve(`ended ${res.statusCode}`));
+          });
+          req.on('error', (err) => resolve(`refused ${err.message}`));
+        }),
+      );
+    }
+    await sleep(delayMs);
+    const closed = app.close();
+    const timeout = sleep(5000).then(() => `still open 5 s after close began (close ${delayMs} ms after the requests)`);
+    const outcomes = await Promise.all(ends.map((e) => Promise.race([e, timeout])));
+    assert.deepEqual(
+      outcomes.filter((o) => o.startsWith('still open')),
+      [],
+      outcomes.join('\n'),
+    );
+    await closed;
+  }
 });
 
 test('a change made on one instance reaches a stream open on another instance sharing the store', async (t) => {

@@ -23,6 +23,7 @@ export class EventHub {
   private readonly loop: PollLoop;
   private cursor = 0;
   private starting: Promise<void> | null = null;
+  private closed = false;
 
   constructor(
     private readonly db: Executor,
@@ -45,6 +46,12 @@ export class EventHub {
    * it; the stream reads what came before from the table itself.
    */
   async add(sub: Subscriber): Promise<void> {
+    // A stream still opening when the hub closed (its request passed the gate before close began)
+    // is ended at once: added, it would restart the poller and hold the server open for good.
+    if (this.closed) {
+      sub.close();
+      return;
+    }
     this.subs.add(sub);
     if (!this.loop.running) {
       this.starting ??= (async () => {
@@ -69,6 +76,7 @@ export class EventHub {
 
   /** Ends every stream (so the server can close) and stops polling. */
   async close(): Promise<void> {
+    this.closed = true;
     for (const s of [...this.subs]) s.close();
     this.subs.clear();
     await this.loop.stop();

@@ -158,6 +158,8 @@ export async function serveStream(request: FastifyRequest, reply: FastifyReply, 
   // A client gone before the stream started fires no close on the response: end it now.
   if (request.raw.socket.destroyed) end();
 
+  // Ended already (the client left): adding it would leave the hub polling for nobody.
+  if (ended) return;
   try {
     await o.hub.add(sub);
     // Everything up to the hub's start is in the table; what the hub sees meanwhile waits in
