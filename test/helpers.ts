@@ -5,10 +5,9 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import type { TestContext } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { sql } from 'kysely';
 import pg from 'pg';
@@ -20,6 +19,7 @@ import type { Role } from '../src/lib/auth.js';
 import { hashPassword } from '../src/lib/password.js';
 import { insertStaff } from '../src/modules/staff/repository.js';
 import { checkResponse } from './response-validation.js';
+import { ROOT } from './root.js';
 
 export const TEST_STORE = process.env.TEST_STORE === 'postgres' ? 'postgres' : 'sqlite';
 const PG_ADMIN_URL = process.env.TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -44,7 +44,7 @@ const urlOf = (database: string) => {
 let template: Promise<string> | undefined;
 function migratedTemplate(): Promise<string> {
   template ??= (async () => {
-    const dir = join(dirname(fileURLToPath(import.meta.url)), '../src/db');
+    const dir = join(ROOT, 'src/db');
     const digest = createHash('sha256');
     for (const file of [
       'migrate.ts',
@@ -303,8 +303,6 @@ export async function call(
     data: (body as { data?: unknown } | undefined)?.data,
   };
 }
-
-const ROOT = new URL('..', import.meta.url).pathname;
 
 export interface Run {
   code: number | null;

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { test } from 'node:test';
 import { importProblems } from '../scripts/check-imports.js';
+import { ROOT } from './root.js';
 
 /** A throwaway source tree of `files` (path → text); removed when the test ends. */
 function tree(t: { after(fn: () => void): void }, files: Record<string, string>): string {
@@ -19,7 +20,7 @@ function tree(t: { after(fn: () => void): void }, files: Record<string, string>)
 }
 
 test('src/ has no import cycle and its migrations import no live code', () => {
-  assert.deepEqual(importProblems(join(import.meta.dirname, '..', 'src')), []);
+  assert.deepEqual(importProblems(join(ROOT, 'src')), []);
 });
 
 test('a cycle through value imports is reported with the files that form it', (t) => {

@@ -4,8 +4,7 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { test } from 'node:test';
-
-const ROOT = join(import.meta.dirname, '..');
+import { ROOT } from './root.js';
 
 function sources(dir: string, out: string[] = []): string[] {
   for (const name of readdirSync(dir)) {

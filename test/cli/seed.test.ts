@@ -4,7 +4,6 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
 import { fromJson, toIso } from '../../src/db/store.js';
@@ -12,8 +11,8 @@ import { DEFAULT_DEPARTMENTS } from '../../src/modules/settings/registry.js';
 import { dayIn } from '../../src/modules/stays/dates.js';
 import { login } from '../fixtures.js';
 import { buildTestApp, call, freshDatabaseUrl, TEST_STORE } from '../helpers.js';
+import { ROOT } from '../root.js';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const SMALL = ['--guests', '30', '--conversations', '50', '--messages', '200', '--tasks', '20', '--knowledge', '10'];
 
 interface Run {

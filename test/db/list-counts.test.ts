@@ -4,11 +4,10 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { type TestContext, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import type { FastifyInstance } from 'fastify';
 import { buildTestApp, call, createStaff, freshDatabaseUrl, type TestUser } from '../helpers.js';
+import { ROOT } from '../root.js';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const STATUSES = [undefined, 'open', 'closed', 'pending'] as const;
 const CHANNELS = [undefined, 'whatsapp', 'sms', 'email', 'web'] as const;
 const TASK_STATUSES = [undefined, 'open', 'in_progress', 'completed', 'cancelled'] as const;

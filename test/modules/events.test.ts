@@ -3,6 +3,7 @@
 // the types filter and the staff filter.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
@@ -10,6 +11,7 @@ import { newId } from '../../src/lib/ids.js';
 import { EVENTS_LOCK } from '../../src/modules/events/outbox.js';
 import { EVENT_TYPES } from '../../src/modules/events/schemas.js';
 import { buildTestApp, call, createStaff, TEST_STORE, type TestUser } from '../helpers.js';
+import { ROOT } from '../root.js';
 import { type FeedEvent, readFeed } from './events-helpers.js';
 
 async function setup(t: Parameters<typeof buildTestApp>[0]) {
@@ -366,7 +368,7 @@ test('PostgreSQL: a writer draws its event id only once it holds the events lock
 });
 
 test('docs/events.md lists every event type the API emits', () => {
-  const doc = readFileSync(new URL('../../docs/events.md', import.meta.url), 'utf8');
+  const doc = readFileSync(join(ROOT, 'docs/events.md'), 'utf8');
   const table = doc.slice(doc.indexOf('## Event types'));
   // A row names a type in full (`knowledge.created`) or as a sibling of the one before it (`.updated`).
   const named = new Set<string>();
