@@ -19,7 +19,7 @@ import type { Role } from '../src/lib/auth.js';
 import { hashPassword } from '../src/lib/password.js';
 import { insertStaff } from '../src/modules/staff/repository.js';
 import { checkResponse } from './response-validation.js';
-import { ROOT } from './root.js';
+import { nodeArgs, ROOT } from './root.js';
 
 export const TEST_STORE = process.env.TEST_STORE === 'postgres' ? 'postgres' : 'sqlite';
 const PG_ADMIN_URL = process.env.TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -312,7 +312,7 @@ export interface Run {
 }
 
 /**
- * Runs `node --import tsx <script> ...args` from the repository root with only `env` (plus PATH),
+ * Runs `node <script> ...args` (root.ts nodeArgs) from the repository root with only `env` (plus PATH),
  * for tests of the server and CLI as real processes; rejects if it has not exited in `timeoutMs`.
  */
 export function runNode(script: string, args: string[], env: Record<string, string>, timeoutMs = 60_000): Promise<Run> {
@@ -350,9 +350,9 @@ export interface NodeProcess {
   exit(): Exit | null;
 }
 
-/** Starts `node --import tsx <script> ...args` from the repository root with exactly `env`, output kept. */
+/** Starts `node <script> ...args` (root.ts nodeArgs) from the repository root with exactly `env`, output kept. */
 export function spawnNode(script: string, args: string[], env: Record<string, string>): NodeProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], {
+  const child = spawn(process.execPath, [...nodeArgs(script), ...args], {
     cwd: ROOT,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],

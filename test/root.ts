@@ -14,3 +14,16 @@ function findRoot(dir: string): string {
 }
 
 export const ROOT = findRoot(import.meta.dirname);
+
+/** Whether these tests run compiled (from .test-build/, as scripts/run-tests.mjs runs them). */
+const COMPILED = import.meta.dirname.split(/[\\/]/).includes('.test-build');
+
+/**
+ * Node's arguments to run `script` (a .ts path from the root, such as src/server.ts) in a child
+ * process: its compiled file when the tests run compiled (no TypeScript loader to start in every
+ * server a test spawns), else the source through tsx.
+ */
+export function nodeArgs(script: string): string[] {
+  if (!COMPILED) return ['--import', 'tsx', script];
+  return ['--enable-source-maps', join(ROOT, '.test-build', script.replace(/\.ts$/, '.js'))];
+}

@@ -11,7 +11,7 @@ import { DEFAULT_DEPARTMENTS } from '../../src/modules/settings/registry.js';
 import { dayIn } from '../../src/modules/stays/dates.js';
 import { login } from '../fixtures.js';
 import { buildTestApp, call, freshDatabaseUrl, TEST_STORE } from '../helpers.js';
-import { ROOT } from '../root.js';
+import { nodeArgs, ROOT } from '../root.js';
 
 const SMALL = ['--guests', '30', '--conversations', '50', '--messages', '200', '--tasks', '20', '--knowledge', '10'];
 
@@ -25,7 +25,7 @@ function seed(args: string[], databaseUrl: string, env: Record<string, string> =
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      ['--import', 'tsx', 'src/cli/index.ts', 'seed', ...args],
+      [...nodeArgs('src/cli/index.ts'), 'seed', ...args],
       { cwd: ROOT, env: { ...process.env, DATABASE_URL: databaseUrl, ...env }, timeout: 120_000 },
       (err, stdout, stderr) => {
         const code = err === null ? 0 : typeof err.code === 'number' ? err.code : -1;

@@ -6,7 +6,7 @@ import { execFile } from 'node:child_process';
 import { type TestContext, test } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import { buildTestApp, call, createStaff, freshDatabaseUrl, type TestUser } from '../helpers.js';
-import { ROOT } from '../root.js';
+import { nodeArgs, ROOT } from '../root.js';
 
 const STATUSES = [undefined, 'open', 'closed', 'pending'] as const;
 const CHANNELS = [undefined, 'whatsapp', 'sms', 'email', 'web'] as const;
@@ -363,7 +363,7 @@ function seed(databaseUrl: string): Promise<void> {
   return new Promise((resolve, reject) => {
     execFile(
       process.execPath,
-      ['--import', 'tsx', 'src/cli/index.ts', 'seed', ...args],
+      [...nodeArgs('src/cli/index.ts'), 'seed', ...args],
       { cwd: ROOT, env: { ...process.env, DATABASE_URL: databaseUrl }, timeout: 120_000 },
       (err, _stdout, stderr) => (err === null ? resolve() : reject(new Error(`seed failed: ${stderr}`))),
     );

@@ -54,7 +54,7 @@ export function serverEnv(databaseUrl: string, extra: Record<string, string> = {
   return { ...env, ...redisEnv(), ...extra };
 }
 
-/** Starts `node --import tsx src/server.ts` (on `fixedPort`, else a free one); resolves once /healthz answers. */
+/** Starts src/server.ts (compiled when the tests are; on `fixedPort`, else a free one); resolves once /healthz answers. */
 export async function startServer(
   t: TestContext,
   env: Record<string, string>,
