@@ -4,14 +4,15 @@
 // HAProxy in the foreground. Ctrl-C (or SIGTERM) drains and stops everything.
 // Usage: npm run cluster -- [--instances N] [--port 8080] [--base-port 3001]
 // DATABASE_URL (postgres://…) and REDIS_URL default to the local services.
+
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { ROOT } from './root.js';
 
-const ROOT = new URL('..', import.meta.url).pathname;
 const TEMPLATE = join(ROOT, 'deploy', 'haproxy.cfg');
 /** Health checks every 1 s, out after 2 failures: a drain of 3 s covers it with a second to spare. */
 export const DRAIN_MS = 3000;

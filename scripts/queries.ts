@@ -1,6 +1,7 @@
 // Writes the SQL every list statement sends, per dialect, into src/db/queries/<dialect>/<list>.sql,
 // so a change to a tuned query shows in review as SQL (as immich checks in its queries); run with
 // `npm run queries`. test/db/queries.test.ts fails when the files differ from what the code compiles.
+
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -26,8 +27,9 @@ import { listStays } from '../src/modules/stays/repository.js';
 import { listTasks } from '../src/modules/tasks/repository.js';
 import { listDeliveries } from '../src/modules/webhooks/deliveries-repository.js';
 import { listWebhooks } from '../src/modules/webhooks/repository.js';
+import { ROOT } from './root.js';
 
-export const QUERIES_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', 'src', 'db', 'queries');
+export const QUERIES_DIR = join(ROOT, 'src', 'db', 'queries');
 
 interface Pages<F> {
   spec: { name: string; ranked?: boolean };

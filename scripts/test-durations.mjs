@@ -17,6 +17,9 @@ export default async function* durations(source) {
   const cwd = `${process.cwd()}/`;
   yield `\nslowest test files (${rows.length} files, ${total.toFixed(0)} s in their tests):\n`;
   for (const [file, seconds] of rows.slice(0, SHOWN)) {
-    yield `${seconds.toFixed(1).padStart(7)} s  ${file.replace(cwd, '').replace(/^\.test-build\//, '').replace(/\.js$/, '.ts')}\n`;
+    yield `${seconds.toFixed(1).padStart(7)} s  ${file
+      .replace(cwd, '')
+      .replace(/^\.test-build\//, '')
+      .replace(/\.js$/, '.ts')}\n`;
   }
 }

@@ -1,19 +1,10 @@
 // The repository's root, wherever this file runs from: the tests run compiled, from .test-build/
 // (scripts/run-tests.mjs), and paths to the repository's own files (docs, sources, the CLI a test
 // starts) are taken from here, not from the compiled file's place.
-import { existsSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
+import { ROOT } from '../scripts/root.js';
 
-function findRoot(dir: string): string {
-  while (!existsSync(join(dir, 'package.json'))) {
-    const up = dirname(dir);
-    if (up === dir) throw new Error('no package.json above the tests');
-    dir = up;
-  }
-  return dir;
-}
-
-export const ROOT = findRoot(import.meta.dirname);
+export { ROOT };
 
 /** Whether these tests run compiled (from .test-build/, as scripts/run-tests.mjs runs them). */
 const COMPILED = import.meta.dirname.split(/[\\/]/).includes('.test-build');
