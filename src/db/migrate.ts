@@ -31,6 +31,7 @@ import { slaEvents } from './migrations/030-sla-events.js';
 import { journeySteps } from './migrations/031-journey-steps.js';
 import { deferredCounts } from './migrations/032-deferred-counts.js';
 import { reportHistograms } from './migrations/033-report-histograms.js';
+import { searchScope } from './migrations/034-search-scope.js';
 import { columnTypes, type MigrationDef } from './migrations/helpers.js';
 import type { Store } from './store.js';
 
@@ -66,6 +67,7 @@ const MIGRATIONS: MigrationDef[] = [
   journeySteps,
   deferredCounts,
   reportHistograms,
+  searchScope,
 ];
 
 export async function migrate(store: Store): Promise<string[]> {
