@@ -34,12 +34,17 @@ export const searchScope: MigrationDef = {
       // entries twice.
       await run(db, 'drop index messages_search_idx');
       await run(db, 'alter table messages add column assignee text, add column channel text');
+      // Row by row in the table's own order (a subquery per row, not a join, whose hash order
+      // would scatter the new row versions): rows written one after another stay on neighbouring
+      // pages, as a search reading the newest messages by id expects (and the planner counts on).
       await run(
         db,
-        `update messages m set assignee = c.assignee, channel = c.channel
-           from conversations c where c.id = m.conversation_id`,
+        `update messages m set (assignee, channel) =
+           (select c.assignee, c.channel from conversations c where c.id = m.conversation_id)`,
       );
       await run(db, 'create index messages_search_idx on messages using gin (search, assignee, channel)');
+      // The planner's statistics of the new columns (autovacuum reclaims the old row versions later).
+      await run(db, 'analyze messages');
       // FOR NO KEY UPDATE: the lock a reassignment takes. Every writer of a message has already
       // taken it (the conversation is advanced or created first), so this waits for nothing there;
       // a writer that had not would wait for a reassignment in flight and read its result.

@@ -5,6 +5,7 @@
 // thirty has 170,000 matches at 5M messages, each one ranked costing about a microsecond (and a row
 // read when a filter needs its conversation), where the newest thousand are found in a few ms.
 import { CompiledQuery } from 'kysely';
+import { PLAN_WITH_VALUES } from '../../db/store.js';
 import type { Executor } from '../../db/types.js';
 import { MESSAGE_COLUMNS, toMessage } from '../conversations/messages-repository.js';
 import type { MessageView } from '../conversations/schemas.js';
@@ -107,7 +108,8 @@ function postgresSql(f: SearchFilter, param: ParamFn, page: { limit: number; off
   const offset = param(page.offset);
   // The window carries ids only (the sort of a bitmap scan's matches moves no tsvector); the
   // window's rows are read again by key to be ranked.
-  return `with win as materialized (
+  return `${PLAN_WITH_VALUES}
+with win as materialized (
   select m.id from messages m
   where m.search @@ ${query}${where.map((w) => ` and ${w}`).join('')}
   order by m.id desc limit ${WINDOW + 1}
