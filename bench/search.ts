@@ -5,9 +5,10 @@
 // Prints p50 / p95 per kind of query and over all of them. Never asserted: figures to read.
 //
 //   node --import tsx bench/search.ts [--pg] [--messages 5M] [--sqlite-file F | --pg-database DB]
-//                                     [--keep] [--runs N]
+//                                     [--keep] [--runs N] [--queries N] [--seed N]
+// The same --seed on the same store draws the same queries, so two builds can be compared.
 import { randomBytes } from 'node:crypto';
-import { rmSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -36,8 +37,22 @@ const { values: opts } = parseArgs({
     keep: { type: 'boolean', default: false },
     runs: { type: 'string', default: '5' },
     queries: { type: 'string', default: '40' },
+    seed: { type: 'string', default: '1' },
   },
 });
+
+/** mulberry32: a small seeded generator, so a run's queries can be drawn again. */
+function seeded(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+const random = seeded(Number(opts.seed));
 
 const messages = count(opts.messages);
 // The seed command's proportions: about ten messages a conversation, 0.4 guests a conversation.
@@ -110,7 +125,10 @@ async function main() {
     JWT_SECRET: randomBytes(32).toString('hex'),
     RATE_LIMIT_STANDARD: '10000000',
   });
+  // Building the app applies any migration the store lacks (a new index is built here).
+  const t0 = performance.now();
   const app = await buildApp(config);
+  console.log(`app built (migrations applied) in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
   try {
     const db = app.ctx.store.db;
     const total = await db
@@ -137,7 +155,7 @@ async function main() {
     const staffToken = app.ctx.tokens.sign(staffRow.id, staffRow.role).token;
 
     // Messages picked at random (by id range, not a scan), their words the queries.
-    const sample = await sampleContents(app.ctx.store.dialect, db, Number(opts.queries));
+    const sample = await sampleContents(db, Number(opts.queries));
     const words = (text: string) => (text.match(/[\p{L}\p{N}][\p{L}\p{N}\p{M}]*/gu) ?? []).filter((w) => w.length > 2);
     const kinds: Record<string, { q: string; extra: string; token: string }[]> = {
       'one word': [],
@@ -148,8 +166,8 @@ async function main() {
     for (const content of sample) {
       const w = words(content);
       if (w.length < 2) continue;
-      const a = w[Math.floor(Math.random() * w.length)]!;
-      const b = w[Math.floor(Math.random() * w.length)]!;
+      const a = w[Math.floor(random() * w.length)]!;
+      const b = w[Math.floor(random() * w.length)]!;
       kinds['one word']!.push({ q: a, extra: '', token: adminToken });
       kinds['two words, last a prefix']!.push({ q: `${a} ${b.slice(0, 3)}`, extra: '', token: adminToken });
       kinds['one word, staff-scoped']!.push({ q: a, extra: '', token: staffToken });
@@ -162,8 +180,20 @@ async function main() {
     console.log(
       `\n${runs} timed runs of each query after one warm-up run (the machine may be shared: figures include its load)`,
     );
-    // CPU time of this process per request: on SQLite the whole search (the store runs in process),
-    // so it holds on a loaded machine where wall time does not; on PostgreSQL only the app's part.
+    // CPU time per request: this process's (on SQLite the whole search: the store runs in process)
+    // plus, on PostgreSQL, its server processes' (the backends of this database, read from
+    // /proc/<pid>/schedstat, so PostgreSQL must run on this machine). It holds on a loaded machine
+    // where wall time does not.
+    const onPg = app.ctx.store.dialect === 'postgres';
+    let backends: number[] = [];
+    const serverNs = () =>
+      backends.reduce((sum, pid) => {
+        try {
+          return sum + Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[0]);
+        } catch {
+          return sum;
+        }
+      }, 0);
     console.log(
       `load average at start: ${loadavg()
         .map((l) => l.toFixed(1))
@@ -187,13 +217,19 @@ async function main() {
         }
         if (first.statusCode !== 200) throw new Error(`${url}: ${first.statusCode} ${first.body}`);
         matches.push(first.json().meta.total);
+        if (onPg) {
+          const { rows } = await sql<{ pid: number }>`select pid from pg_stat_activity
+            where datname = current_database() and backend_type = 'client backend'`.execute(db);
+          backends = rows.map((r) => r.pid);
+        }
         for (let r = 0; r < runs; r++) {
           const t0 = performance.now();
           const c0 = process.cpuUsage();
+          const s0 = serverNs();
           await app.inject({ method: 'GET', url, headers });
           times.push(performance.now() - t0);
           const c = process.cpuUsage(c0);
-          cpu.push((c.user + c.system) / 1000);
+          cpu.push((c.user + c.system) / 1000 + (serverNs() - s0) / 1e6);
         }
       }
       all.push(...times);
@@ -222,24 +258,46 @@ async function main() {
   }
 }
 
-async function sampleContents(dialect: string, db: Kysely<Database>, n: number): Promise<string[]> {
+/**
+ * Messages picked at random through indexes (a conversation by its latest activity, then one of its
+ * messages), so the same seed draws the same messages from the same data on either store, whatever
+ * the table's physical layout.
+ */
+async function sampleContents(db: Kysely<Database>, n: number): Promise<string[]> {
   const out: string[] = [];
-  if (dialect === 'postgres') {
-    const { rows } = await sql<{
-      content: string;
-    }>`select content from messages tablesample system (1) limit ${n * 20}`.execute(db);
-    for (let i = 0; i < n && rows.length > 0; i++) out.push(rows[Math.floor(Math.random() * rows.length)]!.content);
-    return out;
-  }
-  const { rows } = await sql<{ n: number }>`select max(rowid) as n from messages`.execute(db);
-  const max = Number(rows[0]!.n);
-  for (let i = 0; i < n; i++) {
-    const r = 1 + Math.floor(Math.random() * max);
-    const got = await sql<{ content: string }>`select content from messages where rowid >= ${r} limit 1`.execute(db);
-    if (got.rows[0] !== undefined) out.push(got.rows[0].content);
+  const span = await db
+    .selectFrom('conversations')
+    .select((eb) => [eb.fn.min('last_message_at').as('lo'), eb.fn.max('last_message_at').as('hi')])
+    .executeTakeFirstOrThrow();
+  const lo = Date.parse(String(toIsoText(span.lo)));
+  const hi = Date.parse(String(toIsoText(span.hi)));
+  for (let i = 0; out.length < n && i < n * 5; i++) {
+    const at = new Date(lo + Math.floor(random() * (hi - lo))).toISOString();
+    const offset = Math.floor(random() * 10);
+    const c = await db
+      .selectFrom('conversations')
+      .select('id')
+      .where('last_message_at', '>=', at)
+      .orderBy('last_message_at')
+      .orderBy('id')
+      .limit(1)
+      .executeTakeFirst();
+    if (c === undefined) continue;
+    const m = await db
+      .selectFrom('messages')
+      .select('content')
+      .where('conversation_id', '=', c.id)
+      .orderBy('created_at')
+      .orderBy('id')
+      .limit(1)
+      .offset(offset)
+      .executeTakeFirst();
+    if (m !== undefined) out.push(m.content);
   }
   return out;
 }
+
+const toIsoText = (v: unknown) => (v instanceof Date ? v.toISOString() : String(v));
 
 /** Exits once stdout is written out: a pipe's pending writes are dropped by an early exit. */
 const exit = (code: number) => process.stdout.write('', () => process.exit(code));

@@ -31,8 +31,10 @@ import { slaEvents } from './migrations/030-sla-events.js';
 import { journeySteps } from './migrations/031-journey-steps.js';
 import { deferredCounts } from './migrations/032-deferred-counts.js';
 import { reportHistograms } from './migrations/033-report-histograms.js';
+import { searchScope } from './migrations/034-search-scope.js';
 import { columnTypes, type MigrationDef } from './migrations/helpers.js';
 import type { Store } from './store.js';
+import type { Db } from './types.js';
 
 const MIGRATIONS: MigrationDef[] = [
   initial,
@@ -66,9 +68,16 @@ const MIGRATIONS: MigrationDef[] = [
   journeySteps,
   deferredCounts,
   reportHistograms,
+  searchScope,
 ];
 
 export async function migrate(store: Store): Promise<string[]> {
+  // A migration may fill a new column or build an index over every row of a large store: minutes,
+  // more than the request timeouts allow.
+  return store.maintenance((db) => migrateOn(store, db));
+}
+
+async function migrateOn(store: Store, db: Db): Promise<string[]> {
   const t = columnTypes(store.dialect);
   const provider: MigrationProvider = {
     async getMigrations() {
@@ -78,7 +87,7 @@ export async function migrate(store: Store): Promise<string[]> {
     },
   };
   const migrator = new Migrator({
-    db: store.db,
+    db,
     provider,
     migrationTableName: 'schema_migrations',
     migrationLockTableName: 'schema_migrations_lock',
@@ -87,16 +96,16 @@ export async function migrate(store: Store): Promise<string[]> {
   // once would race on CREATE TABLE. A write transaction taken first makes them queue (busy_timeout);
   // the later ones then find every migration applied. PostgreSQL uses Kysely's own lock.
   const exclusive = store.dialect === 'sqlite';
-  if (exclusive) await sql`begin immediate`.execute(store.db);
+  if (exclusive) await sql`begin immediate`.execute(db);
   let outcome: Awaited<ReturnType<Migrator['migrateToLatest']>>;
   try {
     outcome = await migrator.migrateToLatest();
   } catch (err) {
-    if (exclusive) await sql`rollback`.execute(store.db);
+    if (exclusive) await sql`rollback`.execute(db);
     throw err;
   }
   const { error, results } = outcome;
-  if (exclusive) await sql.raw(error ? 'rollback' : 'commit').execute(store.db);
+  if (exclusive) await sql.raw(error ? 'rollback' : 'commit').execute(db);
   if (error) throw error instanceof Error ? error : new Error(String(error));
   return (results ?? []).filter((r) => r.status === 'Success').map((r) => r.migrationName);
 }

@@ -46,6 +46,12 @@ export interface Store extends Executor {
   readonly eventsCommitted: Signal<EventsCommitted>;
   /** The connection pool's use (PostgreSQL); null for SQLite's single connection. */
   poolUse(): { total: number; idle: number; waiting: number } | null;
+  /**
+   * Runs long work (migrations: a backfill or an index build on a large store) without the
+   * request timeouts: on PostgreSQL on a connection of its own with no statement timeout; on
+   * SQLite on the store's own connection, which has none.
+   */
+  maintenance<T>(work: (db: Db) => Promise<T>): Promise<T>;
   /** Resolves when the store answers a trivial query. */
   ping(): Promise<void>;
   /**
@@ -88,6 +94,16 @@ const STATEMENT_CACHE_SIZE = 500;
 
 /** Statement texts named on PostgreSQL (each prepared once per connection); later ones go unnamed. */
 export const MAX_NAMED_STATEMENTS = 500;
+
+/**
+ * A statement whose best plan depends on its values starts with this comment: PostgreSQL receives it
+ * unnamed and plans it with its values on every run. A named one is planned for its values only for
+ * its first five runs on a connection; then PostgreSQL may keep a generic plan, made without them.
+ * For a full-text search that is a wrong plan for most words: its estimate of a word it cannot see
+ * makes it read and sort every match, where walking the newest messages finds a common word's
+ * newest matches at once (docs/search.md).
+ */
+export const PLAN_WITH_VALUES = '/* plan with values */';
 
 /**
  * Prepared statements by SQL text, the least recently used dropped past STATEMENT_CACHE_SIZE:
@@ -240,6 +256,7 @@ export function openStore(config: StoreConfig, options: StoreOptions = {}): Stor
       db,
       transact: (work) => (requestTx() ? joinRequestTx(work) : committer.run(work)),
       eventsCommitted: new Signal(),
+      maintenance: (work) => work(db),
       poolUse: () => null,
       readVersion() {
         if (conn.inTransaction) return null;
@@ -258,6 +275,10 @@ export function openStore(config: StoreConfig, options: StoreOptions = {}): Stor
     };
   }
   const driver = loadPg();
+  const types = {
+    getTypeParser: ((oid: number, format?: string) =>
+      pgTypeParser(driver.types, oid, format)) as typeof driver.types.getTypeParser,
+  };
   const max = options.pgPoolSize ?? 10;
   const maxWaiting = options.pgPoolMaxWaiting ?? 1000;
   const pool = new driver.Pool({
@@ -282,10 +303,7 @@ export function openStore(config: StoreConfig, options: StoreOptions = {}): Stor
     statement_timeout: 15_000,
     query_timeout: 20_000,
     keepAlive: true,
-    types: {
-      getTypeParser: ((oid: number, format?: string) =>
-        pgTypeParser(driver.types, oid, format)) as typeof driver.types.getTypeParser,
-    },
+    types,
   });
   // An idle client losing its server must not crash the process; the next query reports it.
   pool.on('error', () => {});
@@ -300,6 +318,7 @@ export function openStore(config: StoreConfig, options: StoreOptions = {}): Stor
   // each run). The hot statements are named long before: a process meets them first.
   const names = new Map<string, string>();
   const nameOf = (text: string): string | undefined => {
+    if (text.startsWith(PLAN_WITH_VALUES)) return undefined;
     let name = names.get(text);
     if (name === undefined) {
       if (names.size >= MAX_NAMED_STATEMENTS) return undefined;
@@ -410,6 +429,17 @@ export function openStore(config: StoreConfig, options: StoreOptions = {}): Stor
       }
     },
     eventsCommitted: new Signal(),
+    async maintenance(work) {
+      // Neither timeout of the request pool: building an index over millions of rows takes minutes.
+      const own = new driver.Pool({ connectionString: config.url, max: 1, keepAlive: true, types });
+      own.on('error', () => {});
+      const k = new Kysely<Database>({ dialect: new PostgresDialect({ pool: own }) });
+      try {
+        return await work(k);
+      } finally {
+        await k.destroy();
+      }
+    },
     poolUse: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     readVersion: () => null,
     async ping() {

@@ -391,3 +391,92 @@ test('a hit carries the message’s files with their signed links, as reading th
     [[sent.data.id, [file.id], true]],
   );
 });
+
+test('a reassignment moves a conversation’s messages between staff searches at once, matching what they may list', async (t) => {
+  // Every member's search is compared with the admin's: more requests than one rate-limit window.
+  const w = await setup(t, { RATE_LIMIT_STANDARD: '100000' });
+  const other = await createStaff(w.app, 'staff');
+  const a = await conversation(w, ['shuttle to the airport at 6', 'the shuttle leaves from gate B'], {
+    assignee: w.staff.id,
+  });
+  const b = await conversation(w, ['is there a shuttle bus to town?'], { assignee: other.id, channel: 'web' });
+  const c = await conversation(w, ['shuttle please, unassigned'], { channel: 'web' });
+  const queries = ['shuttle', 'shut', 'the shut', 'airport'];
+  // What a member may find: the admin's results for the same search, only in conversations the
+  // member lists (CONTRACT §15: staff only in their own conversations), in the same order.
+  const expected = async (own: Set<string>, q: string, extra: string) => {
+    const all = await search(w, q, `${extra}&limit=100`, w.admin.token);
+    return all.data.filter((m: { conversationId: string }) => own.has(m.conversationId));
+  };
+  // Each member's results, with and without a channel filter; returns the ids each found.
+  const check = async (step: string) => {
+    const found: Record<string, string[]> = {};
+    for (const member of [w.staff, other]) {
+      const listed = await call(w.app, 'GET', '/conversations?limit=100', { token: member.token });
+      assert.equal(listed.status, 200);
+      const own = new Set<string>(listed.data.map((x: { id: string }) => x.id));
+      for (const q of queries) {
+        for (const extra of ['', '&channel=email', '&channel=web']) {
+          const res = await search(w, q, `${extra}&limit=100`, member.token);
+          assert.equal(res.status, 200);
+          assert.deepEqual(res.data, await expected(own, q, extra), `${step}: ${member.id} ${q} ${extra}`);
+          assert.equal(res.body.meta.total, res.data.length, `${step}: ${q} ${extra}`);
+        }
+      }
+      found[member.id] = (await search(w, 'shuttle', '&limit=100', member.token)).data.map((m: { id: string }) => m.id);
+    }
+    return found;
+  };
+  let found = await check('at first');
+  assert.deepEqual(found[w.staff.id]!.sort(), [...a.ids].sort());
+  assert.deepEqual(found[other.id], b.ids);
+
+  const patch = await call(w.app, 'PATCH', `/conversations/${a.id}`, {
+    token: w.manager.token,
+    body: { assignee: other.id },
+  });
+  assert.equal(patch.status, 200);
+  found = await check('after a reassignment');
+  assert.deepEqual(found[w.staff.id], []);
+  assert.deepEqual(found[other.id]!.sort(), [...a.ids, ...b.ids].sort());
+
+  // A message written after the reassignment is the new assignee's; so is a changed one.
+  const later = await call(w.app, 'POST', `/conversations/${a.id}/messages`, {
+    token: w.admin.token,
+    body: { content: 'shuttle booked for 6' },
+  });
+  assert.equal(later.status, 201);
+  await w.app.ctx.store.db
+    .updateTable('messages')
+    .set({ content: 'shuttle to the airport at 7' })
+    .where('id', '=', a.ids[0]!)
+    .execute();
+  found = await check('after a message and an edit');
+  assert.equal(found[other.id]!.length, 4);
+
+  // Bulk: one conversation unassigned, another given to the first member.
+  const bulk = await call(w.app, 'PATCH', '/conversations/bulk', {
+    token: w.admin.token,
+    body: {
+      items: [
+        { id: a.id, assignee: null },
+        { id: c.id, assignee: w.staff.id },
+      ],
+    },
+  });
+  assert.equal(bulk.status, 200, JSON.stringify(bulk.body));
+  found = await check('after a bulk change');
+  assert.deepEqual(found[w.staff.id], c.ids);
+  assert.deepEqual(found[other.id], b.ids);
+  // Admins still find every message, whoever holds its conversation.
+  assert.equal((await search(w, 'shuttle', '', w.admin.token)).body.meta.total, 5);
+
+  // The API never changes a conversation's channel; should the store, the index follows it.
+  await w.app.ctx.store.db.updateTable('conversations').set({ channel: 'email' }).where('id', '=', b.id).execute();
+  await check('after a channel change');
+  assert.deepEqual(
+    (await search(w, 'shuttle', '&channel=email', other.token)).data.map((m: { id: string }) => m.id),
+    b.ids,
+  );
+  assert.deepEqual((await search(w, 'shuttle', '&channel=web', other.token)).data, []);
+});

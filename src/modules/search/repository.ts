@@ -5,6 +5,7 @@
 // thirty has 170,000 matches at 5M messages, each one ranked costing about a microsecond (and a row
 // read when a filter needs its conversation), where the newest thousand are found in a few ms.
 import { CompiledQuery } from 'kysely';
+import { PLAN_WITH_VALUES } from '../../db/store.js';
 import type { Executor } from '../../db/types.js';
 import { MESSAGE_COLUMNS, toMessage } from '../conversations/messages-repository.js';
 import type { MessageView } from '../conversations/schemas.js';
@@ -37,11 +38,9 @@ const SELECTED = MESSAGE_COLUMNS.map((c) => `m.${c}`).join(', ');
 
 type Row = Parameters<typeof toMessage>[0] & { total: number | string; matched: number | string };
 
-/** The filter's conditions on messages `m` and conversations `c`, with their values in order. */
-function conditions(f: SearchFilter, param: (v: unknown, cast?: string) => string): string[] {
+/** The filter's time conditions on messages `m`, with their values in order. */
+function timeConditions(f: SearchFilter, param: (v: unknown, cast?: string) => string): string[] {
   const out: string[] = [];
-  if (f.onlyAssignee !== undefined) out.push(`c.assignee = ${param(f.onlyAssignee)}`);
-  if (f.channel !== undefined) out.push(`c.channel = ${param(f.channel)}`);
   if (f.from !== undefined) out.push(`m.created_at >= ${param(f.from, 'timestamptz')}`);
   if (f.to !== undefined) out.push(`m.created_at < ${param(f.to, 'timestamptz')}`);
   return out;
@@ -70,25 +69,19 @@ type ParamFn = (v: unknown, cast?: string) => string;
 
 /**
  * FTS5 drives (CROSS JOIN keeps it the outer loop), newest first (its own rowid order, so the scan
- * stops at the window); bm25 is lower for a better match; ties go to the newer message (the higher
- * rowid). Messages and conversations are read for each match scanned only when a filter needs
- * them; otherwise just for the page.
+ * stops at the window). The assignee and channel are words of the index's `scope` column
+ * (migration 034), matched with the search's words inside the index; messages are read for each
+ * match scanned only for a time filter, otherwise just for the page. bm25 weighs the content
+ * column alone and is lower for a better match; ties go to the newer message (the higher rowid).
  */
 function sqliteSql(f: SearchFilter, param: ParamFn, page: { limit: number; offset: number }): string {
-  const match = param(ftsMatch(f.words));
-  const where = conditions(f, param);
-  const joins =
-    where.length === 0
-      ? ''
-      : `cross join messages m on m.rowid = f.rowid${
-          f.onlyAssignee !== undefined || f.channel !== undefined
-            ? ' cross join conversations c on c.id = m.conversation_id'
-            : ''
-        }`;
+  const match = param(ftsMatch(f.words, { assignee: f.onlyAssignee, channel: f.channel }));
+  const where = timeConditions(f, param);
+  const joins = where.length === 0 ? '' : 'cross join messages m on m.rowid = f.rowid';
   const limit = param(page.limit);
   const offset = param(page.offset);
   return `with win as materialized (
-  select f.rowid as r, bm25(message_fts) as rank from message_fts f ${joins}
+  select f.rowid as r, bm25(message_fts, 1.0, 0.0) as rank from message_fts f ${joins}
   where message_fts match ${match}${where.map((w) => ` and ${w}`).join('')}
   order by f.rowid desc limit ${WINDOW + 1}
 ), hits as materialized (select r, rank from win order by r desc limit ${WINDOW})
@@ -107,15 +100,17 @@ order by h.rank, h.r desc`;
  */
 function postgresSql(f: SearchFilter, param: ParamFn, page: { limit: number; offset: number }): string {
   const query = `to_tsquery('message_search'::regconfig, ${param(tsQuery(f.words))})`;
-  const where = conditions(f, param);
-  const joins =
-    f.onlyAssignee !== undefined || f.channel !== undefined ? 'join conversations c on c.id = m.conversation_id' : '';
+  const where: string[] = [];
+  if (f.onlyAssignee !== undefined) where.push(`m.assignee = ${param(f.onlyAssignee)}`);
+  if (f.channel !== undefined) where.push(`m.channel = ${param(f.channel)}`);
+  where.push(...timeConditions(f, param));
   const limit = param(page.limit);
   const offset = param(page.offset);
   // The window carries ids only (the sort of a bitmap scan's matches moves no tsvector); the
   // window's rows are read again by key to be ranked.
-  return `with win as materialized (
-  select m.id from messages m ${joins}
+  return `${PLAN_WITH_VALUES}
+with win as materialized (
+  select m.id from messages m
   where m.search @@ ${query}${where.map((w) => ` and ${w}`).join('')}
   order by m.id desc limit ${WINDOW + 1}
 ), hits as materialized (

@@ -14,10 +14,19 @@ export function searchWords(text: string): string[] {
 
 /**
  * FTS5: every word as a quoted phrase (so NEAR, AND, `*`, `-` or `column:` in it stay literal), the
- * last one as a prefix. Words hold no quote: quoting is all the escaping they need.
+ * last one as a prefix, all in the `content` column; then, when the search is narrowed to an
+ * assignee or a channel, those scope words in the `scope` column (migration 034), so FTS5
+ * intersects them with the words inside the index. Words hold no quote: quoting is all the
+ * escaping they need.
  */
-export function ftsMatch(words: readonly string[]): string {
-  return words.map((w, i) => `"${w}"${i === words.length - 1 ? ' *' : ''}`).join(' ');
+export function ftsMatch(words: readonly string[], scope: { assignee?: string; channel?: string } = {}): string {
+  const content = `content : (${words.map((w, i) => `"${w}"${i === words.length - 1 ? ' *' : ''}`).join(' ')})`;
+  const narrow = [
+    ...(scope.assignee === undefined ? [] : [`a${scope.assignee.replaceAll('_', '')}`]),
+    ...(scope.channel === undefined ? [] : [`c${scope.channel}`]),
+  ];
+  if (narrow.length === 0) return content;
+  return `${content} AND scope : (${narrow.map((w) => `"${w.replaceAll('"', '""')}"`).join(' ')})`;
 }
 
 /** PostgreSQL: the words ANDed as quoted operands of to_tsquery, the last one as a prefix (`:*`). */
