@@ -5,7 +5,7 @@
 // a statement sent with its COMMIT, counts each), the process's CPU, and the statements by their
 // first words. Benchmarks read it before and after a phase and divide the differences by the work
 // done (bench/journeys.ts: per step).
-import { writeFileSync } from 'node:fs';
+import { renameSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 
 const file = process.env.BENCH_COUNTS_FILE;
@@ -31,8 +31,9 @@ function write(): void {
   if (file === undefined) return;
   const cpu = process.cpuUsage();
   const top = [...counts.byText].sort((a, b) => b[1] - a[1]).slice(0, 60);
+  // Written aside and renamed: a reader never sees half a file.
   writeFileSync(
-    file,
+    `${file}.tmp`,
     JSON.stringify({
       roundTrips: counts.roundTrips,
       statements: counts.statements,
@@ -40,6 +41,7 @@ function write(): void {
       byText: Object.fromEntries(top),
     }),
   );
+  renameSync(`${file}.tmp`, file);
 }
 
 if (file !== undefined) {
