@@ -495,7 +495,7 @@ function errCode(err: unknown): string | undefined {
 const TX_ATTEMPTS = 4;
 
 /** PostgreSQL chose this transaction to abort in a deadlock, or to fail a serializable one. */
-const isConflict = (err: unknown): boolean => {
+export const isConflict = (err: unknown): boolean => {
   const c = errCode(err);
   return c === '40P01' || c === '40001';
 };

@@ -108,8 +108,11 @@ export class LeaseWorker<T extends Leased> {
   private renewTimer: NodeJS.Timeout | null = null;
   private renewing = false;
   private stopping = false;
-  /** Whether the next step must claim (only read with `claimAfterRun`). */
-  private claimWanted = true;
+  /** Every bucket must be claimed for at the next step (a wake-up that named none, a start). */
+  private wantAll = true;
+  /** Buckets that must be claimed for at the next step (woken by name, a run of theirs ended). */
+  private readonly wanted = new Set<string>();
+  /** When every bucket was last claimed for: they all are again a poll later. */
   private lastClaimAt = 0;
   /** When the earliest claimable item known at the last claim comes due (ms). */
   private nextDueAt = 0;
@@ -152,15 +155,24 @@ export class LeaseWorker<T extends Leased> {
     }
   }
 
-  /** Something may be claimable (a commit here, another instance's, a timer): look now. */
-  wake(): void {
-    this.claimWanted = true;
+  /**
+   * Something may be claimable (a commit here, another instance's, a timer): look now, in `bucket`
+   * alone when named (the others wait for their own wake-ups, timer or poll), else in all.
+   */
+  wake(bucket?: string): void {
+    if (bucket === undefined) this.wantAll = true;
+    else this.wanted.add(bucket);
     this.loop.wake();
   }
 
-  /** An item comes due at `at` (ms), a retry this worker recorded: claimed then, not at the next poll. */
-  dueAt(at: number): void {
-    this.nextDueAt = Math.min(this.nextDueAt, at);
+  /**
+   * An item comes due at `at` (ms), a retry this worker recorded or one written here for later:
+   * claimed then, not at the next poll. `rearm`: set the timer now (else the next step does).
+   */
+  dueAt(at: number, rearm = false): void {
+    if (at >= this.nextDueAt) return;
+    this.nextDueAt = at;
+    if (rearm) this.loop.wake();
   }
 
   /**
@@ -254,7 +266,7 @@ export class LeaseWorker<T extends Leased> {
       for (const a of this.takeAdopted(free)) if (!this.flights.has(a.item.id)) this.launch(a.item, a.until);
       if (stale.length > 0) {
         await this.handBack(stale);
-        this.claimWanted = true;
+        this.wantAll = true;
       }
     }
     // The buckets with a batch's worth of free slots are claimed for; the others wait for their runs
@@ -267,16 +279,25 @@ export class LeaseWorker<T extends Leased> {
       else this.excluded.add(bucket);
     }
     if (eligible.length === 0) return undefined;
-    if (this.o.claimAfterRun !== undefined && !this.claimWanted) {
-      const pollAt = this.lastClaimAt + this.o.pollMs;
-      if (now < this.nextDueAt && now < pollAt) return Math.min(this.nextDueAt, pollAt) - now;
+    // Every bucket is claimed for when woken without a name, at each poll and once the earliest
+    // item known comes due; in between, only the buckets woken by name or whose runs ended: a
+    // burst of one kind does not look for the others after every run.
+    const pollAt = this.lastClaimAt + this.o.pollMs;
+    const all = this.wantAll || now >= pollAt || now >= this.nextDueAt;
+    const claimable = all ? eligible : eligible.filter((e) => this.wanted.has(e.bucket));
+    if (claimable.length === 0) return Math.min(this.nextDueAt, pollAt) - now;
+    const { claimAcross } = this.o.source;
+    this.wantAll = false;
+    this.wanted.clear();
+    if (all || claimAcross !== undefined) {
+      this.lastClaimAt = now;
+      // Known again once a claim leaves something behind (the read below), or told by dueAt.
+      this.nextDueAt = Number.POSITIVE_INFINITY;
     }
-    this.claimWanted = false;
-    this.lastClaimAt = now;
     const until = now + this.o.leaseMs;
     let again = false;
-    const { claimAcross } = this.o.source;
     if (claimAcross !== undefined) {
+      // One statement for every bucket with room, whichever were woken.
       const limit = Math.min(...eligible.map((e) => e.free));
       const claimed = await claimAcross.call(
         this.o.source,
@@ -288,18 +309,21 @@ export class LeaseWorker<T extends Leased> {
       // A claim of ours still in flight (its lease ran out under a very slow store, and we claimed
       // it again) is renewed, not run a second time.
       for (const item of claimed) if (!this.flights.has(item.id)) this.launch(item, until);
-      again = claimed.length === limit;
+      if (claimed.length === limit) {
+        again = true;
+        this.wantAll = true;
+      }
     } else {
-      for (const { bucket, free } of eligible) {
+      for (const { bucket, free } of claimable) {
         const claimed = await this.o.source.claim(this.instance, bucket, free, until);
         for (const item of claimed) if (!this.flights.has(item.id)) this.launch(item, until);
-        if (claimed.length === free) again = true;
+        if (claimed.length === free) {
+          again = true;
+          this.wanted.add(bucket);
+        }
       }
     }
-    if (again) {
-      this.claimWanted = true;
-      return 0;
-    }
+    if (again) return 0;
     const next = await this.o.source.nextDueAt(eligible.map((e) => e.bucket));
     this.nextDueAt = next ?? Number.POSITIVE_INFINITY;
     return next === null ? undefined : Math.max(0, next - Date.now());
@@ -320,9 +344,9 @@ export class LeaseWorker<T extends Leased> {
       .finally(() => {
         this.flights.delete(item.id);
         this.busy.set(item.bucket, (this.busy.get(item.bucket) ?? 1) - 1);
-        // Its slot is free: adopted items take it, and a bucket left out may be claimed for again.
+        // Its slot is free: adopted items take it, and its bucket may be claimed for again.
         const after = this.o.claimAfterRun;
-        if (after === undefined || this.excluded.has(item.bucket) || after(item, outcome)) this.claimWanted = true;
+        if (after === undefined || this.excluded.has(item.bucket) || after(item, outcome)) this.wanted.add(item.bucket);
         this.loop.wake();
       });
   }

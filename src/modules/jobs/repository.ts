@@ -178,6 +178,24 @@ export async function completeJob(db: Executor, h: Held): Promise<boolean> {
   return Number(r.numUpdatedRows) > 0;
 }
 
+/**
+ * Marks several jobs done under their runs' leases in one statement; returns the ids recorded (the
+ * others are no longer held as claimed: cancelled, rescheduled or taken over).
+ */
+export async function completeJobs(db: Executor, instance: string, jobs: readonly Omit<Held, 'instance'>[]) {
+  if (jobs.length === 0) return new Set<string>();
+  const now = nowIso();
+  const rows = await db
+    .updateTable('jobs')
+    .set({ status: 'done', finished_at: now, updated_at: now, locked_by: null, locked_until: null })
+    .where((eb) => eb.or(jobs.map((j) => eb.and([eb('id', '=', Number(j.id)), eb('version', '=', j.version)]))))
+    .where('locked_by', '=', instance)
+    .where(LIVE)
+    .returning('id')
+    .execute();
+  return new Set(rows.map((r) => String(r.id)));
+}
+
 /** A failed run: due again at `retryAt`, or (null) failed for good. False when not held. */
 export async function recordJobFailure(db: Executor, h: Held, retryAt: string | null, error: string): Promise<boolean> {
   const now = nowIso();

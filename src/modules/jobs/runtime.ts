@@ -30,8 +30,9 @@ export default fp(
 
     // On the event feed's pub/sub connections (src/lib/wake-bus.ts), a channel of its own.
     const bus = app.eventsRuntime.bus;
-    bus.subscribe('jobs', () => runner.wake());
-    const off = runner.enqueued.on(() => bus.publish('jobs', '1'));
+    // The message names the job's kind: the others are not looked for (an unknown one wakes all).
+    bus.subscribe('jobs', (kind) => runner.wake(kind));
+    const off = runner.enqueued.on((kind) => bus.publish('jobs', kind));
 
     const purge = setInterval(() => {
       runner.purge().catch((err: unknown) => app.log.warn({ err }, 'job purge failed'));
