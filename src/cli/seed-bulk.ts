@@ -206,7 +206,7 @@ class PgLoader extends BulkLoader {
     return this.client.end();
   }
 
-  async write(spec: BulkTable, values: unknown[][], rows: number): Promise<void> {
+  async write(spec: BulkTable, values: unknown[][]): Promise<void> {
     let text = this.texts.get(spec.table);
     if (text === undefined) {
       const cols = spec.columns.map((c) => `"${c}"`).join(',');
@@ -221,7 +221,6 @@ class PgLoader extends BulkLoader {
       this.texts.set(spec.table, text);
     }
     if (this.inFlight.length >= IN_FLIGHT) await this.inFlight.shift();
-    void rows;
     const p = this.client.query({ name: `seed_${spec.table}`, text, values });
     // Awaited in turn (above, or at the commit); this keeps a failure from being reported as
     // unhandled while the next rows are generated.
