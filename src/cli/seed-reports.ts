@@ -1,18 +1,19 @@
 // Owns the report figures of seeded data (docs/reports.md): the seeder writes rows in bulk without
 // the write paths that record figures, so this phase replays each new conversation's messages and
 // each new task by the same rules (waits, replies, closes, completions, SLA targets), writes the
-// facts, and sums them into the rollups in SQL, the new rows first in a table of their own so a
-// second run adds to what the first left.
+// facts and the running state in bulk, and keeps the facts in memory to sum them into the rollups
+// in one pass (./seed-rollups.ts), added to what a previous run left.
 import { sql } from 'kysely';
-import pg from 'pg';
 import type { Store } from '../db/store.js';
 import { type BusinessHours, businessSecondsBetween } from '../modules/reports/business-time.js';
-import { type Fact, type Metric, TASK_METRICS, TIMED } from '../modules/reports/facts.js';
+import type { Fact, Metric } from '../modules/reports/facts.js';
+import { pgHistogram, sqliteHistogram } from '../modules/reports/histogram.js';
 import { dueOf, type SlaSetting, type Target, targetMinutes, taskDeadline } from '../modules/reports/sla.js';
-import { num, rdb } from '../modules/reports/tables.js';
 import { SETTINGS } from '../modules/settings/registry.js';
 import { getSetting } from '../modules/settings/repository.js';
+import { BulkLoader, type BulkSink, type BulkTable } from './seed-bulk.js';
 import type { PhaseResult, World } from './seed-generate.js';
+import { FactLog, rollupRows } from './seed-rollups.js';
 import { Progress } from './seed-writer.js';
 
 const CHUNK = 2000;
@@ -98,256 +99,236 @@ function replay(r: Rules, c: ConversationRow, messages: MessageRow[]) {
   };
 }
 
-async function insertFacts(store: Store, facts: Fact[]): Promise<void> {
-  const rows = facts.map((f) => ({
-    metric: f.metric,
-    at: f.at,
-    channel: f.channel,
-    assignee: f.assignee,
-    department: f.department,
-    wall: f.wall ?? null,
-    biz: f.biz ?? null,
-    ref: f.ref ?? null,
-  }));
-  for (let i = 0; i < rows.length; i += CHUNK) {
-    await rdb(store)
-      .insertInto('report_facts')
-      .values(rows.slice(i, i + CHUNK))
-      .execute();
-  }
+const FACTS: BulkTable = {
+  table: 'report_facts',
+  columns: ['metric', 'at', 'channel', 'assignee', 'department', 'wall', 'biz', 'ref'],
+  types: ['text', 'int8', 'text', 'text', 'text', 'float8', 'float8', 'text'],
+};
+
+const ROLLUP_KEY = ['metric', 'channel', 'assignee', 'department', 'grain', 'start'];
+const merged = (c: string) =>
+  `${c} = case when excluded.${c} is null then report_rollups.${c} else report_hist_add(report_rollups.${c}, excluded.${c}) end`;
+/** What the write path's upsert does (src/modules/reports/facts.ts): a row a previous run left is added to. */
+const ROLLUPS: BulkTable = {
+  table: 'report_rollups',
+  columns: [...ROLLUP_KEY, 'n', 'wall', 'biz', 'wall_bins', 'biz_bins'],
+  types: ['text', 'text', 'text', 'text', 'int4', 'int8', 'int8', 'float8', 'float8', 'int4[]', 'int4[]'],
+  onConflict: `on conflict (${ROLLUP_KEY.join(', ')}) do update set n = report_rollups.n + excluded.n,
+    wall = report_rollups.wall + excluded.wall, biz = report_rollups.biz + excluded.biz,
+    ${merged('wall_bins')}, ${merged('biz_bins')}`,
+};
+
+const CONVERSATION_STATES: BulkTable = {
+  table: 'report_conversations',
+  columns: ['id', 'closed', 'opened_at', 'wait_at', 'waited'],
+  types: ['text', 'int4', 'int8', 'int8', 'int4'],
+};
+
+const TASK_STATES: BulkTable = {
+  table: 'report_tasks',
+  columns: ['id', 'created_at', 'deadline', 'completed_at', 'status'],
+  types: ['text', 'int8', 'int8', 'int8', 'text'],
+};
+
+/** Rows written per transaction: commits are cheap, and a smaller WAL is checkpointed sooner. */
+const ROWS_PER_TX = 250_000;
+
+interface TaskRow {
+  id: string;
+  department: string;
+  assignee: string | null;
+  priority: string;
+  status: string;
+  due_at: string | Date | null;
+  completed_at: string | Date | null;
+  created_at: string | Date;
+  channel: string | null;
 }
 
-const list = (ms: readonly string[]) => ms.map((m) => `'${m}'`).join(',');
-
-/** Sums the facts after `afterId` into the rollups: quarter-hours from the facts, then every view of them. */
-export async function rollUp(store: Store, afterId: number, pgUrl?: string): Promise<void> {
-  if (store.dialect === 'postgres' && pgUrl !== undefined) {
-    // Its own connection: a million conversations' sums outlast the pool's statement and read
-    // timeouts, which guard requests, not this.
-    const client = new pg.Client({ connectionString: pgUrl });
-    await client.connect();
-    try {
-      await client.query('begin');
-      await client.query('set local statement_timeout = 0');
-      await rollUpIn((text) => client.query(text), afterId, true);
-      await client.query('commit');
-    } finally {
-      await client.end();
-    }
-    return;
-  }
-  await store.db
-    .transaction()
-    .execute((db) => rollUpIn((text) => sql.raw(text).execute(db), afterId, store.dialect === 'postgres'));
-}
-
-async function rollUpIn(run: (text: string) => Promise<unknown>, afterId: number, postgres: boolean): Promise<void> {
-  const real = postgres ? 'double precision' : 'real';
-  const tasks = list(TASK_METRICS);
-  const timed = list([...TIMED]);
-  const dept = `case when metric in (${tasks}) then department else '*' end`;
-  const bin = (v: string) =>
-    `case when ${v} < 20 then cast(floor(${v}) as integer) else 20 + cast(floor(ln(${v} / 20.0) / ln(1.1) + 1e-9) as integer) end`;
-  for (const t of ['report_seed_rollups', 'report_seed_bins']) await run(`drop table if exists ${t}`);
-  await run(`create table report_seed_rollups (metric text, channel text, assignee text, department text,
-    grain integer, start bigint, n bigint, wall ${real}, biz ${real})`);
-  await run(`create table report_seed_bins (metric text, biz integer, channel text, assignee text, department text,
-    grain integer, start bigint, bin integer, n bigint)`);
-  await run(`insert into report_seed_rollups (metric, channel, assignee, department, grain, start, n, wall, biz)
-    select metric, channel, assignee, ${dept}, 900, (at / 900000) * 900, count(*), sum(coalesce(wall, 0)), sum(coalesce(biz, 0))
-    from report_facts where id > ${afterId} group by metric, channel, assignee, ${dept}, at / 900000`);
-  for (const [flag, column] of [
-    [0, 'wall'],
-    [1, 'biz'],
-  ] as const) {
-    const b = bin(`coalesce(${column}, 0)`);
-    await run(`insert into report_seed_bins (metric, biz, channel, assignee, department, grain, start, bin, n)
-      select metric, ${flag}, channel, assignee, ${dept}, 900, (at / 900000) * 900, ${b}, count(*)
-      from report_facts where id > ${afterId} and metric in (${timed})
-      group by metric, channel, assignee, ${dept}, at / 900000, ${b}`);
-  }
-  // Every other combination of channel, assignee and department ('*': all), from the full one.
-  const masks: [boolean, boolean, boolean][] = [];
-  for (const c of [true, false]) for (const a of [true, false]) for (const d of [true, false]) masks.push([c, a, d]);
-  for (const [c, a, d] of masks.slice(1)) {
-    const cols = `${c ? 'channel' : "'*'"}, ${a ? 'assignee' : "'*'"}, ${d ? 'department' : "'*'"}`;
-    // Conversation figures have no department: only their channel/assignee views are new.
-    const families = [`metric in (${tasks}) and department <> '*'`, ...(c && a ? [] : [`metric not in (${tasks})`])];
-    const kept = [c && 'channel', a && 'assignee', d && 'department'].filter((k): k is string => k !== false);
-    const group = ['metric', ...kept, 'start'].join(', ');
-    for (const family of d ? families.slice(0, 1) : families) {
-      const full = `grain = 900 and channel <> '*' and assignee <> '*' and ${family}`;
-      await run(`insert into report_seed_rollups (metric, channel, assignee, department, grain, start, n, wall, biz)
-        select metric, ${cols}, 900, start, sum(n), sum(wall), sum(biz) from report_seed_rollups where ${full}
-        group by ${group}`);
-      await run(`insert into report_seed_bins (metric, biz, channel, assignee, department, grain, start, bin, n)
-        select metric, biz, ${cols}, 900, start, bin, sum(n) from report_seed_bins where ${full}
-        group by ${group}, biz, bin`);
-    }
-  }
-  for (const [from, to] of [
-    [900, 3600],
-    [3600, 86400],
-    [86400, 604800],
-    [604800, 2419200],
-  ]) {
-    await run(`insert into report_seed_rollups (metric, channel, assignee, department, grain, start, n, wall, biz)
-      select metric, channel, assignee, department, ${to}, (start / ${to}) * ${to}, sum(n), sum(wall), sum(biz)
-      from report_seed_rollups where grain = ${from} group by metric, channel, assignee, department, start / ${to}`);
-    await run(`insert into report_seed_bins (metric, biz, channel, assignee, department, grain, start, bin, n)
-      select metric, biz, channel, assignee, department, ${to}, (start / ${to}) * ${to}, bin, sum(n)
-      from report_seed_bins where grain = ${from} group by metric, biz, channel, assignee, department, start / ${to}, bin`);
-  }
-  // Each rollup row with its histograms (migration 033), summed from the bin rows by report_hist_sum.
-  const key = ['metric', 'channel', 'assignee', 'department', 'grain', 'start'];
-  const merged = (c: string) =>
-    `${c} = case when excluded.${c} is null then report_rollups.${c} else report_hist_add(report_rollups.${c}, excluded.${c}) end`;
-  await run(`insert into report_rollups (${key.join(', ')}, n, wall, biz, wall_bins, biz_bins)
-    select ${key.map((k) => `r.${k}`).join(', ')}, r.n, r.wall, r.biz, h.w, h.b
-    from report_seed_rollups r left join (select ${key.join(', ')},
-        report_hist_sum(case when biz = 0 then bin end, n) as w, report_hist_sum(case when biz = 1 then bin end, n) as b
-      from report_seed_bins group by ${key.join(', ')}) h
-    on ${key.map((k) => `h.${k} = r.${k}`).join(' and ')}
-    where true
-    on conflict (${key.join(', ')}) do update set
-    n = report_rollups.n + excluded.n, wall = report_rollups.wall + excluded.wall, biz = report_rollups.biz + excluded.biz,
-    ${merged('wall_bins')}, ${merged('biz_bins')}`);
-  for (const t of ['report_seed_rollups', 'report_seed_bins']) await run(`drop table ${t}`);
-}
-
-/** Replays tasks the report tables do not know yet. */
-async function replayTasks(store: Store, r: Rules): Promise<number> {
-  let written = 0;
-  let after = '';
-  for (;;) {
-    const rows = await store.db
-      .selectFrom('tasks as t')
-      .leftJoin('conversations as c', 'c.id', 't.conversation_id')
-      .select([
-        't.id',
-        't.department',
-        't.assignee',
-        't.priority',
-        't.status',
-        't.due_at',
-        't.completed_at',
-        't.created_at',
-        'c.channel',
-      ])
-      .where('t.id', '>', after)
-      .where(({ not, exists, selectFrom }) =>
-        not(
-          exists(
-            selectFrom('report_tasks' as never)
-              .select(sql`1`.as('one'))
-              .where(sql`report_tasks.id`, '=', sql.ref('t.id')),
-          ),
-        ),
-      )
-      .orderBy('t.id')
-      .limit(CHUNK)
-      .execute();
-    if (rows.length === 0) return written;
-    after = rows[rows.length - 1]!.id;
-    const facts: Fact[] = [];
-    const states: {
-      id: string;
-      created_at: number;
-      deadline: number | null;
-      completed_at: number | null;
-      status: string;
-    }[] = [];
-    for (const t of rows) {
-      const base = { channel: t.channel ?? '', assignee: t.assignee ?? '', department: t.department };
-      const created = ms(t.created_at);
-      const dueAt = t.due_at === null ? null : ms(t.due_at);
-      const deadline = taskDeadline(r.sla, r.hours, { createdAt: created, dueAt, priority: t.priority });
-      const completed = t.status === 'completed' && t.completed_at !== null ? ms(t.completed_at) : null;
-      facts.push({ metric: 'task_created', at: created, ...base });
-      if (completed !== null) {
-        facts.push({
-          metric: 'task_completed',
-          at: completed,
-          ...base,
-          wall: (completed - created) / 1000,
-          biz: businessSecondsBetween(r.hours, created, completed),
-        });
-        if (deadline !== null && completed <= deadline) facts.push({ metric: 'sla_tasks_met', at: completed, ...base });
-      }
-      if (deadline !== null && t.status !== 'cancelled' && (completed === null || completed > deadline)) {
-        facts.push({ metric: 'task_overdue', at: deadline, ...base, ref: t.id });
-      }
-      states.push({ id: t.id, created_at: created, deadline, completed_at: completed, status: t.status });
-    }
-    await store.transact(async (tx) => {
-      await insertFacts(tx as unknown as Store, facts);
-      await rdb(tx).insertInto('report_tasks').values(states).execute();
-      const withDeadline = states.filter((s) => s.deadline !== null);
-      if (tx.dialect === 'postgres') {
-        await sql`update tasks set deadline = v.d from (select unnest(${withDeadline.map((s) => s.id)}::text[]) as id,
-          unnest(${withDeadline.map((s) => new Date(s.deadline!).toISOString())}::timestamptz[]) as d) v where tasks.id = v.id`.execute(
-          tx,
-        );
-      } else {
-        for (const s of withDeadline) {
-          await tx
-            .updateTable('tasks')
-            .set({ deadline: new Date(s.deadline!).toISOString() })
-            .where('id', '=', s.id)
-            .execute();
-        }
-      }
+/** The facts of one seeded task and its state, by the recorder's rules. */
+function replayTask(r: Rules, t: TaskRow) {
+  const facts: Fact[] = [];
+  const base = { channel: t.channel ?? '', assignee: t.assignee ?? '', department: t.department };
+  const created = ms(t.created_at);
+  const dueAt = t.due_at === null ? null : ms(t.due_at);
+  const deadline = taskDeadline(r.sla, r.hours, { createdAt: created, dueAt, priority: t.priority });
+  const completed = t.status === 'completed' && t.completed_at !== null ? ms(t.completed_at) : null;
+  facts.push({ metric: 'task_created', at: created, ...base });
+  if (completed !== null) {
+    facts.push({
+      metric: 'task_completed',
+      at: completed,
+      ...base,
+      wall: (completed - created) / 1000,
+      biz: businessSecondsBetween(r.hours, created, completed),
     });
-    written += facts.length;
+    if (deadline !== null && completed <= deadline) facts.push({ metric: 'sla_tasks_met', at: completed, ...base });
   }
+  if (deadline !== null && t.status !== 'cancelled' && (completed === null || completed > deadline)) {
+    facts.push({ metric: 'task_overdue', at: deadline, ...base, ref: t.id });
+  }
+  return { facts, state: { id: t.id, created_at: created, deadline, completed_at: completed, status: t.status } };
 }
 
+/** Conversations and their messages, CHUNK conversations at a time. */
+async function readConversations(store: Store, ids: string[]) {
+  const conversations = (await store.db
+    .selectFrom('conversations')
+    .select(['id', 'channel', 'assignee', 'status', 'created_at', 'updated_at'])
+    .where('id', 'in', ids)
+    .execute()) as ConversationRow[];
+  const messages = (await store.db
+    .selectFrom('messages')
+    .select(['conversation_id', 'direction', 'type', 'sender_id', 'created_at'])
+    .where('conversation_id', 'in', ids)
+    .orderBy('conversation_id')
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute()) as MessageRow[];
+  const byConversation = new Map<string, MessageRow[]>();
+  for (const m of messages) {
+    const l = byConversation.get(m.conversation_id);
+    if (l === undefined) byConversation.set(m.conversation_id, [m]);
+    else l.push(m);
+  }
+  return { conversations, byConversation };
+}
+
+/** Tasks the report tables do not know yet, CHUNK at a time after `after` (by id). */
+function readTasks(store: Store, after: string): Promise<TaskRow[]> {
+  return store.db
+    .selectFrom('tasks as t')
+    .leftJoin('conversations as c', 'c.id', 't.conversation_id')
+    .select([
+      't.id',
+      't.department',
+      't.assignee',
+      't.priority',
+      't.status',
+      't.due_at',
+      't.completed_at',
+      't.created_at',
+      'c.channel',
+    ])
+    .where('t.id', '>', after)
+    .where(({ not, exists, selectFrom }) =>
+      not(
+        exists(
+          selectFrom('report_tasks' as never)
+            .select(sql`1`.as('one'))
+            .where(sql`report_tasks.id`, '=', sql.ref('t.id')),
+        ),
+      ),
+    )
+    .orderBy('t.id')
+    .limit(CHUNK)
+    .execute() as Promise<TaskRow[]>;
+}
+
+class Writer {
+  private sinceCommit = 0;
+  readonly facts: BulkSink;
+  constructor(
+    readonly loader: BulkLoader,
+    readonly log: FactLog,
+  ) {
+    this.facts = loader.sink(FACTS);
+  }
+
+  async fact(f: Fact): Promise<void> {
+    this.log.push(f);
+    await this.facts.add(
+      f.metric,
+      f.at,
+      f.channel,
+      f.assignee,
+      f.department,
+      f.wall ?? null,
+      f.biz ?? null,
+      f.ref ?? null,
+    );
+    await this.counted(1);
+  }
+
+  /** Commits once enough rows were written since the last commit. */
+  async counted(rows: number): Promise<void> {
+    this.sinceCommit += rows;
+    if (this.sinceCommit < ROWS_PER_TX) return;
+    this.sinceCommit = 0;
+    await this.loader.commit();
+  }
+}
 export async function seedReports(store: Store, world: World, pgUrl?: string): Promise<PhaseResult> {
   const value = async <T>(key: string) => ((await getSetting(store, key))?.value ?? SETTINGS[key]!.default) as T;
   const r: Rules = { hours: await value<BusinessHours>('business_hours'), sla: await value<SlaSetting>('sla') };
   const progress = new Progress('report facts', world.convIds.length);
-  const before = await rdb(store)
-    .selectFrom('report_facts')
-    .select((eb) => eb.fn.max('id').as('id'))
-    .executeTakeFirst();
-  const afterId = num(before?.id as number | null) ?? 0;
-  let written = 0;
-  for (let i = 0; i < world.convIds.length; i += CHUNK) {
-    const ids = world.convIds.slice(i, i + CHUNK);
-    const conversations = (await store.db
-      .selectFrom('conversations')
-      .select(['id', 'channel', 'assignee', 'status', 'created_at', 'updated_at'])
-      .where('id', 'in', ids)
-      .execute()) as ConversationRow[];
-    const messages = (await store.db
-      .selectFrom('messages')
-      .select(['conversation_id', 'direction', 'type', 'sender_id', 'created_at'])
-      .where('conversation_id', 'in', ids)
-      .orderBy('conversation_id')
-      .orderBy('created_at')
-      .orderBy('id')
-      .execute()) as MessageRow[];
-    const byConversation = new Map<string, MessageRow[]>();
-    for (const m of messages) {
-      const l = byConversation.get(m.conversation_id) ?? [];
-      l.push(m);
-      byConversation.set(m.conversation_id, l);
+  const log = new FactLog();
+  const loader = await BulkLoader.open(store, pgUrl);
+  try {
+    const w = new Writer(loader, log);
+    const states = loader.sink(CONVERSATION_STATES);
+    const chunks = Math.ceil(world.convIds.length / CHUNK);
+    const read = (k: number) => readConversations(store, world.convIds.slice(k * CHUNK, (k + 1) * CHUNK));
+    // The next chunk is read while this one is replayed and written (PostgreSQL answers meanwhile).
+    let next = chunks > 0 ? read(0) : undefined;
+    for (let k = 0; k < chunks; k++) {
+      const { conversations, byConversation } = await next!;
+      next = k + 1 < chunks ? read(k + 1) : undefined;
+      for (const c of conversations) {
+        const out = replay(r, c, byConversation.get(c.id) ?? []);
+        for (const f of out.facts) await w.fact(f);
+        const s = out.state;
+        await states.add(s.id, s.closed, s.opened_at, s.wait_at, s.waited);
+        await w.counted(1);
+      }
+      progress.update(Math.min(world.convIds.length, (k + 1) * CHUNK));
     }
-    const facts: Fact[] = [];
-    const states: ReturnType<typeof replay>['state'][] = [];
-    for (const c of conversations) {
-      const out = replay(r, c, byConversation.get(c.id) ?? []);
-      facts.push(...out.facts);
-      states.push(out.state);
+    const tasks = loader.sink(TASK_STATES);
+    const deadlines: [string, string][] = [];
+    let after = '';
+    for (;;) {
+      const rows = await readTasks(store, after);
+      if (rows.length === 0) break;
+      after = rows[rows.length - 1]!.id;
+      for (const t of rows) {
+        const out = replayTask(r, t);
+        for (const f of out.facts) await w.fact(f);
+        const s = out.state;
+        await tasks.add(s.id, s.created_at, s.deadline, s.completed_at, s.status);
+        if (s.deadline !== null) deadlines.push([s.id, new Date(s.deadline).toISOString()]);
+        await w.counted(1);
+      }
     }
-    await store.transact(async (tx) => {
-      await insertFacts(tx as unknown as Store, facts);
-      if (states.length > 0) await rdb(tx).insertInto('report_conversations').values(states).execute();
-    });
-    written += facts.length;
-    progress.update(i + ids.length);
+    await loader.commit();
+    await loader.setColumn('tasks', 'deadline', 'timestamptz', deadlines);
+    // Into an empty table (a first seed) a plain insert does: checking each row for a conflict
+    // first costs PostgreSQL about as much again.
+    const fresh = (await sql`select 1 from report_rollups limit 1`.execute(store.db)).rows.length === 0;
+    const rollups = loader.sink(fresh ? { ...ROLLUPS, onConflict: undefined } : ROLLUPS);
+    const histogram = store.dialect === 'postgres' ? pgHistogram : sqliteHistogram;
+    const bins = (c: Map<number, number> | null) => (c === null || c.size === 0 ? null : histogram(c));
+    for (const batch of rollupRows(log)) {
+      for (const x of batch) {
+        await rollups.add(
+          x.metric,
+          x.channel,
+          x.assignee,
+          x.department,
+          x.grain,
+          x.start,
+          x.n,
+          x.wall,
+          x.biz,
+          bins(x.wallBins),
+          bins(x.bizBins),
+        );
+      }
+      await w.counted(batch.length);
+    }
+    await loader.close();
+    return { rows: w.facts.written, ms: progress.finish() };
+  } catch (err) {
+    await loader.abort();
+    throw err;
   }
-  written += await replayTasks(store, r);
-  await rollUp(store, afterId, pgUrl);
-  return { rows: written, ms: progress.finish() };
 }

@@ -56,6 +56,25 @@ async function compactCounts(db: Kysely<Database>): Promise<void> {
   for (const table of COUNT_TABLES) await sql`vacuum (full, analyze) ${sql.table(table)}`.execute(db);
 }
 
+/**
+ * SQLite: the seed writes gigabytes in long transactions; in WAL mode every page goes to the log
+ * and then again into the file (a worker copying it back meanwhile, src/db/checkpointer.ts). With
+ * the rollback journal in memory and no syncs each page is written once. Only while nothing else
+ * has the store open (switching out of WAL needs that); a crash mid-seed may then leave a damaged
+ * file, which a demo store can afford. The store is back in WAL mode when the seed ends (and
+ * synchronous as the connection had it: NORMAL for the seed, the server sets its own).
+ */
+async function bulkJournal(db: Kysely<Database>): Promise<boolean> {
+  try {
+    const { rows } = await sql<{ journal_mode: string }>`pragma journal_mode = memory`.execute(db);
+    if (rows[0]?.journal_mode !== 'memory') return false;
+    await sql`pragma synchronous = off`.execute(db);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** The demo accounts: existing ones (a second run) are reused as they are, missing ones created. */
 async function ensureStaff(db: Executor): Promise<SeedStaff[]> {
   const wanted = demoStaff();
@@ -118,6 +137,7 @@ export async function runSeed(config: Config, options: SeedOptions): Promise<voi
   // Demo data can be re-created at will, so a power cut losing the last commits costs nothing:
   // NORMAL skips the fsync per commit that FULL pays (WAL stays consistent either way).
   const store = openStore(config.store, { sqliteSynchronous: 'NORMAL', pgPoolSize: 2 });
+  let bulk = false;
   try {
     await migrate(store);
     if (store.dialect === 'sqlite') {
@@ -126,6 +146,7 @@ export async function runSeed(config: Config, options: SeedOptions): Promise<voi
       // Every reference the seeder writes points at a row it wrote (or read) just before, so the
       // per-row foreign-key lookups (a third of SQLite's insert time) only cost. This connection only.
       await sql`pragma foreign_keys = off`.execute(store.db);
+      bulk = await bulkJournal(store.db);
     }
     const staff = await ensureStaff(store);
     const stored = await store.db
@@ -166,8 +187,15 @@ export async function runSeed(config: Config, options: SeedOptions): Promise<voi
       await seedReports(store, world, config.store.kind === 'postgres' ? config.store.url : undefined),
     ]);
     if (store.dialect === 'postgres') await compactCounts(store.db);
+    if (bulk) {
+      await sql`pragma journal_mode = wal`.execute(store.db);
+      await sql`pragma synchronous = normal`.execute(store.db);
+      bulk = false;
+    }
     process.stdout.write(summary(store.dialect, performance.now() - started, staff, phases));
   } finally {
+    // A seed that failed half-way leaves the store in WAL mode too (what it wrote before stays).
+    if (bulk) await sql`pragma journal_mode = wal`.execute(store.db).catch(() => {});
     await store.close();
   }
 }

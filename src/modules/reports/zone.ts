@@ -11,8 +11,33 @@ export interface LocalTime {
   second: number;
 }
 
-/** The wall-clock date and time of the instant `t` (ms) in `tz`. */
-export function localOf(t: number, tz: string): LocalTime {
+/** Instants read per zone and kept; past this many the zone's cache starts again. */
+const MAX_KEPT = 20_000;
+const kept = new Map<string, Map<number, Readonly<LocalTime>>>();
+
+/**
+ * The wall-clock date and time of the instant `t` (ms) in `tz`. Reading it costs a formatToParts
+ * call, and a report asks for the same instants again and again (each bucket's boundaries, the
+ * offsets a day before and after each midnight: a year by day is about two thousand reads), so
+ * each instant read is kept per zone.
+ */
+export function localOf(t: number, tz: string): Readonly<LocalTime> {
+  let zone = kept.get(tz);
+  if (zone === undefined) {
+    if (kept.size >= 100) kept.clear();
+    zone = new Map();
+    kept.set(tz, zone);
+  }
+  let l = zone.get(t);
+  if (l === undefined) {
+    l = read(t, tz);
+    if (zone.size >= MAX_KEPT) zone.clear();
+    zone.set(t, l);
+  }
+  return l;
+}
+
+function read(t: number, tz: string): LocalTime {
   const p: Record<string, string> = {};
   for (const x of wallClockFormat(tz).formatToParts(new Date(t))) p[x.type] = x.value;
   return {
