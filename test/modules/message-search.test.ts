@@ -403,7 +403,7 @@ test('a reassignment moves a conversation’s messages between staff searches at
   const c = await conversation(w, ['shuttle please, unassigned'], { channel: 'web' });
   const queries = ['shuttle', 'shut', 'the shut', 'airport'];
   // What a member may find: the admin's results for the same search, only in conversations the
-  // member lists (CONTRACT §15: staff only in their own conversations), in the same order.
+  // member lists (docs/search.md: staff find only their own conversations), in the same order.
   const expected = async (own: Set<string>, q: string, extra: string) => {
     const all = await search(w, q, `${extra}&limit=100`, w.admin.token);
     return all.data.filter((m: { conversationId: string }) => own.has(m.conversationId));
