@@ -179,7 +179,7 @@ test('a browser follows the stream with EventSource and a ticket, and reconnects
       if (r.kind === 'closed') await guest('While away');
     };
     // The server ends every open stream, as it does on shutdown or when a key's stream reaches its cap.
-    await app.eventsRuntime.hub.close();
+    app.eventsRuntime.hub.endAll();
     const closed = await waitFor('close', () => reports.find((r) => r.kind === 'closed'));
     assert.deepEqual(closed, { kind: 'closed', lastId: first.id });
 

@@ -74,11 +74,16 @@ export class EventHub {
     this.loop.wake();
   }
 
-  /** Ends every stream (so the server can close) and stops polling. */
-  async close(): Promise<void> {
-    this.closed = true;
+  /** Ends every open stream; clients reopen as they would after any end (new streams still start). */
+  endAll(): void {
     for (const s of [...this.subs]) s.close();
     this.subs.clear();
+  }
+
+  /** Ends every stream (so the server can close), refuses later ones, and stops polling. */
+  async close(): Promise<void> {
+    this.closed = true;
+    this.endAll();
     await this.loop.stop();
   }
 
