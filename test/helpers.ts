@@ -2,15 +2,14 @@
 // TEST_STORE=postgres, a new randomly named PostgreSQL database and Redis (REDIS_URL or local).
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
-import { createHash, randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import type { TestContext } from 'node:test';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { sql } from 'kysely';
-import pg from 'pg';
 import { type BuildOptions, buildApp, loggerOptions } from '../src/app.js';
 import { type Config, loadConfig } from '../src/config.js';
 import { migrate } from '../src/db/migrate.js';
@@ -18,88 +17,17 @@ import { openStore, type Store } from '../src/db/store.js';
 import type { Role } from '../src/lib/auth.js';
 import { hashPassword } from '../src/lib/password.js';
 import { insertStaff } from '../src/modules/staff/repository.js';
+import { freshPostgres } from './pg-databases.js';
 import { checkResponse } from './response-validation.js';
 import { nodeArgs, ROOT } from './root.js';
 
+export { freshPostgres };
+
 export const TEST_STORE = process.env.TEST_STORE === 'postgres' ? 'postgres' : 'sqlite';
-const PG_ADMIN_URL = process.env.TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 export const JWT_SECRET = 'test-secret-that-is-long-enough-0123456789';
 /** Every staff member made by `createStaff` has this password. */
 export const PASSWORD = 'correct horse battery staple';
-
-const urlOf = (database: string) => {
-  const url = new URL(PG_ADMIN_URL);
-  url.pathname = `/${database}`;
-  return url.toString();
-};
-
-/**
- * A migrated database to copy: named after the migrations' source, so a change to them makes a
- * new one, and made once by whichever test process gets there first (the others wait on an
- * advisory lock). Migrating a new database per test was most of the PostgreSQL suite's time; a
- * copy of the template is a file copy. Nobody stays connected to it, which CREATE DATABASE …
- * TEMPLATE requires.
- */
-let template: Promise<string> | undefined;
-function migratedTemplate(): Promise<string> {
-  template ??= (async () => {
-    const dir = join(ROOT, 'src/db');
-    const digest = createHash('sha256');
-    for (const file of [
-      'migrate.ts',
-      ...readdirSync(join(dir, 'migrations'))
-        .sort()
-        .map((f) => `migrations/${f}`),
-    ]) {
-      digest.update(file).update(readFileSync(join(dir, file)));
-    }
-    const name = `gma_template_${digest.digest('hex').slice(0, 16)}`;
-    const admin = new pg.Client({ connectionString: PG_ADMIN_URL });
-    await admin.connect();
-    try {
-      await admin.query('select pg_advisory_lock(20261126)');
-      const found = await admin.query('select 1 from pg_database where datname = $1', [name]);
-      if (found.rowCount === 0) {
-        const building = `${name}_building_${randomBytes(4).toString('hex')}`;
-        await admin.query(`create database ${building}`);
-        const store = openStore({ kind: 'postgres', url: urlOf(building) });
-        try {
-          await migrate(store);
-        } finally {
-          await store.close();
-        }
-        // Renamed only once complete: a run stopped midway leaves no half-migrated template.
-        await admin.query(`alter database ${building} rename to ${name}`);
-      }
-    } finally {
-      await admin.query('select pg_advisory_unlock(20261126)').catch(() => {});
-      await admin.end();
-    }
-    return name;
-  })();
-  return template;
-}
-
-/**
- * A new PostgreSQL database, dropped when the test ends: empty, or (`migrated`) a copy of the
- * migrated template, as the app would leave a fresh one after its start-up migrations.
- */
-export async function freshPostgres(t: TestContext, o: { migrated?: boolean } = {}): Promise<string> {
-  const name = `gma_test_${Date.now().toString(36)}_${randomBytes(4).toString('hex')}`;
-  const from = o.migrated ? ` template ${await migratedTemplate()}` : '';
-  const admin = new pg.Client({ connectionString: PG_ADMIN_URL });
-  await admin.connect();
-  await admin.query(`create database ${name}${from}`);
-  await admin.end();
-  t.after(async () => {
-    const c = new pg.Client({ connectionString: PG_ADMIN_URL });
-    await c.connect();
-    await c.query(`drop database if exists ${name} with (force)`);
-    await c.end();
-  });
-  return urlOf(name);
-}
 
 /**
  * A migrated SQLite database's bytes, made once per test process: each in-memory store a test app
