@@ -10,7 +10,6 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { ROOT } from './root.js';
 
 const TEMPLATE = join(ROOT, 'deploy', 'haproxy.cfg');
@@ -118,7 +117,8 @@ async function main(): Promise<void> {
   await Promise.all(children.map((c) => new Promise((r) => (c.exitCode !== null ? r(null) : c.on('close', r)))));
 }
 
-if (process.argv[1] === fileURLToPath(import.meta.url)) {
+// Run as a script (not imported: bundled into a test, this module shares the test file's URL).
+if (/[\\/]cluster\.[jt]s$/.test(process.argv[1] ?? '')) {
   main().catch((err: unknown) => {
     process.stderr.write(`cluster: ${err instanceof Error ? err.message : String(err)}\n`);
     process.exit(1);

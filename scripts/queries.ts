@@ -4,7 +4,6 @@
 
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Kysely, PostgresDialect, SqliteDialect } from 'kysely';
 import { type DialectName, type Executor, executor } from '../src/db/executor.js';
 import type { Database } from '../src/db/types.js';
@@ -147,7 +146,8 @@ export function renderQueries(): Map<string, string> {
   return files;
 }
 
-if (process.argv[1] === fileURLToPath(import.meta.url)) {
+// Run as a script (not imported: bundled into a test, this module shares the test file's URL).
+if (/[\\/]queries\.[jt]s$/.test(process.argv[1] ?? '')) {
   for (const [name, text] of renderQueries()) {
     const path = join(QUERIES_DIR, name);
     mkdirSync(dirname(path), { recursive: true });

@@ -3,15 +3,13 @@
 // test/reliability/ (slow: real servers, crashes, load) runs only when named or with --reliability;
 // scripts/reliability.mjs runs it.
 //
-// The files run compiled: TypeScript compiles src/, test/ and scripts/ once into .test-build/
-// (tsconfig.test.json), and each test file's process loads plain JavaScript. Loading the sources
-// through the tsx loader in every process cost more CPU than importing the app itself
-// (docs/reliability.md, "CI time"). Source maps keep the stack traces on the .ts lines.
-// TEST_TSX=1 runs the .ts files through tsx instead, with no compile step.
+// The files run bundled: esbuild builds each test file (and the server and CLI that tests start)
+// into .test-build/ once per run, and each test file's process loads plain JavaScript from a few
+// files (docs/reliability.md, "Running them"). Source maps keep the stack traces on the .ts lines.
+// TEST_TSX=1 runs the .ts files through tsx instead, with no build step.
 import { spawnSync } from 'node:child_process';
 import { readdirSync, rmSync, statSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 
 const withReliability = process.argv.includes('--reliability');
 const root = new URL('..', import.meta.url).pathname;
@@ -35,16 +33,7 @@ if (files.length === 0) {
 }
 
 const viaTsx = process.env.TEST_TSX === '1';
-if (!viaTsx) {
-  // A fresh build each run: a file deleted from test/ must not run from an old build.
-  rmSync(join(root, BUILD), { recursive: true, force: true });
-  const tsc = join(dirname(createRequire(import.meta.url).resolve('typescript/package.json')), 'bin', 'tsc');
-  const built = spawnSync(process.execPath, [tsc, '-p', join(root, 'tsconfig.test.json')], { stdio: 'inherit' });
-  if (built.status !== 0) {
-    console.error('The tests did not compile (tsconfig.test.json).');
-    process.exit(built.status ?? 1);
-  }
-}
+if (!viaTsx) await build(files);
 const runnable = viaTsx ? files : files.map((f) => join(BUILD, f.replace(/\.ts$/, '.js')));
 
 const concurrency = process.env.TEST_CONCURRENCY ?? '2';
@@ -66,3 +55,52 @@ const result = spawnSync(
   { stdio: 'inherit', env: process.env },
 );
 process.exit(result.status ?? 1);
+
+/**
+ * Bundles each test file, and the server and CLI that tests start, into .test-build/ with esbuild:
+ * the modules they share are split into common chunks, and the libraries made of hundreds of small
+ * ES modules (TypeBox, Kysely) are bundled into them, so a process loads a few files instead of
+ * resolving and compiling hundreds (loading those was most of the cost of importing the app). Other
+ * packages stay in node_modules: some read files next to their own code. No type checking here:
+ * `npm run typecheck` does it.
+ */
+async function build(entries) {
+  // A fresh build each run: a file deleted from test/ must not run from an old build.
+  rmSync(join(root, BUILD), { recursive: true, force: true });
+  const esbuild = await import('esbuild');
+  const inline = new Set(['typebox', 'kysely']);
+  const started = Date.now();
+  try {
+    await esbuild.build({
+      absWorkingDir: root,
+      entryPoints: [...entries, 'src/server.ts', 'src/cli/index.ts'],
+      outdir: BUILD,
+      outbase: '.',
+      bundle: true,
+      splitting: true,
+      chunkNames: 'chunks/[name]-[hash]',
+      format: 'esm',
+      platform: 'node',
+      target: 'node20',
+      sourcemap: true,
+      logLevel: 'warning',
+      plugins: [
+        {
+          name: 'packages-outside',
+          setup(b) {
+            b.onResolve({ filter: /^[^./]/ }, (args) => {
+              const name = args.path.startsWith('@')
+                ? args.path.split('/').slice(0, 2).join('/')
+                : args.path.split('/')[0];
+              return inline.has(name) ? undefined : { path: args.path, external: true };
+            });
+          },
+        },
+      ],
+    });
+  } catch {
+    console.error('The tests did not build (esbuild).');
+    process.exit(1);
+  }
+  console.log(`built the tests in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+}
