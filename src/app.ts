@@ -6,7 +6,12 @@ import type { Redis } from 'ioredis';
 import type { Config } from './config.js';
 import { migrate } from './db/migrate.js';
 import { openStore, type Store } from './db/store.js';
-import { buildSerializer, compileValidator } from './lib/compiled-schemas.js';
+import {
+  buildSerializer,
+  buildSerializerLazily,
+  compileValidator,
+  compileValidatorLazily,
+} from './lib/compiled-schemas.js';
 import { TokenService } from './lib/jwt.js';
 import { CursorCodec } from './lib/pages.js';
 import type { Counter } from './lib/rate-limiter.js';
@@ -147,7 +152,9 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     // Draining requests get a 503 in the envelope from src/plugins/errors.ts instead.
     return503OnClosing: false,
     // Response serializers compiled once per process per schema (src/lib/compiled-schemas.ts).
-    schemaController: { compilersFactory: { buildSerializer } },
+    schemaController: {
+      compilersFactory: { buildSerializer: config.schemaCompile === 'lazy' ? buildSerializerLazily : buildSerializer },
+    },
     // A URL the router cannot decode (or a path parameter over maxParamLength) never reaches a
     // route or its hooks: answer it in the envelope with the same headers as every response.
     frameworkErrors: (err, request, reply) => {
@@ -195,7 +202,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     resolveHost: options.resolveHost ?? resolveHost,
   } satisfies AppContext);
 
-  app.setValidatorCompiler(compileValidator);
+  app.setValidatorCompiler(config.schemaCompile === 'lazy' ? compileValidatorLazily : compileValidator);
   app.addSchema(ErrorBody);
   for (const body of ERROR_BODIES) app.addSchema(body);
 

@@ -14,6 +14,8 @@ export interface Config {
   readonly logLevel: string;
   readonly store: StoreConfig;
   readonly sqliteSynchronous: 'FULL' | 'NORMAL';
+  /** When route schemas compile: all at start-up, or each on its route's first request. */
+  readonly schemaCompile: 'eager' | 'lazy';
   /** PostgreSQL: connections per instance. */
   readonly pgPoolSize: number;
   /** PostgreSQL: requests that may wait for a connection; past this one is answered 503 at once. */
@@ -259,6 +261,11 @@ export function loadConfig(env: Env = process.env): Config {
   const sync = (str(env, 'SQLITE_SYNCHRONOUS') ?? 'FULL').toUpperCase();
   if (sync !== 'FULL' && sync !== 'NORMAL') throw new ConfigError('SQLITE_SYNCHRONOUS', 'must be FULL or NORMAL');
 
+  const schemaCompile = (str(env, 'SCHEMA_COMPILE') ?? 'eager').toLowerCase();
+  if (schemaCompile !== 'eager' && schemaCompile !== 'lazy') {
+    throw new ConfigError('SCHEMA_COMPILE', 'must be eager or lazy');
+  }
+
   const requestHeadersTimeoutMs = int(env, 'REQUEST_HEADERS_TIMEOUT_MS', 10_000, 10, 3_600_000);
   const requestTimeoutMs = int(env, 'REQUEST_TIMEOUT_MS', 30_000, 10, 3_600_000);
   // Node refuses a headers timeout above the request timeout; say so by name instead.
@@ -277,6 +284,7 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel,
     store: parseStore(env),
     sqliteSynchronous: sync,
+    schemaCompile,
     pgPoolSize: int(env, 'PG_POOL_SIZE', 10, 1, 1000),
     pgPoolMaxWaiting: int(env, 'PG_POOL_MAX_WAITING', 1000, 0, 1_000_000),
     redisUrl: parseRedis(env),

@@ -95,6 +95,8 @@ export async function buildTestApp(
     LOG_LEVEL: 'silent',
     JWT_SECRET,
     DATABASE_URL: 'sqlite::memory:',
+    // Each test uses a few routes of the app it builds (src/lib/compiled-schemas.ts).
+    SCHEMA_COMPILE: 'lazy',
   };
   if (TEST_STORE === 'postgres') base.DATABASE_URL = await freshPostgres(t, { migrated: true });
   const config = loadConfig({ ...base, ...redisEnv(), ...env });
@@ -141,6 +143,8 @@ export async function appWithLog(t: TestContext, level: string, env: Record<stri
     LOG_LEVEL: level,
     JWT_SECRET,
     DATABASE_URL: 'sqlite::memory:',
+    // Each test uses a few routes of the app it builds (src/lib/compiled-schemas.ts).
+    SCHEMA_COMPILE: 'lazy',
     ...env,
   });
   // The app's after-hook first: it must close before the store it was given.

@@ -39,3 +39,32 @@ export function buildSerializer(externalSchemas?: unknown, options?: Parameters<
     return serialize;
   };
 }
+
+/**
+ * The same compilers, each schema compiled on its route's first use instead of when the app starts
+ * (`SCHEMA_COMPILE=lazy`). A process that answers a few routes and ends (a test file's builds a
+ * few hundred apps and uses a handful of routes in each) skips compiling the rest; a server keeps
+ * the default, so a schema that cannot compile stops it at start-up, not at a first request.
+ */
+export const compileValidatorLazily: FastifySchemaCompiler<unknown> = (route) => {
+  let validate: ReturnType<FastifySchemaCompiler<unknown>> | undefined;
+  const lazy = ((data: unknown) => {
+    validate ??= compileValidator(route);
+    const result = validate(data);
+    // Fastify reads a failed validation's errors from the function it was given.
+    (lazy as { errors?: unknown }).errors = (validate as { errors?: unknown }).errors;
+    return result;
+  }) as ReturnType<FastifySchemaCompiler<unknown>>;
+  return lazy;
+};
+
+export function buildSerializerLazily(externalSchemas?: unknown, options?: Parameters<typeof selectSerializer>[1]) {
+  const compile = buildSerializer(externalSchemas, options);
+  return (route: Parameters<typeof compile>[0]): Serializer => {
+    let serialize: Serializer | undefined;
+    return (data) => {
+      serialize ??= compile(route);
+      return serialize(data);
+    };
+  };
+}
