@@ -2,15 +2,18 @@
 // faults (private PostgreSQL and Redis, SIGTERM under load), load, and the fuzzer. Full length by
 // default (5 crash rounds, 60 s of load, 10,000 fuzz requests); --short is what CI runs (2 crash
 // rounds, 8 s of load; the fuzzer's 300-request sample is already part of `npm test`).
-// TEST_STORE=postgres runs it on PostgreSQL + Redis.
-// The load test runs alone (it measures the server, not the other tests); the others spend most of
-// their time waiting for a moment to come (a crash, a restart, a due step), so they run side by side
-// (RELIABILITY_CONCURRENCY, default 2).
-// Usage: node scripts/reliability.mjs [--short]   (npm run test:reliability)
-import { spawnSync } from 'node:child_process';
+// TEST_STORE=postgres runs it on PostgreSQL + Redis; --stores sqlite,postgres on both.
+// The load test runs alone (it measures the server, not the other tests), once per store; the
+// others spend most of their time waiting for a moment to come (a crash, a restart, a due step), so
+// they run side by side (RELIABILITY_CONCURRENCY files at a time per store, default 2), the stores'
+// runs at the same time, each built into a folder of its own.
+// Usage: node scripts/reliability.mjs [--short] [--stores sqlite,postgres]   (npm run test:reliability)
+import { spawn } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 
 const short = process.argv.includes('--short');
+const storesAt = process.argv.indexOf('--stores');
+const stores = (storesAt === -1 ? (process.env.TEST_STORE ?? 'sqlite') : process.argv[storesAt + 1]).split(',');
 const root = new URL('..', import.meta.url).pathname;
 const env = {
   ...process.env,
@@ -23,21 +26,49 @@ const others = readdirSync(new URL('../test/reliability', import.meta.url))
   .filter((name) => name.endsWith('.test.ts'))
   .map((name) => `test/reliability/${name}`)
   .filter((path) => path !== LOAD);
-const runs = [
-  { files: [LOAD], concurrency: '1' },
-  { files: short ? others : [...others, 'test/fuzz'], concurrency: process.env.RELIABILITY_CONCURRENCY ?? '2' },
-];
-const started = Date.now();
-let status = 0;
-for (const { files, concurrency } of runs) {
-  const result = spawnSync(process.execPath, ['scripts/run-tests.mjs', ...files], {
-    stdio: 'inherit',
-    env: { ...env, TEST_CONCURRENCY: process.env.TEST_CONCURRENCY ?? concurrency },
+
+/** Runs files on one store; with several runs at once, each line says its store. */
+function run(files, store, concurrency, tagged) {
+  const child = spawn(process.execPath, ['scripts/run-tests.mjs', ...files], {
+    stdio: tagged ? ['ignore', 'pipe', 'pipe'] : 'inherit',
+    env: {
+      ...env,
+      TEST_STORE: store,
+      TEST_BUILD_DIR: `.test-build-${store}`,
+      TEST_CONCURRENCY: process.env.TEST_CONCURRENCY ?? concurrency,
+    },
     cwd: root,
   });
-  if ((result.status ?? 1) !== 0) status = result.status ?? 1;
+  if (tagged) {
+    for (const [from, to] of [
+      [child.stdout, process.stdout],
+      [child.stderr, process.stderr],
+    ]) {
+      let rest = '';
+      from.setEncoding('utf8');
+      from.on('data', (chunk) => {
+        const lines = (rest + chunk).split('\n');
+        rest = lines.pop();
+        for (const line of lines) to.write(`[${store}] ${line}\n`);
+      });
+      from.on('end', () => rest && to.write(`[${store}] ${rest}\n`));
+    }
+  }
+  return new Promise((resolve) => child.on('close', (code) => resolve(code ?? 1)));
 }
+
+const started = Date.now();
+let status = 0;
+for (const store of stores) {
+  const code = await run([LOAD], store, '1', false);
+  if (code !== 0) status = code;
+}
+const rest = short ? others : [...others, 'test/fuzz'];
+const codes = await Promise.all(
+  stores.map((store) => run(rest, store, process.env.RELIABILITY_CONCURRENCY ?? '2', stores.length > 1)),
+);
+for (const code of codes) if (code !== 0) status = code;
 console.log(
-  `reliability (${short ? 'short' : 'full'}, ${env.TEST_STORE ?? 'sqlite'}): ${Math.round((Date.now() - started) / 1000)} s`,
+  `reliability (${short ? 'short' : 'full'}, ${stores.join(' + ')}): ${Math.round((Date.now() - started) / 1000)} s`,
 );
 process.exit(status);

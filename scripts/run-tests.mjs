@@ -13,7 +13,8 @@ import { join } from 'node:path';
 
 const withReliability = process.argv.includes('--reliability');
 const root = new URL('..', import.meta.url).pathname;
-const BUILD = '.test-build';
+// TEST_BUILD_DIR: another folder, for runs at the same time in one checkout (scripts/reliability.mjs).
+const BUILD = process.env.TEST_BUILD_DIR ?? '.test-build';
 
 function collect(path, out, named = true) {
   if (statSync(path).isDirectory()) {
@@ -52,7 +53,7 @@ const result = spawnSync(
     '--test-reporter-destination=stdout',
     ...runnable,
   ],
-  { stdio: 'inherit', env: process.env },
+  { stdio: 'inherit', env: { ...process.env, TEST_BUILD_DIR: BUILD } },
 );
 process.exit(result.status ?? 1);
 

@@ -7,7 +7,7 @@ import { ROOT } from '../scripts/root.js';
 export { ROOT };
 
 /** Whether these tests run compiled (from .test-build/, as scripts/run-tests.mjs runs them). */
-const COMPILED = import.meta.dirname.split(/[\\/]/).includes('.test-build');
+const COMPILED = import.meta.dirname.split(/[\\/]/).some((part) => part.startsWith('.test-build'));
 
 /**
  * Node's arguments to run `script` (a .ts path from the root, such as src/server.ts) in a child
@@ -16,5 +16,8 @@ const COMPILED = import.meta.dirname.split(/[\\/]/).includes('.test-build');
  */
 export function nodeArgs(script: string): string[] {
   if (!COMPILED) return ['--import', 'tsx', script];
-  return ['--enable-source-maps', join(ROOT, '.test-build', script.replace(/\.ts$/, '.js'))];
+  return [
+    '--enable-source-maps',
+    join(ROOT, process.env.TEST_BUILD_DIR ?? '.test-build', script.replace(/\.ts$/, '.js')),
+  ];
 }
