@@ -49,7 +49,7 @@ export function openStream(url: string, token: string | null, headers: Record<st
         ended: new Promise<void>((r) => {
           endedResolve = r;
         }),
-        async waitFor(count, timeoutMs = 3000) {
+        async waitFor(count, timeoutMs = 10_000) {
           const deadline = Date.now() + timeoutMs;
           while (s.events.length < count) {
             if (Date.now() > deadline) assert.fail(`stream got ${s.events.length} of ${count} events: ${s.body}`);
