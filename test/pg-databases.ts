@@ -19,7 +19,7 @@ const PG_ADMIN_URL = process.env.TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5
 const BUILD_LOCK = 20261126;
 const POOL_LOCK = 20261128;
 /** Bumped when what the template records for the pool changes, so an older template is not used. */
-const LAYOUT = 'pool-2';
+const LAYOUT = 'pool-3';
 
 export const urlOf = (database: string) => {
   const url = new URL(PG_ADMIN_URL);
@@ -47,7 +47,26 @@ interface Pristine {
   sequences: { name: string; value: string | null }[];
   /** Bytes on disk. */
   size: number;
+  /** A digest of the schema (SHAPE): a test that renamed or altered a table leaves another one. */
+  shape: string;
 }
+
+/** The schema's objects as a digest: relations and their columns, constraints, triggers, functions. */
+const SHAPE = `select md5(coalesce(string_agg(x, ',' order by x), '')) as shape from (
+    select c.relkind::text || ':' || c.relname || ':' || coalesce((select string_agg(a.attname || ' ' ||
+        format_type(a.atttypid, a.atttypmod) || ' ' || a.attnotnull::text, ',' order by a.attnum)
+      from pg_attribute a where a.attrelid = c.oid and a.attnum > 0 and not a.attisdropped), '') as x
+      from pg_class c join pg_namespace n on n.oid = c.relnamespace
+     where n.nspname not in ('pg_catalog', 'information_schema', 'pg_toast') and c.relkind <> 't'
+    union all
+    select 'k:' || conname || ':' || conrelid::regclass::text || ':' || pg_get_constraintdef(oid) from pg_constraint
+     where connamespace not in ('pg_catalog'::regnamespace, 'information_schema'::regnamespace)
+    union all
+    select 't:' || tgname || ':' || tgrelid::regclass::text || ':' || tgenabled::text from pg_trigger where not tgisinternal
+    union all
+    select 'f:' || p.proname || ':' || md5(p.prosrc) from pg_proc p join pg_namespace n on n.oid = p.pronamespace
+     where n.nspname not in ('pg_catalog', 'information_schema')
+  ) s`;
 
 async function snapshot(c: pg.Client): Promise<Pristine> {
   const tables = (
@@ -80,7 +99,8 @@ async function snapshot(c: pg.Client): Promise<Pristine> {
   const size = Number(
     (await c.query<{ n: string }>('select pg_database_size(current_database()) as n')).rows[0]?.n ?? 0,
   );
-  return { tables, rows, sequences, size };
+  const shape = (await c.query<{ shape: string }>(SHAPE)).rows[0]!.shape;
+  return { tables, rows, sequences, size, shape };
 }
 
 /**
@@ -115,15 +135,20 @@ export function migratedTemplate(): Promise<{ name: string; pristine: Pristine }
         if (found.rowCount === 0) {
           const building = `${name}_building_${randomBytes(4).toString('hex')}`;
           await admin.query(`create database ${building}`);
-          const store = openStore({ kind: 'postgres', url: urlOf(building) });
           try {
-            await migrate(store);
-          } finally {
-            await store.close();
+            const store = openStore({ kind: 'postgres', url: urlOf(building) });
+            try {
+              await migrate(store);
+            } finally {
+              await store.close();
+            }
+            const pristine = await withClient(urlOf(building), snapshot);
+            await admin.query(`comment on database ${building} is ${admin.escapeLiteral(JSON.stringify(pristine))}`);
+            await admin.query(`alter database ${building} rename to ${name}`);
+          } catch (error) {
+            await admin.query(`drop database if exists ${building} with (force)`);
+            throw error;
           }
-          const pristine = await withClient(urlOf(building), snapshot);
-          await admin.query(`comment on database ${building} is ${admin.escapeLiteral(JSON.stringify(pristine))}`);
-          await admin.query(`alter database ${building} rename to ${name}`);
           await dropStalePools(admin, name);
           found = await read();
         }
@@ -196,14 +221,18 @@ async function takeFromPool(templateName: string): Promise<string> {
   }
 }
 
-/** Puts a pool database back into the template's state: no other session, every table as migrated. */
-async function reset(name: string, p: Pristine): Promise<void> {
-  await withClient(urlOf(name), async (c) => {
+/**
+ * Puts a pool database back into the template's state: no other session, every table as migrated;
+ * made again from the template if a test changed its schema (a table renamed to fake an outage).
+ */
+async function reset(name: string, templateName: string, p: Pristine): Promise<void> {
+  const reshaped = await withClient(urlOf(name), async (c) => {
     // A server a test killed, or an app left open, may still be connected (and writing).
     await c.query(
       `select pg_terminate_backend(pid) from pg_stat_activity
         where datname = current_database() and pid <> pg_backend_pid()`,
     );
+    if ((await c.query<{ shape: string }>(SHAPE)).rows[0]?.shape !== p.shape) return true;
     // DELETE, not TRUNCATE: a truncate gives every table and index a new file (slower here than
     // copying the template), and a test leaves a few rows. Replica mode skips the tables' triggers
     // and foreign-key checks, as every table is emptied.
@@ -227,7 +256,14 @@ async function reset(name: string, p: Pristine): Promise<void> {
     // double the database, a plain VACUUM frees them and gives the emptied pages back.
     const { rows } = await c.query<{ n: string }>('select pg_database_size(current_database()) as n');
     if (Number(rows[0]?.n ?? 0) > 2 * p.size) await c.query('vacuum');
+    return false;
   });
+  if (reshaped) {
+    await withClient(PG_ADMIN_URL, async (admin) => {
+      await admin.query(`drop database if exists ${name} with (force)`);
+      await admin.query(`create database ${name} template ${templateName}`);
+    });
+  }
 }
 
 /**
@@ -239,7 +275,7 @@ export async function freshPostgres(t: TestContext, o: { migrated?: boolean } = 
   if (o.migrated) {
     const { name: templateName, pristine } = await migratedTemplate();
     const name = await takeFromPool(templateName);
-    await reset(name, pristine);
+    await reset(name, templateName, pristine);
     // After the hooks registered before this one (the app using it closes first).
     t.after(() => {
       idle.push(name);
