@@ -250,7 +250,7 @@ async function rollupRows(
         sql<Row>`select t.metric, t.grain, t.start, t.n, ${seconds} as s, ${bins} as h${by}
           from json_each(${JSON.stringify(runs)}) r cross join report_rollups t
           where ${where} and t.grain = r.value ->> 0 and t.start >= r.value ->> 1 and t.start <= r.value ->> 2`;
-  return (await q.execute(x as never)).rows;
+  return (await q.execute(x)).rows;
 }
 
 interface FactRow {
@@ -285,7 +285,7 @@ async function rawFacts(
       : sql<FactRow>`select t.metric, t.at, t.wall, t.biz, t.channel, t.assignee, t.department
           from json_each(${JSON.stringify(spans.map((p) => [p.from, p.to]))}) r cross join report_facts t
           where ${where} and t.at >= r.value ->> 0 and t.at < r.value ->> 1`;
-  return (await q.execute(x as never)).rows;
+  return (await q.execute(x)).rows;
 }
 
 /** When few durations are involved, reads them one by one so percentiles are exact. */
