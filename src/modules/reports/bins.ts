@@ -32,16 +32,30 @@ export function quantileOfSorted(sorted: number[], q: number): number | null {
 
 /** The q-quantile read from bin counts (bin → count), by the same rule as quantileOfSorted. */
 export function quantileOfBins(bins: Map<number, number>, q: number): number | null {
-  const entries = [...bins.entries()].filter(([, n]) => n > 0).sort((a, b) => a[0] - b[0]);
-  const n = entries.reduce((s, [, c]) => s + c, 0);
+  const dense = new Float64Array(Math.max(0, ...bins.keys()) + 1);
+  for (const [bin, n] of bins) dense[bin] = n;
+  return quantileOfCounts(dense, q);
+}
+
+/**
+ * The q-quantile read from counts indexed by bin (a report's sums: src/modules/reports/figures.ts),
+ * by the same rule as quantileOfSorted; a bin whose count is not above 0 holds nothing.
+ */
+export function quantileOfCounts(counts: ArrayLike<number>, q: number): number | null {
+  let n = 0;
+  for (let b = 0; b < counts.length; b++) if (counts[b]! > 0) n += counts[b]!;
   if (n === 0) return null;
   const at = (rank: number) => {
     let seen = 0;
-    for (const [bin, c] of entries) {
+    let last = 0;
+    for (let b = 0; b < counts.length; b++) {
+      const c = counts[b]!;
+      if (c <= 0) continue;
       seen += c;
-      if (seen >= rank) return binValue(bin);
+      last = b;
+      if (seen >= rank) return binValue(b);
     }
-    return binValue(entries[entries.length - 1]![0]);
+    return binValue(last);
   };
   if (q === 0.5 && n % 2 === 0) return (at(n / 2) + at(n / 2 + 1)) / 2;
   return at(Math.max(1, Math.ceil(q * n)));

@@ -12,35 +12,51 @@ export interface Piece {
 }
 
 const QUARTER = 900;
-const neg = (ps: Piece[]): Piece[] => ps.map((p) => ({ ...p, sign: p.sign === 1 ? -1 : 1 }));
-const run = (grain: number, a: number, b: number): Piece[] => {
-  const out: Piece[] = [];
-  for (let s = a; s < b; s += grain) out.push({ grain, start: s, sign: 1 });
-  return out;
-};
 
 /**
- * Signed rollup pieces summing exactly to [a, b) (epoch seconds, multiples of 900): whole blocks of
- * the coarsest grain inside, and each ragged end either added from finer grains or, when it is more
- * than half a block, taken as the whole block less the rest (decided by length, so linear).
+ * Appends to `out` signed rollup pieces summing exactly to [a, b) (epoch seconds, multiples of 900),
+ * each with `sign` (−1 when the caller takes the range away): whole blocks of the coarsest grain
+ * inside, and each ragged end either added from finer grains or, when it is more than half a block,
+ * taken as the whole block less the rest (decided by length, so linear).
  */
-function go(a: number, b: number, gi: number): Piece[] {
-  if (a >= b) return [];
+function go(out: Piece[], a: number, b: number, gi: number, sign: 1 | -1): void {
+  if (a >= b) return;
   const G = GRAINS[gi]!;
-  if (G === QUARTER) return run(G, a, b);
+  const flip = sign === 1 ? -1 : 1;
+  if (G === QUARTER) {
+    for (let s = a; s < b; s += G) out.push({ grain: G, start: s, sign });
+    return;
+  }
   const lo = Math.ceil(a / G) * G;
   const hi = Math.floor(b / G) * G;
   const L = Math.floor(a / G) * G;
   const R = Math.ceil(b / G) * G;
-  const block = (start: number): Piece => ({ grain: G, start, sign: 1 });
   if (lo > hi) {
     // Inside one block: finer pieces, or the block less both ends.
-    if (b - a <= G / 2) return go(a, b, gi + 1);
-    return [block(L), ...neg(go(L, a, gi + 1)), ...neg(go(b, R, gi + 1))];
+    if (b - a <= G / 2) {
+      go(out, a, b, gi + 1, sign);
+      return;
+    }
+    out.push({ grain: G, start: L, sign });
+    go(out, L, a, gi + 1, flip);
+    go(out, b, R, gi + 1, flip);
+    return;
   }
-  const left = lo === a ? [] : lo - a <= a - L ? go(a, lo, gi + 1) : [block(L), ...neg(go(L, a, gi + 1))];
-  const right = hi === b ? [] : b - hi <= R - b ? go(hi, b, gi + 1) : [block(hi), ...neg(go(b, R, gi + 1))];
-  return [...left, ...run(G, lo, hi), ...right];
+  if (lo !== a) {
+    if (lo - a <= a - L) go(out, a, lo, gi + 1, sign);
+    else {
+      out.push({ grain: G, start: L, sign });
+      go(out, L, a, gi + 1, flip);
+    }
+  }
+  for (let s = lo; s < hi; s += G) out.push({ grain: G, start: s, sign });
+  if (hi !== b) {
+    if (b - hi <= R - b) go(out, hi, b, gi + 1, sign);
+    else {
+      out.push({ grain: G, start: hi, sign });
+      go(out, b, R, gi + 1, flip);
+    }
+  }
 }
 
 export interface Cover {
@@ -58,5 +74,7 @@ export function cover(fromMs: number, toMs: number): Cover {
   const raw: [number, number][] = [];
   if (a * 1000 > fromMs) raw.push([fromMs, a * 1000]);
   if (b * 1000 < toMs) raw.push([b * 1000, toMs]);
-  return { pieces: go(a, b, 0), raw };
+  const pieces: Piece[] = [];
+  go(pieces, a, b, 0, 1);
+  return { pieces, raw };
 }

@@ -69,27 +69,89 @@ export function pgHistogram(counts: Counts): string {
 }
 
 /**
- * Adds a stored histogram into `into` with `sign`: an SQLite blob, or a PostgreSQL array read as
- * `{ lo, values }` (the array's lower bound and its elements, SELECTed as `array_lower` and
- * `array_to_json`).
+ * Adds a stored histogram times `sign` into `into`, counts indexed by bin, and returns it (a larger
+ * copy when a bin lies past its end): an SQLite blob, or a PostgreSQL int4[] in its text form
+ * (`{3,NULL,1}` from bin 1, `[20:22]={3,NULL,1}` from bin 20). A report adds thousands of these, so
+ * both are read character by character into a typed array, with no objects made per row.
  */
-export function addHistogram(into: Counts, stored: unknown, lo: unknown, sign: number): void {
-  if (stored === null || stored === undefined) return;
+export function addHistogram(into: Float64Array, stored: unknown, sign: number): Float64Array {
+  if (stored === null || stored === undefined) return into;
   if (stored instanceof Uint8Array) {
-    const x = Buffer.from(stored.buffer, stored.byteOffset, stored.length);
-    for (let i = 0; i < x.length; i += ENTRY) {
-      const bin = x.readUInt16BE(i);
-      into.set(bin, (into.get(bin) ?? 0) + sign * x.readInt32BE(i + 2));
+    const end = stored.length - (stored.length % ENTRY);
+    if (end === 0) return into;
+    const x = stored;
+    // Entries are sorted by bin: the last one is the highest.
+    const out = fit(into, (x[end - ENTRY]! << 8) | x[end - ENTRY + 1]!);
+    for (let i = 0; i < end; i += ENTRY) {
+      const bin = (x[i]! << 8) | x[i + 1]!;
+      out[bin] = out[bin]! + sign * ((x[i + 2]! << 24) | (x[i + 3]! << 16) | (x[i + 4]! << 8) | x[i + 5]!);
     }
-    return;
+    return out;
   }
-  const values = (typeof stored === 'string' ? JSON.parse(stored) : stored) as (number | null)[];
-  const first = Number(lo);
-  for (let i = 0; i < values.length; i++) {
-    const n = values[i];
-    if (n === null || n === undefined || n === 0) continue;
-    into.set(first + i, (into.get(first + i) ?? 0) + sign * n);
+  return addPgText(into, String(stored), sign);
+}
+
+const OPEN = 123; // {
+const CLOSE = 125; // }
+const COMMA = 44;
+const MINUS = 45;
+const COLON = 58;
+const BRACKET = 91; // [
+const N = 78; // the first letter of NULL
+const ZERO = 48;
+
+function addPgText(into: Float64Array, text: string, sign: number): Float64Array {
+  let i = 0;
+  let bin = 1;
+  if (text.charCodeAt(0) === BRACKET) {
+    let negative = false;
+    i = 1;
+    if (text.charCodeAt(i) === MINUS) {
+      negative = true;
+      i++;
+    }
+    let lo = 0;
+    for (; text.charCodeAt(i) !== COLON; i++) lo = lo * 10 + text.charCodeAt(i) - ZERO;
+    bin = negative ? -lo : lo;
+    while (text.charCodeAt(i) !== OPEN) i++;
   }
+  i++;
+  // The elements after `{`, one bin each: count them first to grow the array once.
+  let elements = 1;
+  for (let k = i; k < text.length; k++) if (text.charCodeAt(k) === COMMA) elements++;
+  if (text.charCodeAt(i) === CLOSE) return into;
+  const out = fit(into, bin + elements - 1);
+  while (i < text.length) {
+    let c = text.charCodeAt(i);
+    if (c === N) {
+      // NULL: an empty bin.
+      i += 5;
+      bin++;
+      continue;
+    }
+    let negative = false;
+    if (c === MINUS) {
+      negative = true;
+      c = text.charCodeAt(++i);
+    }
+    let v = 0;
+    while (c >= ZERO && c <= ZERO + 9) {
+      v = v * 10 + c - ZERO;
+      c = text.charCodeAt(++i);
+    }
+    out[bin] = out[bin]! + sign * (negative ? -v : v);
+    bin++;
+    i++;
+  }
+  return out;
+}
+
+/** `counts` if it holds `bin`, else a copy long enough (bins run to a few hundred at most). */
+export function fit(counts: Float64Array, bin: number): Float64Array {
+  if (bin < counts.length) return counts;
+  const out = new Float64Array(Math.max(bin + 1, 256));
+  out.set(counts);
+  return out;
 }
 
 /**

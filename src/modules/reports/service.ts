@@ -4,7 +4,7 @@
 import type { Executor } from '../../db/types.js';
 import { DEFAULT_DEPARTMENTS } from '../settings/registry.js';
 import { getSetting } from '../settings/repository.js';
-import { quantileOfBins, quantileOfSorted } from './bins.js';
+import { quantileOfCounts, quantileOfSorted } from './bins.js';
 import { bucketsOf, type Granularity } from './buckets.js';
 import { type Metric, SCHEDULED } from './facts.js';
 import { type Acc, type Dimension, type Figures, metricsOf, readFigures, type Scope } from './figures.js';
@@ -21,7 +21,7 @@ export interface Hits {
 }
 
 const round = (v: number | null) => (v === null ? null : Math.round(v * 1000) / 1000);
-const EMPTY: Acc = { n: 0, seconds: 0, bins: new Map() };
+const EMPTY: Acc = { n: 0, seconds: 0, bins: new Float64Array(0) };
 
 function quantile(a: Acc, q: number): number | null {
   if (a.values !== undefined && a.values.length === a.n)
@@ -29,7 +29,7 @@ function quantile(a: Acc, q: number): number | null {
       [...a.values].sort((x, y) => x - y),
       q,
     );
-  return quantileOfBins(a.bins, q);
+  return quantileOfCounts(a.bins, q);
 }
 
 export function statOf(a: Acc = EMPTY): Stat {
@@ -88,8 +88,11 @@ function shape(m: Map<Metric, Acc> | undefined, only?: 'tasks') {
 
 /** Figures of each range; a breach or overdue counts at its due moment, so only once that has passed. */
 async function periodFigures(x: Executor, ranges: [number, number][], s: Scope, now: number): Promise<Figures> {
-  const out = await readFigures(x, SUMMARY_METRICS, ranges, s);
   const clamped = ranges.map(([a, b]) => [a, Math.max(a, Math.min(b, now))] as [number, number]);
+  // A period that has ended is read once for every figure.
+  if (clamped.every(([, b], i) => b === ranges[i]![1]))
+    return readFigures(x, [...SUMMARY_METRICS, ...DUE_METRICS], ranges, s);
+  const out = await readFigures(x, SUMMARY_METRICS, ranges, s);
   const due = await readFigures(x, DUE_METRICS, clamped, s);
   for (const [range, groups] of due) {
     for (const [group, metrics] of groups) {
