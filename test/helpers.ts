@@ -197,6 +197,8 @@ export interface Res {
   raw: LightMyRequestResponse;
   // biome-ignore lint/suspicious/noExplicitAny: the `data` member of the body, for brevity.
   data: any;
+  /** How long the app took to answer, in ms (the check against the document not included). */
+  ms: number;
 }
 
 /** Sends a request; `token` adds the bearer header; a body is sent as JSON. */
@@ -219,7 +221,9 @@ export async function call(
       typeof opts.body === 'string' || Buffer.isBuffer(opts.body) ? opts.body : JSON.stringify(opts.body);
     headers['content-type'] ??= 'application/json';
   }
+  const at = performance.now();
   const raw = await app.inject(injectOpts);
+  const ms = performance.now() - at;
   await checkResponse(app, String(method), full, raw);
   let body: unknown;
   try {
@@ -233,6 +237,7 @@ export async function call(
     body,
     raw,
     data: (body as { data?: unknown } | undefined)?.data,
+    ms,
   };
 }
 

@@ -212,6 +212,7 @@ export async function totals(w: World): Promise<Record<string, unknown>> {
 
 /** Like `call`, but the URL is sent exactly as given (call prefixes /api/v1 to most paths). */
 export async function callExact(app: FastifyInstance, method: string, url: string, token?: string): Promise<Res> {
+  const at = performance.now();
   const raw = await app.inject({
     method: method as 'GET',
     url,
@@ -223,5 +224,6 @@ export async function callExact(app: FastifyInstance, method: string, url: strin
   } catch {
     body = raw.body;
   }
-  return { status: raw.statusCode, headers: raw.headers, body, raw, data: (body as { data?: unknown })?.data };
+  const ms = performance.now() - at;
+  return { status: raw.statusCode, headers: raw.headers, body, raw, data: (body as { data?: unknown })?.data, ms };
 }
