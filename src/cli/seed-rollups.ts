@@ -13,6 +13,7 @@ import {
   type Fact,
   GRAINS,
   type Metric,
+  type RollupRow,
   TASK_METRICS,
   TIMED,
 } from '../modules/reports/facts.js';
@@ -108,22 +109,6 @@ export class FactLog {
     this.biz = copy(this.biz, (n) => new Float64Array(n));
     this.capacity = capacity;
   }
-}
-
-/** One report_rollups row: a sum of facts at one grain, start and combination. */
-export interface RollupRow {
-  metric: Metric;
-  channel: string;
-  assignee: string;
-  department: string;
-  grain: number;
-  start: number;
-  n: number;
-  wall: number;
-  biz: number;
-  /** Bin counts of a timed figure's wall and business seconds; null for the others. */
-  wallBins: Counts | null;
-  bizBins: Counts | null;
 }
 
 /** Rows handed out at a time. */

@@ -70,8 +70,9 @@ function combos(f: Fact): [string, string, string][] {
   return out;
 }
 
-interface RollupDelta {
-  metric: string;
+/** One report_rollups row, or a change to one: a sum of facts at one grain, start and combination. */
+export interface RollupRow {
+  metric: Metric;
   channel: string;
   assignee: string;
   department: string;
@@ -161,7 +162,7 @@ const insertFacts = rowsInsert(
 );
 
 interface Deltas {
-  rollups: Map<string, RollupDelta>;
+  rollups: Map<string, RollupRow>;
 }
 
 /** A transaction's deltas waiting for its end (PostgreSQL, `Tx.beforeCommit`). */
