@@ -168,7 +168,8 @@ export async function listPageJson<R>(
   let version: string | null = null;
   let admitted = false;
   if (caching !== undefined) {
-    const v = store.dataVersion();
+    // The version the gate read for this request, if any (SQLite): the same store's, one read fewer.
+    const v = request.storeVersion ?? store.dataVersion();
     version = typeof v === 'string' || v === null ? v : await v;
     if (version !== null) {
       // The key holds the cursor and page as sent: a kept page's request was checked when it was read.
