@@ -66,8 +66,8 @@ export interface Store extends Executor {
    * transaction). SQLite: readVersion(), at once. PostgreSQL: the current snapshot
    * (`pg_current_snapshot()`, xmin:xmax:in-progress ids) in one round trip that reads no row: any
    * commit, by any connection, removes its id from the in-progress ids or moves xmax, so a text
-   * never comes back once anything committed. The list page cache keys on it
-   * (src/lib/page-cache.ts).
+   * never comes back once anything committed (the ids are the server's: other databases' commits
+   * move it too). The list page cache keys on it (src/lib/page-cache.ts).
    */
   dataVersion(): string | null | Promise<string | null>;
   close(): Promise<void>;

@@ -34,6 +34,8 @@ export class PageCache {
   /** The version each key last missed at: a second miss at the same one admits the page. */
   private readonly missed = new Map<string, string>();
   private chars = 0;
+  /** Counts since start: answered from the cache, missed, and kept. */
+  private readonly counts = { hits: 0, misses: 0, kept: 0 };
 
   constructor(private readonly limits: PageCacheLimits = DEFAULT_PAGE_CACHE_LIMITS) {}
 
@@ -47,6 +49,7 @@ export class PageCache {
     }
     this.pages.delete(key);
     this.pages.set(key, e);
+    this.counts.hits++;
     return e;
   }
 
@@ -55,6 +58,7 @@ export class PageCache {
    * page about to be read is worth keeping.
    */
   missAdmits(key: string, version: string): boolean {
+    this.counts.misses++;
     if (this.missed.get(key) === version) {
       this.missed.delete(key);
       return true;
@@ -71,6 +75,7 @@ export class PageCache {
     const old = this.pages.get(key);
     if (old !== undefined) this.drop(key, old);
     this.pages.set(key, { body: page.body, nextCursor: page.nextCursor, version, until });
+    this.counts.kept++;
     this.chars += page.body.length;
     for (const [k, e] of this.pages) {
       if (this.pages.size <= this.limits.entries && this.chars <= this.limits.chars) break;
@@ -78,9 +83,9 @@ export class PageCache {
     }
   }
 
-  /** Pages kept now and their characters (tests, metrics). */
-  size(): { entries: number; chars: number } {
-    return { entries: this.pages.size, chars: this.chars };
+  /** Pages kept now and their characters, and the counts since start (tests, the bench). */
+  size(): { entries: number; chars: number; hits: number; misses: number; kept: number } {
+    return { entries: this.pages.size, chars: this.chars, ...this.counts };
   }
 
   private drop(key: string, e: Entry): void {

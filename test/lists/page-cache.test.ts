@@ -10,10 +10,15 @@ import { buildTestApp, call, createStaff, freshDatabaseUrl, type Res } from '../
 
 const LIST = '/conversations?status=open&limit=2';
 
-/** The same list three times: read, read again (kept), answered from the cache. */
-async function thrice(app: FastifyInstance, token: string, url = LIST): Promise<Res[]> {
+/**
+ * The same list until one answer comes from the cache (the third, unless something committed in
+ * between: on PostgreSQL the snapshot is the server's, moved by other databases' commits too).
+ */
+async function untilKept(app: FastifyInstance, token: string, url = LIST): Promise<Res[]> {
   const out: Res[] = [];
-  for (let i = 0; i < 3; i++) {
+  const hits = app.ctx.pageCache!.size().hits;
+  while (app.ctx.pageCache!.size().hits === hits) {
+    assert.ok(out.length < 30, 'a page asked again and again is kept');
     const res = await call(app, 'GET', url, { token });
     assert.equal(res.status, 200, JSON.stringify(res.body));
     out.push(res);
@@ -30,20 +35,21 @@ test('a kept page is the fresh answer, with its own headers, until a write throu
   for (const name of ['Ana', 'Ben', 'Cy']) {
     made.push(await openConversation(app, admin.token, { guestId: await insertGuest(app, name), channel: 'web' }));
   }
-  const [a, b, c] = await thrice(app, admin.token);
-  assert.equal(app.ctx.pageCache!.size().entries, 1, 'kept after the second read at one version');
-  assert.equal(c!.raw.body, a!.raw.body);
-  assert.deepEqual(ids(c!), [made[2].id, made[1].id]);
+  const answers = await untilKept(app, admin.token);
+  const [a, b, c] = [answers[0]!, answers.at(-2)!, answers.at(-1)!];
+  assert.equal(app.ctx.pageCache!.size().entries, 1);
+  assert.equal(c.raw.body, a.raw.body);
+  assert.deepEqual(ids(c), [made[2].id, made[1].id]);
   // Per request still: its id, its rate-limit count, the Link to the next page; lists carry no ETag.
-  assert.notEqual(c!.headers['x-request-id'], b!.headers['x-request-id']);
-  assert.equal(Number(c!.headers['x-ratelimit-remaining']), Number(b!.headers['x-ratelimit-remaining']) - 1);
-  assert.equal(c!.headers.link, a!.headers.link);
-  assert.match(String(c!.headers.link), /^<\/api\/v1\/conversations\?status=open&limit=2&cursor=[^>]+>; rel="next"$/);
-  assert.equal(c!.headers.etag, undefined);
+  assert.notEqual(c.headers['x-request-id'], b.headers['x-request-id']);
+  assert.equal(Number(c.headers['x-ratelimit-remaining']), Number(b.headers['x-ratelimit-remaining']) - 1);
+  assert.equal(c.headers.link, a.headers.link);
+  assert.match(String(c.headers.link), /^<\/api\/v1\/conversations\?status=open&limit=2&cursor=[^>]+>; rel="next"$/);
+  assert.equal(c.headers.etag, undefined);
   // The Link's page, read by cursor, is kept too.
-  const next = String(c!.headers.link).slice(1, String(c!.headers.link).indexOf('>'));
-  const walked = await thrice(app, admin.token, next);
-  assert.deepEqual(ids(walked[2]!), [made[0].id]);
+  const next = String(c.headers.link).slice(1, String(c.headers.link).indexOf('>'));
+  const walked = await untilKept(app, admin.token, next);
+  assert.deepEqual(ids(walked.at(-1)!), [made[0].id]);
 
   // A write through the API: the next read is fresh.
   const one = `/conversations/${made[2].id}`;
@@ -56,7 +62,7 @@ test('a kept page is the fresh answer, with its own headers, until a write throu
   assert.equal((await call(app, 'GET', one, { token: admin.token, headers: { 'if-none-match': etag } })).status, 200);
 
   // A write by the store's own connection outside any route (a job, the CLI) is seen as well.
-  await thrice(app, admin.token);
+  await untilKept(app, admin.token);
   const late = await insertConversation(app, await insertGuest(app, 'Di'));
   assert.deepEqual(ids(await call(app, 'GET', LIST, { token: admin.token })), [late, made[1].id]);
 });
@@ -67,13 +73,12 @@ test('a write by another instance on the same store is seen by the next list', a
   const b = await buildTestApp(t, env);
   const admin = await createStaff(a, 'admin');
   const first = await openConversation(a, admin.token, { guestId: await insertGuest(a, 'Ana'), channel: 'web' });
-  const kept = await thrice(a, admin.token);
-  assert.deepEqual(ids(kept[2]!), [first.id]);
-  assert.equal(a.ctx.pageCache!.size().entries, 1);
+  const kept = await untilKept(a, admin.token);
+  assert.deepEqual(ids(kept.at(-1)!), [first.id]);
 
   const second = await openConversation(b, admin.token, { guestId: await insertGuest(b, 'Ben'), channel: 'web' });
   assert.deepEqual(ids(await call(a, 'GET', LIST, { token: admin.token })), [second.id, first.id]);
-  await thrice(a, admin.token);
+  await untilKept(a, admin.token);
   assert.equal(
     (await call(b, 'PATCH', `/conversations/${first.id}`, { token: admin.token, body: { status: 'closed' } })).status,
     200,
@@ -88,9 +93,9 @@ test("a staff member never gets a manager's kept page, nor a key without the sco
   const agent = await createStaff(app, 'staff');
   const theirs = await insertConversation(app, await insertGuest(app, 'Ana'), { assignee: agent.id });
   const nobodys = await insertConversation(app, await insertGuest(app, 'Ben'));
-  const all = await thrice(app, manager.token);
-  assert.deepEqual(new Set(ids(all[2]!)), new Set([theirs, nobodys]));
-  const own = await thrice(app, agent.token);
+  const all = await untilKept(app, manager.token);
+  assert.deepEqual(new Set(ids(all.at(-1)!)), new Set([theirs, nobodys]));
+  const own = await untilKept(app, agent.token);
   for (const res of own) assert.deepEqual(ids(res), [theirs]);
   assert.deepEqual(new Set(ids(await call(app, 'GET', LIST, { token: manager.token }))), new Set([theirs, nobodys]));
 
@@ -120,11 +125,10 @@ test('a kept page is read again once an SLA moment of its rows has passed', asyn
   });
   assert.equal(inbound.status, 201, JSON.stringify(inbound.body));
   const status = (res: Res) => res.data[0].sla.status;
-  for (const res of await thrice(app, admin.token)) assert.equal(status(res), 'ok');
-  assert.equal(app.ctx.pageCache!.size().entries, 1);
+  for (const res of await untilKept(app, admin.token)) assert.equal(status(res), 'ok');
   t.mock.timers.tick(8.5 * 60_000);
   assert.equal(status(await call(app, 'GET', LIST, { token: admin.token })), 'at_risk');
-  for (const res of await thrice(app, admin.token)) assert.equal(status(res), 'at_risk');
+  for (const res of await untilKept(app, admin.token)) assert.equal(status(res), 'at_risk');
   t.mock.timers.tick(2 * 60_000);
   assert.equal(status(await call(app, 'GET', LIST, { token: admin.token })), 'breached');
 });
@@ -132,7 +136,7 @@ test('a kept page is read again once an SLA moment of its rows has passed', asyn
 test('PAGE_CACHE=false keeps no page', async (t) => {
   const app = await buildTestApp(t, { PAGE_CACHE: 'false' });
   const admin = await createStaff(app, 'admin');
-  await insertConversation(app, await insertGuest(app));
-  await thrice(app, admin.token);
+  const id = await insertConversation(app, await insertGuest(app));
+  for (let i = 0; i < 3; i++) assert.deepEqual(ids(await call(app, 'GET', LIST, { token: admin.token })), [id]);
   assert.equal(app.ctx.pageCache, null);
 });
