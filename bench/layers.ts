@@ -1,8 +1,9 @@
 // Owns the per-layer A/B figures of issue 39: the app built in this process on a fresh SQLite file
 // (or PostgreSQL + Redis with --pg), then each request of the four the issue names timed as server
 // CPU per request (process.cpuUsage over `app.inject`, one at a time), each with and without one
-// layer turned on: metrics (METRICS_TOKEN), CORS (CORS_ORIGINS, with and without an Origin
-// header), an Idempotency-Key, an If-Match. The variants of one request are interleaved round by
+// layer changed: the page cache off (PAGE_CACHE=false: every list read fresh), metrics
+// (METRICS_TOKEN), CORS (CORS_ORIGINS, with and without an Origin header), an Idempotency-Key, an
+// If-Match. The variants of one request are interleaved round by
 // round and the median of the rounds is kept, so a loaded machine slows them alike; the
 // difference to the plain request is the layer's cost. The list is also timed against its floor
 // (its own statement in a bare Fastify app in this process, as the bench's floor is built).
@@ -127,6 +128,7 @@ async function floorApp(): Promise<FastifyInstance> {
   await f.ready();
   return f;
 }
+const fresh = await app({ PAGE_CACHE: 'false' });
 const withMetrics = await app({ METRICS_TOKEN });
 const withCors = await app({ CORS_ORIGINS: ORIGIN });
 
@@ -216,12 +218,40 @@ const patch = (a: FastifyInstance, label: string, ifMatch = false): Variant => (
   },
 });
 
+/**
+ * The conversation lists of the realistic mix (bench/mix.ts: a random filter of five, a shallow
+ * page, `limit` 20 or 50), with a write (a conversation's status, untimed) before every fifth:
+ * a page is rarely asked twice between writes, so the page cache mostly misses; what each miss
+ * costs it shows against PAGE_CACHE=false.
+ */
+const MIX_FILTERS = ['', 'status=open', 'status=pending', 'channel=whatsapp', 'status=open&channel=email'];
+let mixN = 0;
+const mixList = (a: FastifyInstance, label: string): Variant => ({
+  label,
+  app: a,
+  request: async () => {
+    mixN++;
+    if (mixN % 5 === 0) {
+      await must(a, {
+        method: 'PATCH',
+        url: `/api/v1/conversations/${next(conversations)}`,
+        headers: auth,
+        payload: { status: mixN % 2 ? 'open' : 'pending' },
+      });
+    }
+    const filter = MIX_FILTERS[mixN % MIX_FILTERS.length]!;
+    const q = `${filter}${filter === '' ? '' : '&'}limit=${mixN % 3 ? 20 : 50}&page=${1 + (mixN % 2)}`;
+    return { method: 'GET', url: `/api/v1/conversations?${q}`, headers: auth };
+  },
+});
+
 const floor = await floorApp();
 const cases: Case[] = [
   {
     name: 'GET /conversations?status=open&limit=20',
     variants: [
-      list(plain, 'plain'),
+      list(plain, 'plain (repeated: answered from the page cache)'),
+      list(fresh, 'every read fresh (PAGE_CACHE=false)'),
       {
         label: "its floor: the page's statement in bare Fastify (src/db/queries), no auth",
         app: floor,
@@ -231,6 +261,10 @@ const cases: Case[] = [
       list(withCors, 'CORS on, no Origin header'),
       list(withCors, 'CORS on, with an Origin header', { origin: ORIGIN }),
     ],
+  },
+  {
+    name: "the mix's conversation lists, a write before every fifth (untimed)",
+    variants: [mixList(plain, 'plain (page cache on)'), mixList(fresh, 'PAGE_CACHE=false')],
   },
   {
     name: 'GET /auth/me',
@@ -276,6 +310,7 @@ try {
   for (const c of cases) {
     // The apps with a layer on are closed before the writes: their pollers would read each write.
     if (c.name.startsWith('POST')) {
+      await fresh.close();
       await withCors.close();
       await withMetrics.close();
     }
@@ -293,6 +328,7 @@ try {
     }
   }
 } finally {
+  await fresh.close();
   await withCors.close();
   await withMetrics.close();
   await plain.close();

@@ -13,6 +13,7 @@ import {
   compileValidatorLazily,
 } from './lib/compiled-schemas.js';
 import { TokenService } from './lib/jwt.js';
+import { PageCache } from './lib/page-cache.js';
 import { CursorCodec } from './lib/pages.js';
 import type { Counter } from './lib/rate-limiter.js';
 import { requestId } from './lib/request-id.js';
@@ -83,6 +84,8 @@ export interface AppContext {
   lifecycle: { draining: boolean };
   /** Resolves a webhook URL's host for its address check (src/modules/webhooks/url-guard.ts). */
   resolveHost: ResolveHost;
+  /** List pages kept under the store's data version (src/lib/page-cache.ts); null when PAGE_CACHE=false. */
+  pageCache: PageCache | null;
 }
 
 declare module 'fastify' {
@@ -200,6 +203,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
     revoke: app.revoke,
     lifecycle: { draining: false },
     resolveHost: options.resolveHost ?? resolveHost,
+    pageCache: config.pageCache ? new PageCache() : null,
   } satisfies AppContext);
 
   app.setValidatorCompiler(config.schemaCompile === 'lazy' ? compileValidatorLazily : compileValidator);

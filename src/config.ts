@@ -76,6 +76,8 @@ export interface Config {
   readonly maxConnections: number;
   /** Open event streams per caller (staff member or API key), across instances with Redis. */
   readonly streamsPerCaller: number;
+  /** Keep conversation list pages under the store's data version (src/lib/page-cache.ts). */
+  readonly pageCache: boolean;
   /** Channel providers and the channel dispatcher (src/config-channels.ts). */
   readonly channels: ChannelsConfig;
   /** Where attachment contents are kept and how large they may be (src/config-attachments.ts). */
@@ -317,6 +319,7 @@ export function loadConfig(env: Env = process.env): Config {
     keepAliveTimeoutMs: int(env, 'KEEP_ALIVE_TIMEOUT_MS', 72_000, 10, 3_600_000),
     maxConnections: int(env, 'MAX_CONNECTIONS', defaultMaxConnections(openFilesLimit()), 1, 10_000_000),
     streamsPerCaller: int(env, 'STREAMS_PER_CALLER', 10, 1, 10_000),
+    pageCache: bool(env, 'PAGE_CACHE', true),
     channels: parseChannels(env, jwtSecret),
     attachments: parseAttachments(env),
   });

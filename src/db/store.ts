@@ -60,6 +60,16 @@ export interface Store extends Executor {
    * transaction is open on the connection. Caches of rows (the gate's staff rows, API keys) key on it.
    */
   readVersion(): string | null;
+  /**
+   * A value that is the same for two reads only if both see the same committed data, on every
+   * instance, or null when none can be given (a transaction open on the connection, or a request
+   * transaction). SQLite: readVersion(), at once. PostgreSQL: the current snapshot
+   * (`pg_current_snapshot()`, xmin:xmax:in-progress ids) in one round trip that reads no row: any
+   * commit, by any connection, removes its id from the in-progress ids or moves xmax, so a text
+   * never comes back once anything committed (the ids are the server's: other databases' commits
+   * move it too). The list page cache keys on it (src/lib/page-cache.ts).
+   */
+  dataVersion(): string | null | Promise<string | null>;
   close(): Promise<void>;
 }
 
@@ -88,6 +98,9 @@ function pgTypeParser(types: typeof pg.types, oid: number, format?: string): (va
   if (oid === OID.json || oid === OID.jsonb) return (v: string) => v;
   return types.getTypeParser(oid, format as 'text') as (value: string) => unknown;
 }
+
+/** The PostgreSQL snapshot as text: what dataVersion() reads. */
+const SNAPSHOT = 'select pg_current_snapshot()::text as v';
 
 /** Prepared statements kept per SQLite connection; the oldest unused one goes first past this. */
 const STATEMENT_CACHE_SIZE = 500;
@@ -251,6 +264,10 @@ export function openStore(config: StoreConfig, options: StoreOptions = {}): Stor
     // form parses and prepares a PRAGMA on every call (docs/performance.md).
     const changes = conn.prepare('select total_changes()').pluck();
     const dataVersion = conn.prepare('pragma data_version').pluck();
+    const readVersion = (): string | null => {
+      if (conn.inTransaction) return null;
+      return `${changes.get() as number}.${dataVersion.get() as number}`;
+    };
     return {
       ...joining(root),
       db,
@@ -258,10 +275,9 @@ export function openStore(config: StoreConfig, options: StoreOptions = {}): Stor
       eventsCommitted: new Signal(),
       maintenance: (work) => work(db),
       poolUse: () => null,
-      readVersion() {
-        if (conn.inTransaction) return null;
-        return `${changes.get() as number}.${dataVersion.get() as number}`;
-      },
+      readVersion,
+      // A request transaction holds the connection in a transaction: readVersion() is null then.
+      dataVersion: readVersion,
       async ping() {
         conn.prepare('select 1').get();
       },
@@ -442,6 +458,12 @@ export function openStore(config: StoreConfig, options: StoreOptions = {}): Stor
     },
     poolUse: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     readVersion: () => null,
+    async dataVersion() {
+      if (requestTx()) return null;
+      checkout();
+      const { rows } = await pool.query<{ v: string }>({ name: 'gma_snapshot', text: SNAPSHOT });
+      return rows[0]!.v;
+    },
     async ping() {
       await sql`select 1`.execute(db);
     },

@@ -9,6 +9,7 @@ import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { PageRequest, PageResult } from '../db/paginate.js';
 import { fieldError, validation } from './errors.js';
+import type { KeptPage, PageCache } from './page-cache.js';
 import type { ListMeta } from './schemas.js';
 
 type Key = [string | number, string];
@@ -137,10 +138,23 @@ export async function listPage<R, T>(
 }
 
 /**
+ * How listPageJson keeps a list's pages (src/lib/page-cache.ts): `key` names everything the page
+ * depends on besides the store's data and the time (the list, its filters as the caller may see
+ * them, `page`, `limit`, `cursor`), and `until` gives the first moment (epoch ms) from which its
+ * rows could read differently by time alone.
+ */
+export interface PageCaching<R> {
+  cache: PageCache;
+  key: string;
+  until(rows: R[]): number | Promise<number>;
+}
+
+/**
  * listPage for a list whose store writes each row's JSON (`jsonOf` reads it off the row): the answer
  * is those texts joined in the envelope, with no object built or serialized per row. What it sends
  * is what listPage would (the route's schema still documents it; the tests check every answer
- * against it).
+ * against it). With `caching`, a page read at the store's current data version is answered again
+ * from the cache (its key asked before at that version: see PageCache).
  */
 export async function listPageJson<R>(
   request: FastifyRequest,
@@ -148,16 +162,44 @@ export async function listPageJson<R>(
   list: string,
   read: (req: PageRequest) => Promise<PageResult<R>>,
   jsonOf: (row: R) => string,
+  caching?: PageCaching<R>,
 ): Promise<FastifyReply> {
-  const { cursors } = request.server.ctx;
+  const { cursors, store } = request.server.ctx;
+  let version: string | null = null;
+  let admitted = false;
+  if (caching !== undefined) {
+    // The version the gate read for this request, if any (SQLite): the same store's, one read fewer.
+    const v = request.storeVersion ?? store.dataVersion();
+    version = typeof v === 'string' || v === null ? v : await v;
+    if (version !== null) {
+      // The key holds the cursor and page as sent: a kept page's request was checked when it was read.
+      const kept = caching.cache.get(caching.key, version, Date.now());
+      if (kept !== undefined) return sendPage(request, reply, kept);
+      admitted = caching.cache.missAdmits(caching.key, version);
+    }
+  }
   const req = pageRequest(request, list, cursors, false);
   const result = await read(req);
-  const meta = pageMeta(request, reply, list, cursors, req, result);
+  const meta = metaOf(request, list, cursors, req, result);
   let data = '';
   for (let i = 0; i < result.rows.length; i++)
     data += i === 0 ? jsonOf(result.rows[i]!) : `,${jsonOf(result.rows[i]!)}`;
+  const page: KeptPage = {
+    body: `{"success":true,"data":[${data}],"meta":${JSON.stringify(meta)}}`,
+    nextCursor: meta.nextCursor,
+  };
+  if (admitted) {
+    const until = await caching!.until(result.rows);
+    // Kept only if nothing committed while it was read: then it is the data at `version`.
+    if ((await store.dataVersion()) === version) caching!.cache.put(caching!.key, version!, page, until);
+  }
+  return sendPage(request, reply, page);
+}
+
+function sendPage(request: FastifyRequest, reply: FastifyReply, page: KeptPage): FastifyReply {
+  if (page.nextCursor !== null) reply.header('link', `<${nextUrl(request.url, page.nextCursor)}>; rel="next"`);
   reply.type('application/json; charset=utf-8');
-  return reply.send(`{"success":true,"data":[${data}],"meta":${JSON.stringify(meta)}}` as never);
+  return reply.send(page.body as never);
 }
 
 /** The page's `meta`, with the `Link` header when another page follows. */
@@ -169,8 +211,20 @@ function pageMeta<R>(
   req: PageRequest,
   result: PageResult<R>,
 ): ListMeta {
+  const meta = metaOf(request, list, cursors, req, result);
+  if (meta.nextCursor !== null) reply.header('link', `<${nextUrl(request.url, meta.nextCursor)}>; rel="next"`);
+  return meta;
+}
+
+/** The page's `meta`. */
+function metaOf<R>(
+  request: FastifyRequest,
+  list: string,
+  cursors: CursorCodec,
+  req: PageRequest,
+  result: PageResult<R>,
+): ListMeta {
   const nextCursor = result.next === null ? null : cursors.encode(scopeOf(list, request), result.next);
-  if (nextCursor !== null) reply.header('link', `<${nextUrl(request.url, nextCursor)}>; rel="next"`);
   if ('after' in req || result.total === null) return { limit: req.limit, nextCursor };
   const { page, limit } = req;
   const total = result.total;

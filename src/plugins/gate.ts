@@ -36,6 +36,12 @@ declare module 'fastify' {
   }
   interface FastifyRequest {
     user: AuthUser | null;
+    /**
+     * The store's data version as the gate read it for this request (SQLite, staff tokens), null
+     * when it read none: the list page cache (src/lib/pages.ts) takes it rather than reading it
+     * again. A page answered at it is the data as it stood during this request.
+     */
+    storeVersion: string | null;
   }
 }
 
@@ -167,7 +173,11 @@ function authenticate(
     if (kept !== undefined) return admit(kept.row, jti, iat, exp);
     return staff.read(store, sub, jti, version).then((row) => admit(row, jti, iat, exp));
   };
-  if (countFirst === null) return lookUp(store.readVersion());
+  if (countFirst === null) {
+    const version = store.readVersion();
+    request.storeVersion = version;
+    return lookUp(version);
+  }
   return Promise.resolve(countFirst(`stf:${sub}`)).then((hit) =>
     lookUp(hit.generation === undefined ? null : `g:${hit.generation}`),
   );
@@ -291,6 +301,7 @@ function scopeRefusal(needed: Scope | readonly Scope[] | undefined, held: readon
 export default fp(
   async function gate(app: FastifyInstance) {
     app.decorateRequest('user', null);
+    app.decorateRequest('storeVersion', null);
     const staff = staffRows();
     // PostgreSQL cannot tell its version without a round trip; with Redis counting every request
     // anyway, that round trip brings a generation instead (see staffRows).

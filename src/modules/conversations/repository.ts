@@ -233,6 +233,33 @@ export const listConversations = paginate<ConversationListFilter, ConversationJs
   }),
 });
 
+/** A row's JSON holds an SLA object (not `"sla":null`); strings inside it escape their quotes. */
+const SLA_OBJECT = /"sla"\s*:\s*\{/;
+
+/**
+ * The first SLA moment (a running target's at-risk or due time, epoch ms) after `at` among the
+ * list rows, or Infinity: until then their SLA views read as they did at `at`. Rows whose `sla` is
+ * null have no such moment.
+ */
+export async function nextSlaMoment(db: Executor, rows: readonly ConversationJsonRow[], at: number): Promise<number> {
+  const ids = rows.filter((r) => SLA_OBJECT.test(r.json)).map((r) => r.id);
+  if (ids.length === 0) return Infinity;
+  const found = await db
+    .selectFrom('conversations')
+    .select(['sla_response_due', 'sla_response_risk', 'sla_resolution_due', 'sla_resolution_risk'])
+    .where('id', 'in', ids)
+    .execute();
+  let next = Infinity;
+  for (const r of found) {
+    for (const v of [r.sla_response_due, r.sla_response_risk, r.sla_resolution_due, r.sla_resolution_risk]) {
+      if (v === null || v === undefined) continue;
+      const t = Date.parse(toIso(v));
+      if (t > at && t < next) next = t;
+    }
+  }
+  return next;
+}
+
 export interface NewConversation {
   id: string;
   guestId: string;

@@ -10,11 +10,17 @@ import { currentById } from '../../lib/etag.js';
 import { listPage, listPageJson } from '../../lib/pages.js';
 import { BODY_ERRORS, errorResponse, IdParams, Ok, OkList, ok, STANDARD_ERRORS } from '../../lib/schemas.js';
 import { currentStays } from '../stays/current.js';
-import { hotelToday } from '../stays/dates.js';
+import { dayHoldsUntil, hotelToday } from '../stays/dates.js';
 import { listLabelled } from './label-lists.js';
 import { labelFilter } from './labels.js';
 import { messagesRoutes } from './messages-routes.js';
-import { findConversation, listConversations, toConversation } from './repository.js';
+import {
+  type ConversationJsonRow,
+  findConversation,
+  listConversations,
+  nextSlaMoment,
+  toConversation,
+} from './repository.js';
 import {
   type BulkUpdateItem,
   BulkUpdateItem as BulkUpdateItemSchema,
@@ -58,15 +64,36 @@ export const conversationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       // Label lists read their own index ranges, which hold no SLA columns (docs/productivity.md).
       if (labels !== undefined && sla !== undefined) throw fieldError('sla', 'cannot be combined with label');
       if (labels === undefined) {
+        const at = Date.now();
+        const now = new Date(at).toISOString();
         // One statement: the rows as JSON, their stays and SLA views included (repository.ts).
-        const shown = { ...filter, now: new Date().toISOString(), today: await hotelToday(db()) };
-        return listPageJson(
-          request,
-          reply,
-          'conversations',
-          (req: PageRequest) => listConversations(db(), shown, req),
-          (row) => row.json,
-        );
+        const read = async (req: PageRequest) =>
+          listConversations(db(), { ...filter, now, today: await hotelToday(db()) }, req);
+        const cache = app.ctx.pageCache;
+        // A list by SLA status is left out: a row outside the page may join it as time passes.
+        const caching =
+          cache === null || sla !== undefined
+            ? undefined
+            : {
+                cache,
+                // Everything else the page depends on: the rows the caller may see (a staff-role caller
+                // only theirs; an admin, a manager and an API key with the scope see them all) and the
+                // page asked for, as sent.
+                key: JSON.stringify([
+                  'conversations/v1',
+                  filter.onlyAssignee ?? null,
+                  status ?? null,
+                  channel ?? null,
+                  assignee ?? null,
+                  request.query.page ?? null,
+                  request.query.limit ?? null,
+                  request.query.cursor ?? null,
+                ]),
+                // The hotel's today (current stays) and the rows' next SLA moment (their SLA status).
+                until: async (rows: ConversationJsonRow[]) =>
+                  Math.min(dayHoldsUntil(at), await nextSlaMoment(db(), rows, at)),
+              };
+        return listPageJson(request, reply, 'conversations', read, (row) => row.json, caching);
       }
       return listPage(
         request,

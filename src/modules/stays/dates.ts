@@ -87,3 +87,10 @@ export async function hotelClock(db: Executor): Promise<HotelClock> {
 export async function hotelToday(db: Executor): Promise<string> {
   return dayIn((await hotelClock(db)).timezone);
 }
+
+/**
+ * The first moment (epoch ms) after `at` at which any zone's day may differ from its day at `at`:
+ * the next UTC quarter-hour (see DAYS). What was read with the hotel's today at `at` holds until then.
+ */
+export const dayHoldsUntil = (at: number): number =>
+  Math.floor(at / QUARTER_HOUR_MS) * QUARTER_HOUR_MS + QUARTER_HOUR_MS;
