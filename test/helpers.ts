@@ -98,7 +98,9 @@ export async function buildTestApp(
     // Each test uses a few routes of the app it builds (src/lib/compiled-schemas.ts).
     SCHEMA_COMPILE: 'lazy',
   };
-  if (TEST_STORE === 'postgres') base.DATABASE_URL = await freshPostgres(t, { migrated: true });
+  if (TEST_STORE === 'postgres' && env.DATABASE_URL === undefined) {
+    base.DATABASE_URL = await freshPostgres(t, { migrated: true });
+  }
   const config = loadConfig({ ...base, ...redisEnv(), ...env });
   built = await buildApp(config, { ...options, ...(await migratedMemoryStore(t, config)) });
   return built;

@@ -269,10 +269,12 @@ async function reset(name: string, templateName: string, p: Pristine): Promise<v
 /**
  * A PostgreSQL database for one test: empty, made now and dropped when the test ends; or
  * (`migrated`) as the app would leave a fresh one after its start-up migrations, taken from the
- * pool and given back when the test ends.
+ * pool and given back when the test ends. `pooled: false` makes a new copy of the template instead,
+ * for a test that reads the planner's choices: a pool database holds the same rows as a new one,
+ * but its tables keep the pages earlier tests filled, and the planner sizes tables by their pages.
  */
-export async function freshPostgres(t: TestContext, o: { migrated?: boolean } = {}): Promise<string> {
-  if (o.migrated) {
+export async function freshPostgres(t: TestContext, o: { migrated?: boolean; pooled?: boolean } = {}): Promise<string> {
+  if (o.migrated && o.pooled !== false) {
     const { name: templateName, pristine } = await migratedTemplate();
     const name = await takeFromPool(templateName);
     await reset(name, templateName, pristine);
@@ -283,7 +285,8 @@ export async function freshPostgres(t: TestContext, o: { migrated?: boolean } = 
     return urlOf(name);
   }
   const name = `gma_test_${Date.now().toString(36)}_${randomBytes(4).toString('hex')}`;
-  await withClient(PG_ADMIN_URL, (admin) => admin.query(`create database ${name}`));
+  const from = o.migrated ? ` template ${(await migratedTemplate()).name}` : '';
+  await withClient(PG_ADMIN_URL, (admin) => admin.query(`create database ${name}${from}`));
   t.after(() => withClient(PG_ADMIN_URL, (c) => c.query(`drop database if exists ${name} with (force)`)));
   return urlOf(name);
 }
