@@ -233,6 +233,36 @@ test('a staff member finds only messages of conversations assigned to them', asy
   assert.deepEqual(contents(await search(w, 'towels', '&channel=email', w.staff.token)), ['towels for room 5, mine']);
 });
 
+test('a search narrowed to a channel or a staff member ranks its matches as the whole search does', async (t) => {
+  const w = await setup(t);
+  // The better match is the older one: an order by time alone would put it last.
+  await conversation(w, ['late checkout, late checkout: late!', 'late checkout please', 'early checkin'], {
+    assignee: w.staff.id,
+  });
+  await conversation(w, ['late checkout for us too'], { channel: 'web' });
+  const mine = ['late checkout, late checkout: late!', 'late checkout please'];
+  const whole = contents(await search(w, 'late check'));
+  assert.equal(whole.length, 3);
+  assert.deepEqual(
+    whole.filter((c) => mine.includes(c)),
+    mine,
+  );
+  for (const [extra, token] of [
+    ['&channel=email', w.manager.token],
+    ['', w.staff.token],
+    ['&channel=email', w.staff.token],
+  ] as const) {
+    const res = await search(w, 'late check', extra, token);
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.deepEqual(contents(res), mine, extra);
+    assert.equal(res.body.meta.total, 2);
+  }
+  // Nothing in the window: nothing ranked, whatever the words match elsewhere.
+  const none = await search(w, 'late check', '&channel=web', w.staff.token);
+  assert.deepEqual(none.data, []);
+  assert.deepEqual(none.body.meta, { page: 1, limit: 20, total: 0, pages: 0, nextCursor: null, capped: false });
+});
+
 test('API keys search with conversations:read (or write) and are refused without it', async (t) => {
   const w = await setup(t);
   await conversation(w, ['spare pillow please']);
@@ -365,6 +395,10 @@ test('a search matching more than 1,000 messages ranks and counts the newest 1,0
   // Equal ranks, newest first: the window ends at the 1,000th newest; the three oldest are left out.
   assert.equal(last.data.at(-1).content, 'shuttle 3');
   assert.deepEqual((await search(w, 'shuttle', '&limit=100&page=11')).data, []);
+  // Narrowed to the conversation's channel, the same window, the same order.
+  const narrowed = await search(w, 'shuttle', '&limit=100&page=10&channel=web');
+  assert.deepEqual(narrowed.body.meta, last.body.meta);
+  assert.deepEqual(contents(narrowed), contents(last));
   // A narrower search finds an old one again.
   const narrow = await search(w, 'shuttle 0');
   assert.equal(narrow.body.meta.capped, false);

@@ -73,18 +73,36 @@ type ParamFn = (v: unknown, cast?: string) => string;
  * (migration 034), matched with the search's words inside the index; messages are read for each
  * match scanned only for a time filter, otherwise just for the page. bm25 weighs the content
  * column alone and is lower for a better match; ties go to the newer message (the higher rowid).
+ *
+ * bm25 counts, once per search, the rows holding each phrase of the MATCH (its rarity), reading
+ * every match of it: for a scope word that is a quarter of all messages (a channel) or all of a
+ * staff member's. A narrowed search therefore finds its window without bm25, then ranks the
+ * window's rows by a second MATCH of the content words alone over the window's span of rowids:
+ * the same rank (a scope word weighs 0 and its rarity multiplies nothing), without reading the
+ * scope word's matches.
  */
 function sqliteSql(f: SearchFilter, param: ParamFn, page: { limit: number; offset: number }): string {
+  const narrowed = f.onlyAssignee !== undefined || f.channel !== undefined;
   const match = param(ftsMatch(f.words, { assignee: f.onlyAssignee, channel: f.channel }));
   const where = timeConditions(f, param);
   const joins = where.length === 0 ? '' : 'cross join messages m on m.rowid = f.rowid';
+  const found = `from message_fts f ${joins}
+  where message_fts match ${match}${where.map((w) => ` and ${w}`).join('')}
+  order by f.rowid desc limit ${WINDOW + 1}`;
+  // An empty window spans nothing: the largest rowid keeps the second MATCH from reading anything.
+  const windows = narrowed
+    ? `with win as materialized (select f.rowid as r ${found}),
+ids as materialized (select r from win order by r desc limit ${WINDOW}),
+ranked as materialized (
+  select f.rowid as r, bm25(message_fts, 1.0, 0.0) as rank from message_fts f
+  where message_fts match ${param(ftsMatch(f.words))}
+    and f.rowid >= coalesce((select min(r) from ids), 9223372036854775807)
+), hits as materialized (select i.r, k.rank from ids i join ranked k on k.r = i.r)`
+    : `with win as materialized (select f.rowid as r, bm25(message_fts, 1.0, 0.0) as rank ${found}),
+hits as materialized (select r, rank from win order by r desc limit ${WINDOW})`;
   const limit = param(page.limit);
   const offset = param(page.offset);
-  return `with win as materialized (
-  select f.rowid as r, bm25(message_fts, 1.0, 0.0) as rank from message_fts f ${joins}
-  where message_fts match ${match}${where.map((w) => ` and ${w}`).join('')}
-  order by f.rowid desc limit ${WINDOW + 1}
-), hits as materialized (select r, rank from win order by r desc limit ${WINDOW})
+  return `${windows}
 select (select count(*) from win) as matched, t.n as total, ${SELECTED}
 from (select count(*) as n from hits) t
 left join (select r, rank from hits order by rank, r desc limit ${limit} offset ${offset}) h on 1
