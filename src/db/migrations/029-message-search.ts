@@ -4,8 +4,10 @@
 // every insert, content change and delete.
 // - SQLite: an FTS5 table over messages (external content: the words are indexed, the text is read
 //   from messages itself) with the unicode61 tokenizer folding case and diacritics, kept by
-//   triggers. Its keys are messages' rowids: a migration that rebuilds the messages table must end
-//   with `insert into message_fts(message_fts) values ('rebuild')`.
+//   triggers. Its keys are messages' rowids: a migration that rebuilds the messages table must fill
+//   the index again. Since migration 034 the table is contentless, where FTS5's 'rebuild' is not
+//   available: empty it (`insert into message_fts(message_fts) values ('delete-all')`) and insert
+//   every message's row with its scope words, as 034's backfill does.
 // - PostgreSQL: a stored tsvector column under a GIN index, made with a text search configuration
 //   copied from `simple` (no stemming, no stop words) that strips accents with the unaccent
 //   dictionary. ASCII punctuation is turned into spaces first, so `anna@hotel.com` or `late-checkout`
