@@ -7,6 +7,7 @@ import { Agent } from 'node:http';
 import { login } from './client.js';
 import { HOT_SUBJECT } from './hot.js';
 import { type Answer, type LoadRequest, send, type Workload } from './http-load.js';
+import { seeded } from './inject-timing.js';
 
 const API = '/api/v1';
 export const MIX_USERS = 20;
@@ -31,18 +32,6 @@ interface UserState {
   account: Account;
   /** The next cursor of the list this user walks, by list path. */
   walks: Map<string, { filter: string; cursor: string; pages: number }>;
-}
-
-/** A small fast PRNG (mulberry32): repeatable runs without the cost of crypto randomness. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 interface Row {
@@ -74,7 +63,7 @@ export async function mixAccounts(baseUrl: string, password: string): Promise<Ac
 }
 
 export function mixWorkload(accounts: Account[], o: { seed?: number }): Workload {
-  const rand = prng(o.seed ?? 20);
+  const rand = seeded(o.seed ?? 20);
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)]!;
   const users: UserState[] = Array.from({ length: MIX_USERS }, (_, u) => ({
     account: accounts[u % accounts.length]!,

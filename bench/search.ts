@@ -8,15 +8,16 @@
 //                                     [--keep] [--runs N] [--queries N] [--seed N]
 // The same --seed on the same store draws the same queries, so two builds can be compared.
 import { randomBytes } from 'node:crypto';
-import { readFileSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { type Kysely, sql } from 'kysely';
+import type { Kysely } from 'kysely';
 import pg from 'pg';
 import { buildApp } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
 import type { Database } from '../src/db/tables.js';
+import { InjectTimer, seeded } from './inject-timing.js';
 import { cleanupAll, installSignalHandlers, onCleanup, runNode } from './proc.js';
 
 const ROOT = new URL('..', import.meta.url).pathname;
@@ -41,17 +42,6 @@ const { values: opts } = parseArgs({
   },
 });
 
-/** mulberry32: a small seeded generator, so a run's queries can be drawn again. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 const random = seeded(Number(opts.seed));
 
 const messages = count(opts.messages);
@@ -185,15 +175,7 @@ async function main() {
     // /proc/<pid>/schedstat, so PostgreSQL must run on this machine). It holds on a loaded machine
     // where wall time does not.
     const onPg = app.ctx.store.dialect === 'postgres';
-    let backends: number[] = [];
-    const serverNs = () =>
-      backends.reduce((sum, pid) => {
-        try {
-          return sum + Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[0]);
-        } catch {
-          return sum;
-        }
-      }, 0);
+    const timer = new InjectTimer(db);
     console.log(
       `load average at start: ${loadavg()
         .map((l) => l.toFixed(1))
@@ -217,20 +199,8 @@ async function main() {
         }
         if (first.statusCode !== 200) throw new Error(`${url}: ${first.statusCode} ${first.body}`);
         matches.push(first.json().meta.total);
-        if (onPg) {
-          const { rows } = await sql<{ pid: number }>`select pid from pg_stat_activity
-            where datname = current_database() and backend_type = 'client backend'`.execute(db);
-          backends = rows.map((r) => r.pid);
-        }
-        for (let r = 0; r < runs; r++) {
-          const t0 = performance.now();
-          const c0 = process.cpuUsage();
-          const s0 = serverNs();
-          await app.inject({ method: 'GET', url, headers });
-          times.push(performance.now() - t0);
-          const c = process.cpuUsage(c0);
-          cpu.push((c.user + c.system) / 1000 + (serverNs() - s0) / 1e6);
-        }
+        if (onPg) await timer.findBackends();
+        await timer.time(app, url, headers, runs, { times, cpu });
       }
       all.push(...times);
       allCpu.push(...cpu);

@@ -9,13 +9,13 @@
 //   node --import tsx bench/suggestions.ts (--sqlite-file F | --pg-database DB) [--pg-url U]
 //                                          [--knowledge N] [--canned N] [--queries N] [--runs N] [--seed N]
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { type Kysely, sql } from 'kysely';
 import { buildApp } from '../src/app.js';
 import { loadConfig } from '../src/config.js';
 import type { Database } from '../src/db/tables.js';
+import { InjectTimer, seeded } from './inject-timing.js';
 import { cleanupAll, installSignalHandlers, onCleanup } from './proc.js';
 
 const { values: opts } = parseArgs({
@@ -31,17 +31,6 @@ const { values: opts } = parseArgs({
   },
 });
 
-/** mulberry32, as bench/search.ts: the same --seed draws the same entries and conversations. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 const random = seeded(Number(opts.seed));
 
 // The entries' words are the guests' own: drawn from stored messages (words of four letters or more,
@@ -159,15 +148,7 @@ async function main() {
   const headers = { authorization: `Bearer ${app.ctx.tokens.sign(admin.id, 'admin').token}` };
   const ids = await sampleConversations(db, Number(opts.queries));
 
-  let backends: number[] = [];
-  const serverNs = () =>
-    backends.reduce((sum, pid) => {
-      try {
-        return sum + Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[0]);
-      } catch {
-        return sum;
-      }
-    }, 0);
+  const timer = new InjectTimer(db);
   const runs = Number(opts.runs);
   console.log(
     `\n${ids.length} conversations, ${runs} timed runs of each after one warm-up run (figures include the machine's load)`,
@@ -186,20 +167,8 @@ async function main() {
     if (first.statusCode !== 200) throw new Error(`${url}: ${first.statusCode} ${first.body}`);
     const data = first.json().data as { knowledge: unknown[]; cannedResponses: unknown[] };
     found.push(data.knowledge.length + data.cannedResponses.length);
-    if (onPg) {
-      const { rows } = await sql<{ pid: number }>`select pid from pg_stat_activity
-        where datname = current_database() and backend_type = 'client backend'`.execute(db);
-      backends = rows.map((r) => r.pid);
-    }
-    for (let r = 0; r < runs; r++) {
-      const t0 = performance.now();
-      const c0 = process.cpuUsage();
-      const s0 = serverNs();
-      await app.inject({ method: 'GET', url, headers });
-      times.push(performance.now() - t0);
-      const c = process.cpuUsage(c0);
-      cpu.push((c.user + c.system) / 1000 + (serverNs() - s0) / 1e6);
-    }
+    if (onPg) await timer.findBackends();
+    await timer.time(app, url, headers, runs, { times, cpu });
   }
   times.sort((x, y) => x - y);
   cpu.sort((x, y) => x - y);
