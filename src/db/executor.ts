@@ -63,14 +63,50 @@ export interface Tx extends Executor {
     done?: (rows: Record<string, unknown>[]) => void,
   ) => void;
   /**
-   * PostgreSQL, outside a request transaction: calls `fn` once the transaction's work is done and
-   * sends the statements it returns with the COMMIT, in the same round trip and before the
-   * `withCommit` statement (in the order registered; values written as literals). For writes to
-   * rows many transactions share (a running total): their row locks are then held only while the
-   * server runs the statements and commits, never while a reply travels to a busy API process and
-   * its next statement back. Undefined where that cannot be done: write at once instead.
+   * Adds `part` to `kind`'s total, written by the statements `kind` makes just before the COMMIT.
+   * For totals many transactions write (report rollups): on PostgreSQL, outside a request
+   * transaction, they are sent with the COMMIT in one round trip (values written as literals), so
+   * their row locks are held only while the server runs them and commits, never while a reply
+   * travels to a busy API process and its next statement back; on SQLite the parts of every
+   * transaction of a group commit that stands (one rolled back to its savepoint adds none) are
+   * summed and written once, after the last. `part` is read once the transaction's work is done:
+   * the caller may keep adding to it until then. Undefined where that cannot be done (a request
+   * transaction's savepoint): write at once instead.
    */
-  readonly beforeCommit?: (fn: () => { sql: string; parameters: readonly unknown[] }[]) => void;
+  readonly addAtCommit?: <T>(kind: CommitTotal<T>, part: T) => void;
+}
+
+/** A total that transactions add to and that is written once, just before their commit (Tx.addAtCommit). */
+export interface CommitTotal<T> {
+  /** Adds `part` into `total` (a transaction's part into the commit's total). */
+  add(total: T, part: T): void;
+  /** A new, empty total. */
+  empty(): T;
+  /** The statements that write `total`, run in the committing transaction before its COMMIT. */
+  statements(x: Executor, total: T): { sql: string; parameters: readonly unknown[] }[];
+}
+
+/** What transactions added with `addAtCommit`, by kind of total, in the order they were added. */
+export type CommitParts = Map<CommitTotal<unknown>, unknown[]>;
+
+/** Adds `parts` into `totals` (a kind's first part is summed into a new total, never kept itself). */
+export function addParts(totals: Map<CommitTotal<unknown>, unknown>, parts: CommitParts): void {
+  for (const [kind, list] of parts) {
+    let total = totals.get(kind);
+    if (total === undefined) {
+      total = kind.empty();
+      totals.set(kind, total);
+    }
+    for (const part of list) kind.add(total, part);
+  }
+}
+
+/** The statements that write `totals`, kind by kind in the order the kinds were first added. */
+export function totalStatements(
+  x: Executor,
+  totals: Map<CommitTotal<unknown>, unknown>,
+): { sql: string; parameters: readonly unknown[] }[] {
+  return [...totals].flatMap(([kind, total]) => kind.statements(x, total));
 }
 
 /** An executor over a Kysely instance or transaction, with `run` executing prepared statements. */
@@ -97,24 +133,37 @@ export function executor(db: Kysely<Database> | Transaction<Database>, dialect: 
   return x;
 }
 
-/** A transaction's executor, collecting the listeners to call after it commits. */
+/**
+ * A transaction's executor, collecting the listeners to call after it commits and, when
+ * `atCommit` is given, the parts it adds to totals written at its commit (`parts`).
+ */
 export function transaction(
   tx: Kysely<Database> | Transaction<Database>,
   dialect: DialectName,
   runSql: RunSql,
   withCommit?: Tx['withCommit'],
-  beforeCommit?: Tx['beforeCommit'],
-): { tx: Tx; committed(): void } {
+  atCommit?: 'totals',
+): { tx: Tx; committed(): void; parts: CommitParts } {
   const after: (() => void)[] = [];
+  const parts: CommitParts = new Map();
   const handle: Tx = {
     ...executor(tx, dialect, runSql),
     onCommit: (fn) => void after.push(fn),
     withCommit,
-    beforeCommit,
+    addAtCommit:
+      atCommit === undefined
+        ? undefined
+        : <T>(kind: CommitTotal<T>, part: T) => {
+            const k = kind as CommitTotal<unknown>;
+            const list = parts.get(k);
+            if (list === undefined) parts.set(k, [part]);
+            else list.push(part);
+          },
   };
   // `run` above calls the base executor, whose statement() needs only the builder and dialect.
   return {
     tx: handle,
+    parts,
     committed() {
       for (const fn of after) {
         try {

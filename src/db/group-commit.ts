@@ -6,7 +6,7 @@
 // acknowledged still means on disk. A transaction that fails is rolled back to its savepoint
 // alone; if the commit itself fails, every transaction of the batch gets the error.
 // This is the SQLite store's `transact` (src/db/store.ts).
-import { type RunSql, type Tx, transaction } from './executor.js';
+import { addParts, type CommitTotal, type RunSql, type Tx, totalStatements, transaction } from './executor.js';
 import { outsideRequestTx } from './request-tx.js';
 import type { Db } from './types.js';
 
@@ -60,15 +60,20 @@ export class GroupCommitter {
   private async commit(batch: Job[]): Promise<void> {
     try {
       await this.db.transaction().execute(async (batchTx) => {
+        // Totals the batch's transactions add to (Tx.addAtCommit): summed over the ones that
+        // stand and written once, after the last, so a running total many requests share (a
+        // report rollup row) is written once per commit rather than once per request.
+        const totals = new Map<CommitTotal<unknown>, unknown>();
         for (const job of batch) {
           // Each job its own handle: its onCommit listeners are its own, run only if it stands.
-          const { tx, committed } = transaction(batchTx, 'sqlite', this.direct);
+          const { tx, committed, parts } = transaction(batchTx, 'sqlite', this.direct, undefined, 'totals');
           this.exec('savepoint group_commit');
           try {
             const value = await job.work(tx);
             this.exec('release group_commit');
             job.outcome = { ok: true, value };
             job.committed = committed;
+            addParts(totals, parts);
           } catch (error) {
             job.outcome = { ok: false, error };
             // Undo this transaction's writes only; the others of the batch stand.
@@ -76,6 +81,9 @@ export class GroupCommitter {
             this.exec('release group_commit');
           }
         }
+        if (totals.size === 0) return;
+        const { tx } = transaction(batchTx, 'sqlite', this.direct);
+        for (const q of totalStatements(tx, totals)) await this.direct(q.sql, q.parameters);
       });
     } catch (error) {
       // Nothing of the batch was committed.

@@ -50,7 +50,7 @@ export async function joinRequestTx<T>(work: (tx: Tx) => Promise<T>): Promise<T>
     ...outer,
     onCommit: (fn) => void listeners.push(fn),
     withCommit: undefined,
-    beforeCommit: undefined,
+    addAtCommit: undefined,
   };
   await raw(`savepoint ${name}`);
   let value: T;

@@ -22,7 +22,16 @@ import { Signal } from '../lib/signal.js';
 import type { EventsCommitted } from '../modules/events/committed.js';
 import { registerHistogramFunctions } from '../modules/reports/histogram.js';
 import { checkpointOffLoop } from './checkpointer.js';
-import { type Executor, executor, type RunSql, type Tx, transaction } from './executor.js';
+import {
+  addParts,
+  type CommitTotal,
+  type Executor,
+  executor,
+  type RunSql,
+  type Tx,
+  totalStatements,
+  transaction,
+} from './executor.js';
 import { GroupCommitter } from './group-commit.js';
 import { joining, joinRequestTx, requestTx } from './request-tx.js';
 import type { Database, Db } from './types.js';
@@ -391,7 +400,6 @@ export function openStore(config: StoreConfig, options: StoreOptions = {}): Stor
       const raw = (text: string) => conn.executeQuery(CompiledQuery.raw(text));
       let last: string | null = null;
       let lastDone: ((rows: Record<string, unknown>[]) => void) | undefined;
-      const late: (() => { sql: string; parameters: readonly unknown[] }[])[] = [];
       await raw('begin');
       try {
         // Statements go through the transaction's connection (Kysely holds it).
@@ -405,13 +413,15 @@ export function openStore(config: StoreConfig, options: StoreOptions = {}): Stor
             last = inlineParameters(text, parameters, driver.escapeLiteral);
             lastDone = done;
           },
-          (fn) => void late.push(fn),
+          'totals',
         );
         committed = t.committed;
         const value = await work(t.tx);
-        const atCommit = late
-          .flatMap((fn) => fn())
-          .map((q) => inlineParameters(q.sql, q.parameters, driver.escapeLiteral));
+        const totals = new Map<CommitTotal<unknown>, unknown>();
+        addParts(totals, t.parts);
+        const atCommit = totalStatements(t.tx, totals).map((q) =>
+          inlineParameters(q.sql, q.parameters, driver.escapeLiteral),
+        );
         if (last !== null) atCommit.push(last);
         atCommit.push('commit');
         // Sent as one simple query: if a statement fails, PostgreSQL skips the rest and the COMMIT.

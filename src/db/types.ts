@@ -17,7 +17,7 @@ import type {
   WebhookTable,
 } from './tables.js';
 
-export type { Executor, Tx } from './executor.js';
+export type { CommitTotal, Executor, Tx } from './executor.js';
 export type * from './tables.js';
 
 export type Db = Kysely<Database>;

@@ -7,6 +7,7 @@ import { test } from 'node:test';
 import { CompiledQuery } from 'kysely';
 import type { Tx } from '../../src/db/types.js';
 import { newId } from '../../src/lib/ids.js';
+import { addFacts, type Fact } from '../../src/modules/reports/facts.js';
 import { buildTestApp, call, createStaff, TEST_STORE } from '../helpers.js';
 
 /** A guest row written straight to the store: no addresses, no tags. */
@@ -102,6 +103,57 @@ test('a transaction that fails after writing is undone alone; the ones committed
   assert.deepEqual(names, good.map((g) => g.name).sort());
   // The store is usable afterwards, in and out of a transaction.
   assert.equal(await store.transact(async (tx) => (await tx.selectFrom('guests').select('id').execute()).length), 10);
+});
+
+test('report figures written by concurrent transactions: those that stand count, those undone do not', async (t) => {
+  // On SQLite the rollups of one group commit are summed and written once, after its last
+  // transaction; on PostgreSQL each transaction's are sent with its COMMIT (Tx.addAtCommit).
+  const app = await buildTestApp(t);
+  const manager = await createStaff(app, 'manager');
+  const agent = await createStaff(app, 'staff');
+  const store = app.ctx.store;
+  const hour = Date.parse('2026-03-02T10:00:00Z');
+  const fact = (i: number, wall: number): Fact => ({
+    metric: 'reply_time',
+    at: hour + i * 1000,
+    channel: i % 3 === 0 ? 'sms' : 'web',
+    assignee: i % 2 === 0 ? agent.id : '',
+    department: '',
+    wall,
+    biz: wall,
+  });
+  // Two facts per transaction (added in two calls, as a reply adds them), so each transaction's own
+  // rollup rows already hold sums before the commit adds them up.
+  const outcomes = await Promise.allSettled(
+    Array.from({ length: 40 }, (_, i) =>
+      store.transact(async (tx) => {
+        await addFacts(tx, [fact(i, 2 + i)]);
+        await addFacts(tx, [fact(i, 300 + i * 7)]);
+        if (i % 5 === 4) throw new Error(`undone ${i}`);
+        return i;
+      }),
+    ),
+  );
+  assert.equal(outcomes.filter((o) => o.status === 'rejected').length, 8);
+  const kept = Array.from({ length: 40 }, (_, i) => i).filter((i) => i % 5 !== 4);
+  const q = `from=${new Date(hour).toISOString()}&to=${new Date(hour + 3_600_000).toISOString()}&businessHours=false`;
+  const median = (v: number[]) => {
+    const s = [...v].sort((a, b) => a - b);
+    return (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+  };
+  for (const [filter, picked] of [
+    ['', kept],
+    ['&channel=sms', kept.filter((i) => i % 3 === 0)],
+    [`&assignee=${agent.id}`, kept.filter((i) => i % 2 === 0)],
+  ] as const) {
+    const res = await call(app, 'GET', `/reports/summary?${q}${filter}`, { token: manager.token });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    const walls = picked.flatMap((i) => [2 + i, 300 + i * 7]);
+    assert.equal(res.data.replyTime.count, walls.length, `count${filter}`);
+    const average = walls.reduce((a, b) => a + b, 0) / walls.length;
+    assert.equal(res.data.replyTime.avgSeconds, Math.round(average * 1000) / 1000, `average${filter}`);
+    assert.equal(res.data.replyTime.medianSeconds, median(walls), `median${filter}`);
+  }
 });
 
 test('PostgreSQL: a transaction chosen to end a deadlock runs again and commits', async (t) => {

@@ -6,7 +6,7 @@
 // Everything is written in the caller's transaction, so a figure is exact once that commits.
 import { type Compilable, sql } from 'kysely';
 import { type Param, type Prepared, prepared } from '../../db/prepared.js';
-import type { Executor, Tx } from '../../db/types.js';
+import type { CommitTotal, Executor, Tx } from '../../db/types.js';
 import { binOf } from './bins.js';
 import { type Counts, pgHistogram, sqliteHistogram } from './histogram.js';
 import { num, rdb } from './tables.js';
@@ -165,26 +165,54 @@ interface Deltas {
   rollups: Map<string, RollupRow>;
 }
 
-/** A transaction's deltas waiting for its end (PostgreSQL, `Tx.beforeCommit`). */
+/** A transaction's deltas waiting for its commit (`Tx.addAtCommit`). */
 const pending = new WeakMap<Executor, Deltas>();
 
+/** Counts added bin by bin into `into`. */
+function addCounts(into: Counts, part: Counts): void {
+  for (const [bin, n] of part) into.set(bin, (into.get(bin) ?? 0) + n);
+}
+
+/** The rollup changes of the transactions that commit together, summed row by row. */
+const ROLLUPS: CommitTotal<Deltas> = {
+  empty: () => ({ rollups: new Map() }),
+  add(total, part) {
+    for (const [key, r] of part.rollups) {
+      const t = total.rollups.get(key);
+      if (t === undefined) {
+        total.rollups.set(key, {
+          ...r,
+          wallBins: r.wallBins === null ? null : new Map(r.wallBins),
+          bizBins: r.bizBins === null ? null : new Map(r.bizBins),
+        });
+        continue;
+      }
+      t.n += r.n;
+      t.wall += r.wall;
+      t.biz += r.biz;
+      if (t.wallBins !== null && r.wallBins !== null) addCounts(t.wallBins, r.wallBins);
+      if (t.bizBins !== null && r.bizBins !== null) addCounts(t.bizBins, r.bizBins);
+    }
+  },
+  statements: (x, total) => deltaStatements(x, total),
+};
+
 /**
- * Adds (sign 1) or subtracts (sign −1) facts to the rollups. On PostgreSQL outside a request
- * transaction the deltas of the whole transaction are summed and sent with its COMMIT: every
- * conversation opened or message sent in a quarter-hour adds to the same few rows, and a row
- * written before the end stays locked while the API process sends the rest, so concurrent writers
- * (a burst of journey steps, docs/stays.md) would take turns for longer. Elsewhere they are
- * written at once, one statement per table.
+ * Adds (sign 1) or subtracts (sign −1) facts to the rollups. In a transaction that can, the
+ * deltas are summed and written just before its commit (`Tx.addAtCommit`): every conversation
+ * opened or message sent in a quarter-hour adds to the same few rows, so on SQLite the requests of
+ * one group commit write each row once, and on PostgreSQL a row stays locked only while the COMMIT
+ * runs, not while the API process sends the rest of the transaction (a burst of journey steps,
+ * docs/stays.md). Elsewhere they are written at once, one statement per table.
  */
 async function roll(x: Executor, facts: Fact[], sign: 1 | -1): Promise<void> {
-  const late = (x as Partial<Tx>).beforeCommit;
-  let deltas = late === undefined ? undefined : pending.get(x);
+  const later = (x as Partial<Tx>).addAtCommit;
+  let deltas = later === undefined ? undefined : pending.get(x);
   if (deltas === undefined) {
-    deltas = { rollups: new Map() };
-    if (late !== undefined) {
-      const mine = deltas;
-      pending.set(x, mine);
-      late(() => deltaStatements(x, mine));
+    deltas = ROLLUPS.empty();
+    if (later !== undefined) {
+      pending.set(x, deltas);
+      later(ROLLUPS, deltas);
     }
   }
   const { rollups } = deltas;
@@ -219,7 +247,7 @@ async function roll(x: Executor, facts: Fact[], sign: 1 | -1): Promise<void> {
       }
     }
   }
-  if (late === undefined) await writeDeltas(x, deltas);
+  if (later === undefined) await writeDeltas(x, deltas);
 }
 
 /** The deltas' rows, sorted: two transactions touching the same rows lock them in one order (no deadlock). */
@@ -243,14 +271,25 @@ function deltaRows(x: Executor, { rollups }: Deltas): Row[] {
     })) as unknown as Row[];
 }
 
-/** Writes the deltas in one statement. */
-async function writeDeltas(x: Executor, deltas: Deltas): Promise<void> {
-  if (deltas.rollups.size > 0) await insertRollups.write(x, deltaRows(x, deltas));
+/** Rows per statement: a group commit's total can hold hundreds; each row count is one prepared statement. */
+const ROWS_PER_STATEMENT = 100;
+
+/** The deltas' rows in statements of at most ROWS_PER_STATEMENT rows. */
+function chunks(x: Executor, deltas: Deltas): Row[][] {
+  const rows = deltaRows(x, deltas);
+  const out: Row[][] = [];
+  for (let i = 0; i < rows.length; i += ROWS_PER_STATEMENT) out.push(rows.slice(i, i + ROWS_PER_STATEMENT));
+  return out;
 }
 
-/** The statement that writes the deltas (none when there are none). */
+/** Writes the deltas now. */
+async function writeDeltas(x: Executor, deltas: Deltas): Promise<void> {
+  for (const rows of chunks(x, deltas)) await insertRollups.write(x, rows);
+}
+
+/** The statements that write the deltas (none when there are none). */
 function deltaStatements(x: Executor, deltas: Deltas) {
-  return deltas.rollups.size > 0 ? [insertRollups.of(x, deltaRows(x, deltas))] : [];
+  return chunks(x, deltas).map((rows) => insertRollups.of(x, rows));
 }
 
 /** Records facts and their rollups in the caller's transaction. */
