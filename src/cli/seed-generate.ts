@@ -295,23 +295,31 @@ export async function seedMessages(w: BulkWriter, world: World, total: number, b
       const cid = world.convIds[i]!;
       let staffTurn = false;
       let line = int(8);
+      // Held until the conversation is done: the guest's last line then becomes a question the
+      // knowledge base answers, so its suggestions show something (a closing "thank you" matches
+      // no entry). Its first message is already such a question.
+      const rows: Parameters<typeof sink.row>[] = [];
+      let lastGuestLine = -1;
       for (let j = 0; j < k; j++) {
         const at = iso(times[j]!);
         if (j > 0 && rnd() < 0.06) {
           // A note never reaches the guest: it is stored as delivered to the team, as the API does.
           const text = fill(pick(topic.notes), vars);
-          sink.row(newId('msg'), cid, 'outbound', 'note', text, 'staff', helper.id, 'delivered', at);
+          rows.push([newId('msg'), cid, 'outbound', 'note', text, 'staff', helper.id, 'delivered', at]);
         } else if (staffTurn) {
           const text = fill(topic.staffLines[line++ % topic.staffLines.length]!, vars);
           const status = world.nowMs - times[j]! < 10 * MIN || rnd() < 0.05 ? 'sent' : 'delivered';
-          sink.row(newId('msg'), cid, 'outbound', 'text', text, 'staff', helper.id, status, at);
+          rows.push([newId('msg'), cid, 'outbound', 'text', text, 'staff', helper.id, status, at]);
           staffTurn = false;
         } else {
           const text = fill(j === 0 ? pick(topic.openers) : topic.guestLines[line++ % topic.guestLines.length]!, vars);
-          sink.row(newId('msg'), cid, 'inbound', 'text', text, 'guest', guestId, 'received', at);
+          if (j > 0) lastGuestLine = rows.length;
+          rows.push([newId('msg'), cid, 'inbound', 'text', text, 'guest', guestId, 'received', at]);
           staffTurn = true;
         }
       }
+      if (lastGuestLine >= 0) rows[lastGuestLine]![4] = fill(topic.followUps[line % topic.followUps.length]!, vars);
+      for (const r of rows) sink.row(...r);
     }
   };
   await w.run(n, perStep, produce, [sink], () => progress.update(sink.written));

@@ -7,6 +7,8 @@ export interface Topic {
   /** The guest's first message. */
   openers: string[];
   guestLines: string[];
+  /** A question the guest asks last in a longer conversation, one the knowledge base answers. */
+  followUps: string[];
   staffLines: string[];
   notes: string[];
   tasks: string[];
@@ -23,6 +25,7 @@ export const TOPICS: Topic[] = [
       'Good morning, would it be possible to check out at {time} instead of 11?',
     ],
     guestLines: ['That would be perfect, thank you!', 'Is there a charge for that?', 'Great, see you later.'],
+    followUps: ['Is there a charge for a late checkout?'],
     staffLines: [
       'Hello {name}, late checkout until {time} is confirmed for room {room}.',
       'Hi {name}, we can offer checkout until 2 pm free of charge as a returning guest.',
@@ -39,6 +42,7 @@ export const TOPICS: Topic[] = [
       'Hi, what time can we check in? We arrive around {time}.',
     ],
     guestLines: ['Can we leave our luggage if the room is not ready?', 'Thanks a lot, that helps.'],
+    followUps: ['What time is check-in, and can we leave our luggage before then?'],
     staffLines: [
       'Good morning {name}, check-in starts at 3 pm but we will try to have room {room} ready by {time}.',
       'You are welcome to leave your luggage with us and enjoy breakfast while you wait.',
@@ -56,6 +60,7 @@ export const TOPICS: Topic[] = [
       'Could we get an extra blanket and pillow please?',
     ],
     guestLines: ['Thank you so much!', 'No rush, anytime this afternoon is fine.', 'Got them, thanks!'],
+    followUps: ['What time does housekeeping usually come to clean the room?'],
     staffLines: [
       'Hello {name}, our housekeeping team will bring them to room {room} within 15 minutes.',
       'Noted! Housekeeping will come by at {time}.',
@@ -77,6 +82,7 @@ export const TOPICS: Topic[] = [
       'The TV remote is not working, could someone have a look?',
     ],
     guestLines: ['Thanks, we are in the room now.', 'It works again, thank you!', 'Still not fixed, unfortunately.'],
+    followUps: ['Also, what are the quiet hours? The room next door is very loud.'],
     staffLines: [
       'I am sorry about that, {name}. Our technician is on the way to room {room}.',
       'Thank you for letting us know. Maintenance will be there within 20 minutes.',
@@ -97,6 +103,7 @@ export const TOPICS: Topic[] = [
       'Hi, do you offer an airport shuttle? We are 3 people with 4 suitcases.',
     ],
     guestLines: ['How much does it cost?', 'Perfect, please book it.', 'Thanks, the driver was great.'],
+    followUps: ['How much is the airport transfer, and how long does it take?'],
     staffLines: [
       'Hello {name}, a car is booked for {time} and will wait at the main entrance.',
       'The transfer is 65 EUR and can be charged to room {room}.',
@@ -113,6 +120,7 @@ export const TOPICS: Topic[] = [
       'Hello, what would you recommend for a rainy afternoon with kids?',
     ],
     guestLines: ['Sounds lovely, please book it.', 'Thank you for the tips!'],
+    followUps: ['What are the restaurant and bar hours tonight?'],
     staffLines: [
       'Hello {name}, I booked a table for two at {time} at a lovely place by the harbour.',
       'The city museum and the aquarium are both a 10 minute walk away.',
@@ -130,6 +138,7 @@ export const TOPICS: Topic[] = [
       'Hello, my daughter is allergic to nuts. Can the kitchen take care of that?',
     ],
     guestLines: ['Wonderful, thank you.', 'Could we also get a bottle of sparkling water?', 'Delicious, thanks!'],
+    followUps: ['What time is breakfast served, and do you have gluten-free options?'],
     staffLines: [
       'Good morning {name}, breakfast is served from 6:30 to 10:30, weekends until 11.',
       'Your order is on its way to room {room}, about 25 minutes.',
@@ -146,6 +155,7 @@ export const TOPICS: Topic[] = [
       'Hello, we are celebrating our anniversary. Could you prepare something special?',
     ],
     guestLines: ['Please keep it a surprise!', 'She loved it, thank you so much.'],
+    followUps: ['She has a nut allergy: can the restaurant prepare the cake without nuts?'],
     staffLines: [
       'What a lovely idea, {name}! A cake and a card will be in room {room} at {time}.',
       'Happy anniversary! We will place a bottle of prosecco in your room.',
@@ -158,6 +168,7 @@ export const TOPICS: Topic[] = [
     subjects: ['Parking', 'Where to park', 'Garage'],
     openers: ['Hi, do you have parking? We arrive by car tomorrow.', 'Hello, where can I park an electric car?'],
     guestLines: ['Do I need to reserve a spot?', 'Great, thanks.'],
+    followUps: ['How much is parking per night, and can we charge an electric car?'],
     staffLines: [
       'Hello {name}, our garage is open 24/7 for 25 EUR per night, with two EV chargers.',
       'I reserved a spot for you; just give your plate number at the entrance.',
@@ -173,6 +184,7 @@ export const TOPICS: Topic[] = [
       'Hi, I think the minibar was charged twice on my bill.',
     ],
     guestLines: ['The company is Northwind Ltd, VAT number follows by e-mail.', 'Thanks for fixing it.'],
+    followUps: ['Which payment methods do you accept?'],
     staffLines: [
       'Hello {name}, the invoice has been sent to your e-mail address.',
       'You are right, I apologise. The double charge has been removed.',
@@ -185,6 +197,7 @@ export const TOPICS: Topic[] = [
     subjects: ['Spa booking', 'Massage appointment', 'Wellness'],
     openers: ['Hi, could we book two massages for tomorrow at {time}?', 'Hello, is the pool open in the evening?'],
     guestLines: ['Lovely, thank you.', 'Do we need to bring our own towels?'],
+    followUps: ['Which spa treatments do you offer, and are there yoga classes?'],
     staffLines: [
       'Hello {name}, two 60-minute massages are booked for {time}.',
       'The pool and sauna are open from 7 am to 10 pm; towels and robes are in your room.',
@@ -200,6 +213,7 @@ export const TOPICS: Topic[] = [
       'Hi, did you find a blue scarf after our checkout?',
     ],
     guestLines: ['Could you send it to my home address?', 'Thank you, that is a relief!'],
+    followUps: ['How long do you keep items in lost and found?'],
     staffLines: [
       'Hello {name}, our housekeeping team found it and it is waiting at reception.',
       'We can post it to you; please send us your address.',
@@ -212,6 +226,7 @@ export const TOPICS: Topic[] = [
     subjects: ['Wi-Fi problem', 'Internet connection', 'Cannot connect'],
     openers: ['Hi, the Wi-Fi keeps disconnecting in room {room}.', 'Hello, what is the Wi-Fi password?'],
     guestLines: ['It works now, thanks.', 'Still very slow, unfortunately.'],
+    followUps: ['What is the Wi-Fi network and password?'],
     staffLines: [
       'Hello {name}, the network is "Hotel-Guest" and the password is on your key card holder.',
       'We restarted the access point on your floor; could you try again?',
@@ -227,6 +242,7 @@ export const TOPICS: Topic[] = [
       'Hi, we need to arrive one day later. Can you change the booking?',
     ],
     guestLines: ['Same room if possible.', 'Perfect, thank you!'],
+    followUps: ['What is your cancellation policy if we leave a night early?'],
     staffLines: [
       'Hello {name}, good news: room {room} is available for the extra night.',
       'Your booking has been changed; the confirmation is on its way.',
