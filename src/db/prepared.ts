@@ -5,8 +5,9 @@
 // src/db/executor.ts) decides how: on the store, at once on a cached prepared statement (SQLite)
 // or as a named statement parsed and planned once per connection (PostgreSQL); in a transaction,
 // on its connection.
-import { type Compilable, type SelectQueryBuilder, sql } from 'kysely';
+import { type Compilable, type SelectQueryBuilder, sql, type Updateable } from 'kysely';
 import type { DialectName, Executor, Prepared } from './executor.js';
+import type { Database } from './tables.js';
 
 /** A placeholder value no caller could pass: NUL never reaches the store (src/plugins/input.ts). */
 const MARK = '\u0000param:';
@@ -104,3 +105,67 @@ export function preparedPage<P extends PageParams, R, DB, TB extends keyof DB>(
 
 /** The row type of a prepared query. */
 export type RowOf<Q> = Q extends Prepared<never, infer R> ? R : never;
+
+/**
+ * A query whose text depends on a small shape of its inputs (which columns an update writes, how
+ * many ids a list holds), prepared as `prepared` does once per shape: the same few shapes come
+ * again and again. Past `max` shapes a new one is built and compiled each time, as a query that is
+ * not prepared is.
+ */
+export function preparedByShape<S, P extends Record<string, unknown>, R>(
+  keyOf: (shape: S) => string,
+  build: (db: Executor, p: Param<P>, shape: S) => Compilable<R>,
+  max = 64,
+): (shape: S) => Prepared<P, R> {
+  const byShape = new Map<string, Prepared<P, R>>();
+  return (shape) => {
+    const key = keyOf(shape);
+    let q = byShape.get(key);
+    if (q === undefined) {
+      q = prepared<P, R>((db, p) => build(db, p, shape));
+      if (byShape.size < max) byShape.set(key, q);
+    }
+    return q;
+  };
+}
+
+type Values = Record<string, unknown>;
+const setStatement = preparedByShape(
+  (s: { table: string; columns: readonly string[]; returning: readonly string[] }) =>
+    `${s.table}:${s.columns.join(',')}:${s.returning.join(',')}`,
+  (db, p: Param<Values>, s) => {
+    const q = db
+      .updateTable(s.table as never)
+      .set(Object.fromEntries(s.columns.map((c) => [c, p(`set_${c}`)])) as never)
+      .where('id' as never, '=', p('id') as never);
+    return s.returning.length === 0 ? q : q.returning(s.returning as never);
+  },
+);
+
+/**
+ * Writes `values` (plain values, no SQL expressions; undefined ones are left out) to the row of
+ * `table` with this id, prepared per set of columns (a PATCH writes the fields it was given), and
+ * returns the `returning` columns of the row written (none when it does not exist).
+ */
+export async function updateRowById(
+  x: Executor,
+  table: string,
+  id: string,
+  values: Values,
+  returning: readonly string[] = [],
+): Promise<Values[]> {
+  const columns = Object.keys(values).filter((c) => values[c] !== undefined);
+  const params: Values = { id };
+  for (const c of columns) params[`set_${c}`] = values[c];
+  return x.run(setStatement({ table, columns, returning }), params) as Promise<Values[]>;
+}
+
+/** `updateRowById` for the API's own tables, with their column types. */
+export async function updateById<T extends keyof Database & string>(
+  x: Executor,
+  table: T,
+  id: string,
+  values: Updateable<Database[T]>,
+): Promise<void> {
+  await updateRowById(x, table, id, values as Values);
+}

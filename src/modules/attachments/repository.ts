@@ -1,5 +1,6 @@
 // Owns attachment rows: inserting an upload or an inbound file, reading them by id or by message,
 // moving an inbound file from pending to stored or failed, and the sweep's queries.
+import { type Param, preparedByShape } from '../../db/prepared.js';
 import { fromJson, toIso, toJson } from '../../db/store.js';
 import type { AttachmentTable, Executor } from '../../db/types.js';
 
@@ -112,15 +113,30 @@ export async function findAttachments(db: Executor, ids: readonly string[]): Pro
 }
 
 /** The files of these messages, in each message's order. */
+// Prepared per number of messages (a page holds at most 100): every message read asks for its files.
+const ofMessages = preparedByShape(
+  (n: number) => String(n),
+  (db, p: Param<Record<string, string>>, n) =>
+    db
+      .selectFrom('attachments')
+      .select(COLUMNS)
+      .where(
+        'message_id',
+        'in',
+        Array.from({ length: n }, (_, i) => p(`m${i}`)),
+      )
+      .orderBy('message_id')
+      .orderBy('position'),
+  100,
+);
+
 export async function attachmentsOfMessages(db: Executor, messageIds: readonly string[]): Promise<AttachmentRow[]> {
   if (messageIds.length === 0) return [];
-  const rows = await db
-    .selectFrom('attachments')
-    .select(COLUMNS)
-    .where('message_id', 'in', messageIds)
-    .orderBy('message_id')
-    .orderBy('position')
-    .execute();
+  const params: Record<string, string> = {};
+  messageIds.forEach((id, i) => {
+    params[`m${i}`] = id;
+  });
+  const rows = await db.run(ofMessages(messageIds.length), params);
   return rows.map(shape);
 }
 

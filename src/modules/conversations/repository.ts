@@ -2,7 +2,7 @@
 // also the two lookups a conversation's references are checked with (guest, active staff).
 import { type ExpressionBuilder, type RawBuilder, type SelectQueryBuilder, sql } from 'kysely';
 import { paginate } from '../../db/paginate.js';
-import { type Param, type Prepared, prepared } from '../../db/prepared.js';
+import { type Param, type Prepared, prepared, updateById } from '../../db/prepared.js';
 import { fromJson, nowIso, toBool, toIso } from '../../db/store.js';
 import type { ConversationRow, Database, Executor } from '../../db/types.js';
 import { conversationOpened, conversationStatusSet } from '../reports/recorder.js';
@@ -108,13 +108,16 @@ export function toConversation(row: ConversationListRow): ConversationView {
   };
 }
 
-export async function findConversation(db: Executor, id: string): Promise<ConversationView | undefined> {
-  const row = await db
+const conversationById = prepared((db, p: Param<{ id: string }>) =>
+  db
     .selectFrom('conversations as c')
     .innerJoin('guests as g', 'g.id', 'c.guest_id')
     .select(COLUMNS)
-    .where('c.id', '=', id)
-    .executeTakeFirst();
+    .where('c.id', '=', p('id')),
+);
+
+export async function findConversation(db: Executor, id: string): Promise<ConversationView | undefined> {
+  const row = await db.first(conversationById, { id });
   return row && toConversation({ ...row, stay: await currentStay(db, row.guest_id) });
 }
 
@@ -297,16 +300,12 @@ export async function updateConversationRow(
   c: { status?: ConversationStatus; assignee?: string | null; snoozedUntil?: string | null },
   at: string,
 ): Promise<void> {
-  await db
-    .updateTable('conversations')
-    .set({
-      ...(c.status !== undefined && { status: c.status }),
-      ...(c.assignee !== undefined && { assignee: c.assignee }),
-      ...(c.snoozedUntil !== undefined && { snoozed_until: c.snoozedUntil }),
-      updated_at: at,
-    })
-    .where('id', '=', id)
-    .execute();
+  await updateById(db, 'conversations', id, {
+    ...(c.status !== undefined && { status: c.status }),
+    ...(c.assignee !== undefined && { assignee: c.assignee }),
+    ...(c.snoozedUntil !== undefined && { snoozed_until: c.snoozedUntil }),
+    updated_at: at,
+  });
   if (c.status !== undefined) await conversationStatusSet(db, id, c.status, at);
 }
 

@@ -3,7 +3,7 @@
 import { type SelectQueryBuilder, sql } from 'kysely';
 import type { Static } from 'typebox';
 import { type ListParam, type PageRequest, type PageResult, paginate } from '../../db/paginate.js';
-import { type Param, prepared } from '../../db/prepared.js';
+import { type Param, prepared, updateById } from '../../db/prepared.js';
 import { fromJson, likeContains, nowIso, toIso, toJson } from '../../db/store.js';
 import type { Database, Executor, GuestRow } from '../../db/types.js';
 import { newId } from '../../lib/ids.js';
@@ -509,22 +509,18 @@ export async function updateGuest(db: Executor, current: GuestView, c: GuestChan
   const email = c.email !== undefined ? c.email : current.email;
   const phone = c.phone !== undefined ? c.phone : current.phone;
   const tags = c.tags !== undefined ? uniqueTags(c.tags) : undefined;
-  await db
-    .updateTable('guests')
-    .set({
-      name,
-      email,
-      email_lower: email?.toLowerCase() ?? null,
-      phone,
-      search_text: searchText(name, email, phone),
-      ...(tags !== undefined && { tags: toJson(tags) }),
-      ...(c.notes !== undefined && { notes: c.notes }),
-      ...(c.externalRef !== undefined && { external_ref: c.externalRef }),
-      ...(c.attributes !== undefined && { attributes: toJson(c.attributes) }),
-      updated_at: nowIso(),
-    })
-    .where('id', '=', current.id)
-    .execute();
+  await updateById(db, 'guests', current.id, {
+    name,
+    email,
+    email_lower: email?.toLowerCase() ?? null,
+    phone,
+    search_text: searchText(name, email, phone),
+    ...(tags !== undefined && { tags: toJson(tags) }),
+    ...(c.notes !== undefined && { notes: c.notes }),
+    ...(c.externalRef !== undefined && { external_ref: c.externalRef }),
+    ...(c.attributes !== undefined && { attributes: toJson(c.attributes) }),
+    updated_at: nowIso(),
+  });
   if (tags !== undefined) {
     await db.deleteFrom('guest_tags').where('guest_id', '=', current.id).execute();
     await writeTags(db, current.id, tags);

@@ -3,7 +3,7 @@
 // write, and the measures that end with it (a wait, an open period, a task) become facts. The
 // running state (when the current wait began, which SLA targets run and until when) is kept in
 // report_conversations and report_tasks.
-import { type Param, prepared } from '../../db/prepared.js';
+import { type Param, prepared, updateRowById } from '../../db/prepared.js';
 import { fromJson } from '../../db/store.js';
 import type { Executor } from '../../db/types.js';
 import { SETTINGS } from '../settings/registry.js';
@@ -14,6 +14,7 @@ import {
   dueOf,
   SLA_COLUMNS,
   SLA_COLUMNS_OF_C,
+  type SlaColumns as SlaRow,
   type SlaSetting,
   slaOfRow,
   type Target,
@@ -94,6 +95,11 @@ interface ConversationNow {
 const msOrNull = (v: string | Date | null | undefined) =>
   v === null || v === undefined ? null : new Date(v).getTime();
 const isoOrNull = (v: number | null | undefined) => (v === null || v === undefined ? null : new Date(v).toISOString());
+
+/** A task's report state (its deadline and what was reported of it). */
+const reportTask = prepared((db, p: Param<{ id: string }>) =>
+  rdb(db).selectFrom('report_tasks').selectAll().where('id', '=', p('id')),
+);
 
 /**
  * A conversation's report columns and its running state (undefined before it was first counted),
@@ -176,12 +182,7 @@ async function setSla(x: Executor, c: ConversationNow, cols: SlaColumns, s: Stat
     else if (k === 'sla_target') set[k] = v;
     else set[k] = isoOrNull(v as number | null);
   }
-  const row = await rdb(x)
-    .updateTable('conversations')
-    .set(set)
-    .where('id', '=', id)
-    .returning(SLA_COLUMNS)
-    .executeTakeFirst();
+  const [row] = (await updateRowById(x, 'conversations', id, set, SLA_COLUMNS)) as unknown as SlaRow[];
   if (row === undefined) return;
   const state = slaOfRow(row);
   const reported = num(s?.sla_reported);
@@ -189,11 +190,7 @@ async function setSla(x: Executor, c: ConversationNow, cols: SlaColumns, s: Stat
   const was = owedOf(s?.sla_owed);
   const owed = [...was, ...ended];
   if (ended.length > 0) {
-    await rdb(x)
-      .updateTable('report_conversations')
-      .set({ sla_owed: JSON.stringify(owed) })
-      .where('id', '=', id)
-      .execute();
+    await updateRowById(x, 'report_conversations', id, { sla_owed: JSON.stringify(owed) });
   }
   // The job is due at the row's next run: left alone when the write does not move it (a conversation
   // opened without a resolution target, a wait whose moments all fall after the resolution's next).
@@ -228,7 +225,7 @@ async function open(x: Executor, r: Rules, c: ConversationNow, at: number, s: St
     s,
     at,
   );
-  if (s !== undefined) await rdb(x).updateTable('report_conversations').set(row).where('id', '=', c.id).execute();
+  if (s !== undefined) await updateRowById(x, 'report_conversations', c.id, row);
   else
     await rdb(x)
       .insertInto('report_conversations')
@@ -296,7 +293,7 @@ export async function messageStored(x: Executor, m: MessageWritten): Promise<voi
     if (s.wait_at !== null) return;
     const target: Target = s.waited === 1 ? 'next_response' : 'first_response';
     const due = dueOf(r.sla, r.hours, at, targetMinutes(r.sla, c.channel, target));
-    await rdb(x).updateTable('report_conversations').set({ wait_at: at, waited: 1 }).where('id', '=', c.id).execute();
+    await updateRowById(x, 'report_conversations', c.id, { wait_at: at, waited: 1 });
     await setSla(
       x,
       c,
@@ -318,7 +315,7 @@ export async function messageStored(x: Executor, m: MessageWritten): Promise<voi
     const target = c.target ?? 'next_response';
     if (target === 'first_response') facts.push(fact(by, 'first_response', at, d));
     const { missed } = await endTarget(x, by, target, c.responseDue, at, true);
-    await rdb(x).updateTable('report_conversations').set({ wait_at: null }).where('id', '=', c.id).execute();
+    await updateRowById(x, 'report_conversations', c.id, { wait_at: null });
     await setSla(x, c, { ...NO_RESPONSE_TARGET, ...(missed && { sla_breached: true }) }, s, at);
   }
   await addFacts(x, facts);
@@ -340,7 +337,7 @@ export async function conversationStatusSet(x: Executor, id: string, status: str
   await addFacts(x, [fact(c, 'resolution', when, span(r, openedAt, when))]);
   const resolution = await endTarget(x, c, 'resolution', c.resolutionDue, when, true);
   if (c.target !== null) await endTarget(x, c, c.target, c.responseDue, when, false);
-  await rdb(x).updateTable('report_conversations').set({ closed: 1, wait_at: null }).where('id', '=', id).execute();
+  await updateRowById(x, 'report_conversations', id, { closed: 1, wait_at: null });
   await setSla(
     x,
     c,
@@ -378,7 +375,7 @@ export async function taskWritten(x: Executor, before: TaskWritten | null, t: Ta
   const conversation = t.conversationId === null ? undefined : await conversationNow(x, t.conversationId);
   const base = { channel: conversation?.channel ?? '', assignee: t.assignee ?? '', department: t.department };
   const created = ms(t.createdAt);
-  const s = await rdb(x).selectFrom('report_tasks').selectAll().where('id', '=', t.id).executeTakeFirst();
+  const s = await x.first(reportTask, { id: t.id });
   const dueAt = t.dueAt === null ? null : ms(t.dueAt);
   // Without a dueAt the deadline is fixed when the task starts (a later sla change applies to later tasks).
   const deadline =
@@ -395,11 +392,7 @@ export async function taskWritten(x: Executor, before: TaskWritten | null, t: Ta
       .execute();
     if (before === null) facts.push({ metric: 'task_created', at: created, ...base });
   } else {
-    await rdb(x)
-      .updateTable('report_tasks')
-      .set({ deadline, completed_at: completedAt, status: t.status })
-      .where('id', '=', t.id)
-      .execute();
+    await updateRowById(x, 'report_tasks', t.id, { deadline, completed_at: completedAt, status: t.status });
   }
   if (t.status === 'completed' && before !== null && before.status !== 'completed' && completedAt !== null) {
     facts.push({ metric: 'task_completed', at: completedAt, ...base, ...span(r, created, completedAt) });
@@ -420,7 +413,7 @@ export async function taskWritten(x: Executor, before: TaskWritten | null, t: Ta
   }
   const iso = isoOrNull(deadline);
   if (s === undefined || num(s.deadline) !== deadline) {
-    await rdb(x).updateTable('tasks').set({ deadline: iso }).where('id', '=', t.id).execute();
+    await updateRowById(x, 'tasks', t.id, { deadline: iso });
   }
   return iso;
 }

@@ -2,6 +2,7 @@
 // to its API shape.
 import type { SelectQueryBuilder } from 'kysely';
 import { paginate } from '../../db/paginate.js';
+import { type Param, prepared, updateById } from '../../db/prepared.js';
 import { nowIso, toIso } from '../../db/store.js';
 import type { Executor, TaskRow } from '../../db/types.js';
 import { newId } from '../../lib/ids.js';
@@ -48,8 +49,12 @@ export function toTask(row: TaskRow): TaskView {
   };
 }
 
+const taskById = prepared((db, p: Param<{ id: string }>) =>
+  db.selectFrom('tasks').select(COLUMNS).where('id', '=', p('id')),
+);
+
 export async function findTask(db: Executor, id: string): Promise<TaskView | undefined> {
-  const row = await db.selectFrom('tasks').select(COLUMNS).where('id', '=', id).executeTakeFirst();
+  const row = await db.first(taskById, { id });
   return row && toTask(row);
 }
 
@@ -198,24 +203,20 @@ export async function updateTask(
     if (c.status !== 'completed') completedAt = null;
     else if (current.status !== 'completed' || completedAt === null) completedAt = now;
   }
-  await db
-    .updateTable('tasks')
-    .set({
-      ...(c.status !== undefined && { status: c.status }),
-      ...(c.notes !== undefined && { notes: c.notes }),
-      ...(c.title !== undefined && { title: c.title }),
-      ...(c.description !== undefined && { description: c.description }),
-      ...(c.department !== undefined && { department: c.department }),
-      ...(c.priority !== undefined && { priority: c.priority }),
-      ...(c.assignee !== undefined && { assignee: c.assignee }),
-      ...(c.stayId !== undefined && { stay_id: c.stayId }),
-      ...(c.guestId !== undefined && { guest_id: c.guestId }),
-      ...(c.dueAt !== undefined && { due_at: c.dueAt }),
-      completed_at: completedAt,
-      updated_at: now,
-    })
-    .where('id', '=', current.id)
-    .execute();
+  await updateById(db, 'tasks', current.id, {
+    ...(c.status !== undefined && { status: c.status }),
+    ...(c.notes !== undefined && { notes: c.notes }),
+    ...(c.title !== undefined && { title: c.title }),
+    ...(c.description !== undefined && { description: c.description }),
+    ...(c.department !== undefined && { department: c.department }),
+    ...(c.priority !== undefined && { priority: c.priority }),
+    ...(c.assignee !== undefined && { assignee: c.assignee }),
+    ...(c.stayId !== undefined && { stay_id: c.stayId }),
+    ...(c.guestId !== undefined && { guest_id: c.guestId }),
+    ...(c.dueAt !== undefined && { due_at: c.dueAt }),
+    completed_at: completedAt,
+    updated_at: now,
+  });
   const after = (await findTask(db, current.id))!;
   after.deadline = await taskWritten(db, current, after);
   return after;
