@@ -44,6 +44,8 @@ export interface BenchOptions {
   profileMix: boolean;
   /** The live-stream fan-out section: streams per run, each on each store. */
   streamSizes: number[];
+  /** Open loops of the mix and of its twin taken in turn (bench/twin.ts); the verdict is their median ratio. */
+  mixRounds: number;
 }
 
 export const SECTIONS = ['scenarios', 'depth', 'loops', 'mix', 'streams'] as const;
@@ -69,6 +71,8 @@ export const USAGE = `Usage: npm run bench -- [options]
   --streams          also the live-stream fan-out: 1,000 / 5,000 / 10,000 streams × 100 messages at
                      20/s on a fresh store (with --pg: three instances on PostgreSQL + Redis), ~4 min
   --stream-sizes L   the fan-out's stream counts, e.g. 1000,5000 (default 1000,5000,10000)
+  --mix-rounds N     open loops of the mix and of its twin taken in turn (default 3); the verdict is
+                     the median of the rounds' ratios
   --only LIST        run only these sections: scenarios,depth,loops,mix,streams (default all but
                      streams; --only streams skips the ceiling and the seeded runs)
   --sqlite-file F    copy this seeded SQLite file instead of seeding (the run's size is the file's)
@@ -141,6 +145,7 @@ export function parseOptions(argv: string[]): BenchOptions | 'help' {
       only: { type: 'string' },
       streams: { type: 'boolean', default: false },
       'stream-sizes': { type: 'string' },
+      'mix-rounds': { type: 'string' },
       'sqlite-file': { type: 'string' },
       'pg-database': { type: 'string' },
       'hot-messages': { type: 'string' },
@@ -181,6 +186,7 @@ export function parseOptions(argv: string[]): BenchOptions | 'help' {
       values['stream-sizes'] === undefined
         ? [1000, 5000, 10_000]
         : values['stream-sizes'].split(',').map((p) => positive('stream-sizes', p.trim(), 1)),
+    mixRounds: positive('mix-rounds', values['mix-rounds'], 3),
     walkRows:
       values['walk-rows'] === undefined ? Number.POSITIVE_INFINITY : positive('walk-rows', values['walk-rows'], 0),
   };

@@ -16,14 +16,13 @@ import { formatProfile, monotonicUs, summariseProfile } from './profile.js';
 import { formatMachine, formatRun, formatTable, formatVerdicts, type RunReport, writeResults } from './report.js';
 import { highWaterMiB, rssNowMiB } from './sampler.js';
 import { apiScenarios, ceilingScenario, floorScenarios, ms, runScenario, type ScenarioResult } from './scenarios.js';
-import { ceilingLoops, MIX_FRACTION, runSections } from './sections.js';
+import { ceilingLoops, runSections } from './sections.js';
 import { startApiServer, startCeilingServer } from './servers.js';
 import { formatSqlCosts, sqlCosts } from './sql-costs.js';
 import { adoptStore, type BenchStore, createStore, seedStore, storeSize } from './stores.js';
 import { type FanOutFigures, formatFanOut, judgeFanOut, runFanOut } from './streams.js';
 import { judge, type StoreRun } from './targets.js';
 import { judgeLists } from './targets-lists.js';
-import { formatTwin, measureTwin, type TwinFigures } from './twin.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const RESULTS = join(ROOT, 'bench', 'results');
@@ -140,6 +139,7 @@ async function benchStore(
     databaseUrl: store.databaseUrl,
     hotConversationId,
     ceilingClosed: ceilingLoop[0]?.closed.reqPerSec ?? null,
+    twinDirs: { cwd: ROOT, logDir: tmp },
   });
   const sectionsWindow = { fromUs, toUs: monotonicUs() };
   const hwm = await highWaterMiB(server.proc.pid);
@@ -159,20 +159,7 @@ async function benchStore(
     }
     await floor.stop();
   }
-  // The mix's twin, the API stopped: what the mix's requests' own costs give with no stall at all.
-  let twin: TwinFigures | undefined;
-  const mix = sections.loops.find((l) => l.id === 'mix');
-  if (mix !== undefined && sections.mixAlone !== undefined && sections.mixAlone.length > 0 && !isInterrupted()) {
-    say("  the mix's twin …");
-    twin = await measureTwin(
-      sections.mixAlone,
-      mix.closed.reqPerSec,
-      MIX_FRACTION,
-      { durationS: o.durationS, warmupS: o.warmupS },
-      { cwd: ROOT, logDir: tmp },
-    );
-    say(formatTwin(twin, mix, ceilingLoop[0]?.closed.reqPerSec ?? null));
-  }
+  const twin = sections.twin;
   // A diagnostic: if the query code it borrows has moved on, the measured figures still stand.
   const costs =
     kind === 'sqlite'
@@ -199,7 +186,7 @@ async function benchStore(
     sqlCosts: costs,
     depth: sections.depth,
     loops: twin ? [...sections.loops, twin.loops] : sections.loops,
-    twin: twin && { alone: twin.alone, offsetMs: twin.offsetMs },
+    twin: twin && { alone: twin.alone, offsetMs: twin.offsetMs, rounds: twin.rounds },
     ceilingLoops: ceilingLoop,
   };
   say(formatRun(run, ceiling));

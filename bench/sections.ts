@@ -2,12 +2,13 @@
 // list (with the long conversation they need), the conversation list in an open loop, and the realistic
 // mix; and the ceiling's own open loops, the scale they are read on.
 import { type DepthFigures, depthLists, formatDepth, measureDepth } from './depth.js';
-import type { Workload } from './http-load.js';
+import { openLoop, type Workload } from './http-load.js';
 import { formatLoops, type LoopFigures, type LoopSettings, measureLoops } from './loops.js';
 import { type AloneSample, measureAlone, mixAccounts, mixWorkload } from './mix.js';
 import type { BenchOptions } from './options.js';
 import type { NodeChild } from './proc.js';
 import { sendsBacklog } from './sends.js';
+import { formatTwin, measureTwin, type TwinFigures } from './twin.js';
 
 const say = (text: string) => process.stdout.write(`${text}\n`);
 
@@ -59,6 +60,8 @@ export interface SectionInput {
   databaseUrl: string;
   hotConversationId: string | null;
   ceilingClosed: number | null;
+  /** Where the mix's twin server runs from and logs to. */
+  twinDirs: { cwd: string; logDir: string };
 }
 
 export interface SectionResults {
@@ -66,6 +69,8 @@ export interface SectionResults {
   loops: LoopFigures[];
   /** The mix's requests timed one at a time, for its twin (bench/twin.ts); absent when not run. */
   mixAlone?: AloneSample[];
+  /** The mix's twin, its open loops taken in turn with the mix's; absent when not run. */
+  twin?: TwinFigures;
 }
 
 export async function runSections(o: BenchOptions, input: SectionInput): Promise<SectionResults> {
@@ -120,5 +125,21 @@ export async function runSections(o: BenchOptions, input: SectionInput): Promise
     }
   }
   if (out.loops.length > 0) say(formatLoops(out.loops, input.ceilingClosed));
+  const mix = out.loops.find((l) => l.id === 'mix');
+  if (mix !== undefined && out.mixAlone !== undefined && out.mixAlone.length > 0) {
+    // The twin while the API idles, so that the mix can be run again between the twin's rounds.
+    say(`  the mix's twin, then the mix and its twin in turn (${o.mixRounds} rounds) …`);
+    const accounts = await mixAccounts(baseUrl, input.password);
+    out.twin = await measureTwin(out.mixAlone, mix, MIX_FRACTION, settings(o), {
+      ...input.twinDirs,
+      rounds: o.mixRounds,
+      mixAgain: async () => {
+        // Each round starts with no text left to send, as the first did.
+        await sendsBacklog(input.databaseUrl);
+        return openLoop(baseUrl, mixWorkload(accounts, {}), mix.closed.reqPerSec * MIX_FRACTION, o.durationS);
+      },
+    });
+    say(formatTwin(out.twin, mix, input.ceilingClosed));
+  }
   return out;
 }

@@ -31,7 +31,7 @@ export interface StoreRun {
   /** Bare Fastify's own open loops in the same run, for scale. */
   ceilingLoops?: LoopFigures[];
   /** The mix's requests timed alone, which its twin (loop `twin.mix`) replays (bench/twin.ts). */
-  twin?: Pick<TwinFigures, 'alone' | 'offsetMs'>;
+  twin?: Pick<TwinFigures, 'alone' | 'offsetMs' | 'rounds'>;
 }
 
 export interface Verdict {

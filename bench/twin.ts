@@ -7,7 +7,7 @@
 // what a server with the mix's spread of costs gets on this machine with no stall at all. The API's
 // p99 above the twin's is what stalls (GC, the dispatcher, checkpoints) add; below it, the API gains
 // from what load lets it share (a commit for a batch of writes) and the twin's replay does not.
-import { closedLoop, type Workload } from './http-load.js';
+import { closedLoop, type LoadResult, openLoop, type Workload } from './http-load.js';
 import { formatLoops, type LoopFigures, type LoopSettings, measureLoops } from './loops.js';
 import { type AloneSample, MIX_USERS } from './mix.js';
 import { startCeilingServer } from './servers.js';
@@ -18,6 +18,12 @@ export interface TwinFigures {
   alone: { n: number; mean: number; p50: number; p99: number; max: number };
   /** What was taken off each request's time alone (ms): see measureTwin. */
   offsetMs: number;
+  /**
+   * The open loops of the mix and of its twin taken in turn, each pair a minute or less apart (the
+   * first pair: the mix's loop and `loops.open`): the host's speed drifts between runs, so the mix
+   * is judged against the twin of its own round.
+   */
+  rounds: { mix: LoadResult; twin: LoadResult }[];
 }
 
 const quantile = (sorted: number[], q: number) =>
@@ -42,15 +48,16 @@ function offsetFor(alone: number[], target: number): number {
  * Replays the mix's requests timed alone on the twin. Timed alone, a request also pays what the
  * server does not spend on it under load (the round trip, waking an idle process, a commit a batch
  * would share), so each is shortened by one offset, the same for all, chosen so that the twin's
- * maximum matches the API's (`apiMax`, the mix's closed loop): the same throughput, the costs'
- * measured spread.
+ * maximum matches the API's (`mix.closed`, the mix's closed loop): the same throughput, the costs'
+ * measured spread. Then `rounds` − 1 more open loops of each in turn, `mixAgain` running the
+ * mix's (the API kept running, idle while the twin runs).
  */
 export async function measureTwin(
   alone: AloneSample[],
-  apiMax: number,
+  mix: LoopFigures,
   fraction: number,
   s: LoopSettings,
-  o: { cwd: string; logDir: string },
+  o: { cwd: string; logDir: string; rounds: number; mixAgain: () => Promise<LoadResult> },
 ): Promise<TwinFigures> {
   const sorted = alone.map((a) => a.ms).sort((a, b) => a - b);
   const twin = await startCeilingServer(o);
@@ -68,17 +75,24 @@ export async function measureTwin(
     const bareMs = 1000 / Math.max(1, bare.reqPerSec);
     const offsetMs = offsetFor(
       alone.map((a) => a.ms),
-      1000 / apiMax - bareMs,
+      1000 / mix.closed.reqPerSec - bareMs,
     );
+    const workload = replay(offsetMs);
     const loops = await measureLoops(
       twin.baseUrl,
       'twin.mix',
       "the mix's twin (its costs alone)",
-      replay(offsetMs),
+      workload,
       fraction,
       s,
       null,
     );
+    const rounds = [{ mix: mix.open, twin: loops.open }];
+    for (let r = 1; r < o.rounds; r++) {
+      const again = await o.mixAgain();
+      const twinAgain = await openLoop(twin.baseUrl, workload(), loops.closed.reqPerSec * fraction, s.durationS);
+      rounds.push({ mix: again, twin: twinAgain });
+    }
     const mean = sorted.reduce((a, b) => a + b, 0) / Math.max(1, sorted.length);
     return {
       loops,
@@ -90,10 +104,21 @@ export async function measureTwin(
         max: sorted.at(-1) ?? 0,
       },
       offsetMs,
+      rounds,
     };
   } finally {
     await twin.stop();
   }
+}
+
+/** The mix's p99 over its twin's, round by round, and their median (the verdict's figure). */
+export function roundRatios(rounds: TwinFigures['rounds']): { each: number[]; median: number } {
+  const each = rounds.filter((r) => r.twin.p99 > 0).map((r) => r.mix.p99 / r.twin.p99);
+  const sorted = [...each].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  const median =
+    sorted.length === 0 ? Number.NaN : sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+  return { each, median };
 }
 
 const f1 = (n: number) => n.toFixed(1);
@@ -112,6 +137,14 @@ export function formatTwin(t: TwinFigures, mix: LoopFigures | null, ceilingClose
       `  the API's mix: p99 ${f2(mix.open.p99)} ms at 80 % of ${Math.round(mix.closed.reqPerSec)} req/s, ` +
         `${f2(mix.open.p99 / t.loops.open.p99)} × its twin's ${f2(t.loops.open.p99)} ms at 80 % of ` +
         `${Math.round(t.loops.closed.reqPerSec)} req/s`,
+    );
+  }
+  if (t.rounds.length > 1) {
+    const { each, median } = roundRatios(t.rounds);
+    lines.push(
+      `  in turn, round by round (mix p99 / twin p99, ms): ` +
+        t.rounds.map((r, i) => `${f2(r.mix.p99)} / ${f2(r.twin.p99)} = ${f2(each[i] ?? Number.NaN)}`).join('; ') +
+        `; median ${f2(median)} ×`,
     );
   }
   return lines.join('\n');
