@@ -5,8 +5,8 @@ import { paginate } from '../../db/paginate.js';
 import { type Param, type Prepared, prepared, updateById } from '../../db/prepared.js';
 import { fromJson, nowIso, toBool, toIso } from '../../db/store.js';
 import type { ConversationRow, Database, Executor } from '../../db/types.js';
-import { conversationOpened, conversationStatusSet } from '../reports/recorder.js';
-import { slaView } from '../reports/sla.js';
+import { conversationOpened, conversationStatusSet, type WrittenSla } from '../reports/recorder.js';
+import { type SLA_COLUMNS, slaView } from '../reports/sla.js';
 import { currentStay } from '../stays/current.js';
 import type { StaySummaryView } from '../stays/schemas.js';
 import type { ConversationStatus, ConversationView } from './schemas.js';
@@ -274,7 +274,8 @@ export interface NewConversation {
   at: string;
 }
 
-export async function insertConversation(db: Executor, c: NewConversation): Promise<void> {
+/** Inserts the conversation; gives its SLA columns as its opening set them (for its view without a read). */
+export async function insertConversation(db: Executor, c: NewConversation): Promise<WrittenSla | undefined> {
   await db
     .insertInto('conversations')
     .values({
@@ -291,7 +292,38 @@ export async function insertConversation(db: Executor, c: NewConversation): Prom
     })
     .execute();
   // Reports count the opening in the same transaction (docs/reports.md).
-  await conversationOpened(db, c.id, c.at);
+  return conversationOpened(db, c.id, c.at);
+}
+
+/**
+ * The view of a conversation insertConversation just wrote, with no other write to it since, as
+ * findConversation would read it: `guestName` and `stay` (the guest's current stay) as the caller
+ * knows them, `sla` the columns its opening wrote.
+ */
+export function newConversationView(
+  c: NewConversation,
+  guestName: string,
+  stay: StaySummaryView,
+  sla: WrittenSla,
+): ConversationView {
+  return toConversation({
+    id: c.id,
+    guest_id: c.guestId,
+    guest_name: guestName,
+    channel: c.channel,
+    status: 'open',
+    assignee: c.assignee,
+    subject: c.subject,
+    last_message_at: c.at,
+    message_count: c.messageCount,
+    labels: '[]',
+    created_at: c.at,
+    updated_at: c.at,
+    snoozed_until: null,
+    ...(sla as Pick<ConversationRow, (typeof SLA_COLUMNS)[number]>),
+    sla_breached: sla.sla_breached,
+    stay,
+  } as ConversationListRow);
 }
 
 export async function updateConversationRow(
