@@ -247,10 +247,24 @@ async function open(x: Executor, r: Rules, c: ConversationNow, at: number, s: St
   return written;
 }
 
-/** A conversation was created (`at`, ISO); gives its SLA columns as this left them. */
-export async function conversationOpened(x: Executor, id: string, at: string): Promise<WrittenSla | undefined> {
-  const c = await conversationNow(x, id);
-  if (c === undefined) return undefined;
+/**
+ * A conversation was created (`at`, ISO), its row just inserted by the caller with no SLA target
+ * (the columns' defaults), so it is known without a read; gives its SLA columns as this left them.
+ */
+export async function conversationOpened(
+  x: Executor,
+  inserted: { id: string; channel: string; assignee: string | null },
+  at: string,
+): Promise<WrittenSla | undefined> {
+  const c: ConversationNow = {
+    id: inserted.id,
+    channel: inserted.channel,
+    assignee: inserted.assignee ?? '',
+    target: null,
+    responseDue: null,
+    resolutionDue: null,
+    sla: slaOfRow({}),
+  };
   return open(x, await rulesOf(x), c, ms(at), undefined);
 }
 
