@@ -18,9 +18,11 @@ import { assertWhatsAppWindow, type RenderedTemplate, renderTemplate } from '../
 import type { LocalSender } from '../channels/sends-repository.js';
 import {
   advanceConversationRef,
+  conversationsOfGuests,
   findConversation,
+  type GuestConversation,
   insertConversation,
-  latestConversationOf,
+  latestAmong,
   type NewConversation,
   newConversationView,
 } from '../conversations/repository.js';
@@ -43,6 +45,7 @@ import { insertTask } from '../tasks/repository.js';
 import { currentStays } from './current.js';
 import { type HotelClock, hotelClock } from './dates.js';
 import { type Journey, type JourneyEvent, planStay, REPLAN_KIND } from './journeys.js';
+import type { StaySummaryView } from './schemas.js';
 
 /** The job that runs one step; its key is the stay's id and the journey's name. */
 export const STEP_KIND = 'journey.step';
@@ -358,12 +361,12 @@ const reachable = (channel: string, g: Guest) =>
   channel === 'email' ? g.email !== null : channel === 'sms' || channel === 'whatsapp' ? g.phone !== null : true;
 
 /** The channel a message step goes on: fixed, else the latest conversation's, else the first reachable. */
-async function channelFor(db: Executor, j: Journey, guest: Guest): Promise<string> {
+async function channelFor(reads: BatchReads, j: Journey, guest: Guest): Promise<string> {
   if (j.channel !== undefined) {
     if (!reachable(j.channel, guest)) throw new StepFailure(`the guest has no address for the ${j.channel} channel`);
     return j.channel;
   }
-  const latest = await latestConversationOf(db, guest.id);
+  const latest = latestAmong((await reads.conversations()).get(guest.id) ?? []);
   if (latest !== undefined) return latest.channel;
   const first = CHANNEL_ORDER.find((c) => reachable(c, guest));
   if (first === undefined) throw new StepFailure('the guest has no phone number or email address');
@@ -382,12 +385,12 @@ async function sendStepMessage(
   guest: Guest,
   fill: (text: string) => string,
   sender: LocalSender | null,
-  staysOf: () => Promise<CurrentStays>,
+  reads: BatchReads,
 ): Promise<MessageView> {
   // Steps of one guest's stays due together (several stays, or one stay's journeys) take turns on
   // the guest's row, locked with the step (stepToRun): each sees the conversation the one before
   // opened, so they share it instead of each opening its own (SQLite runs one writer at a time).
-  const channel = await channelFor(tx, j, guest);
+  const channel = await channelFor(reads, j, guest);
   let template: RenderedTemplate | null = null;
   let content: string;
   try {
@@ -404,16 +407,20 @@ async function sendStepMessage(
     if (err instanceof AppError) throw new StepFailure(err.message);
     throw err;
   }
-  const existing = await latestConversationOf(tx, guest.id, channel);
+  const guestConversations = (await reads.conversations()).get(guest.id) ?? [];
+  const existing = latestAmong(guestConversations, channel);
   let conversationId: string;
   let at: string;
   let assignee: string | null = null;
   if (existing !== undefined) {
     // The conversation's row first (its time taken under its lock), as every outbound message.
-    const ref = (await advanceConversationRef(tx, existing.id))!;
+    const ref = await advanceConversationRef(tx, existing.id);
+    // Deleted since the batch read it (the guest erased): the step is retried alone, read anew.
+    if (ref === undefined) throw new Error(`conversation ${existing.id} is gone`);
     conversationId = existing.id;
     at = ref.last_message_at;
     assignee = ref.assignee;
+    existing.at = at;
   } else {
     if (channel === 'web') throw new StepFailure('the guest has no web conversation to write in');
     conversationId = newId('cnv');
@@ -428,12 +435,13 @@ async function sendStepMessage(
       at,
     };
     const sla = await insertConversation(tx, opened);
+    guestConversations.push({ id: conversationId, channel, status: 'open', at, created: at });
     // Its event shows it as written, the guest's current stay read once for the batch's guests:
     // no read of the row back.
     const view =
       sla === undefined
         ? (await findConversation(tx, conversationId))!
-        : newConversationView(opened, guest.name, (await staysOf()).get(guest.id) ?? null, sla);
+        : newConversationView(opened, guest.name, (await reads.stays()).get(guest.id) ?? null, sla);
     conversationEvents(outbox, SYSTEM, null, view);
   }
   const message = await storeOutbound(
@@ -487,11 +495,21 @@ async function finish(
   stepEvent(outbox, stepView({ ...row, ...values }, guestId));
 }
 
-/** The guests' current stays (src/modules/stays/current.ts). */
-type CurrentStays = Awaited<ReturnType<typeof currentStays>>;
-
 /** The settings a batch of steps reads once, when its first step needs them. */
 type StepSettings = { key: string; value: unknown }[];
+
+/**
+ * What a batch of steps reads once, each when a step first needs it: the settings, the current
+ * stays of its guests (src/modules/stays/current.ts) and their conversations. The conversations
+ * are read after the batch's guests were locked (PostgreSQL; SQLite runs one writer), so another
+ * batch's steps for the same guests have committed; the batch's own steps keep them up to date
+ * (a time taken, a conversation opened), so each sees what the one before wrote.
+ */
+interface BatchReads {
+  settings: () => Promise<StepSettings>;
+  stays: () => Promise<Map<string, NonNullable<StaySummaryView>>>;
+  conversations: () => Promise<Map<string, GuestConversation[]>>;
+}
 
 /**
  * Runs one step in `tx`, a transaction it shares with the other steps of its batch, its row, stay
@@ -501,8 +519,7 @@ type StepSettings = { key: string; value: unknown }[];
 async function runStep(
   tx: Tx,
   outbox: Outbox,
-  settingsOf: () => Promise<StepSettings>,
-  staysOf: () => Promise<CurrentStays>,
+  reads: BatchReads,
   sender: LocalSender | null,
   stayId: string,
   journey: string,
@@ -510,7 +527,7 @@ async function runStep(
 ): Promise<void> {
   if (found === undefined || found.status !== 'scheduled') return;
   const { row, stay, guest } = splitStep(found);
-  const settings = await settingsOf();
+  const settings = await reads.settings();
   const journeys = (settingValue(settings, 'journeys') ?? []) as Journey[];
   const j = journeys.find((x) => x.name === journey && x.enabled !== false);
   if (j === undefined) {
@@ -553,7 +570,7 @@ async function runStep(
   }
   try {
     // Every StepFailure is thrown before the first write: nothing half-written stays behind.
-    const message = await sendStepMessage(tx, outbox, j, guest, fill, sender, staysOf);
+    const message = await sendStepMessage(tx, outbox, j, guest, fill, sender, reads);
     await finish(tx, outbox, row, stay.guest_id, { status: 'done', message_id: message.id });
   } catch (err) {
     if (!(err instanceof StepFailure)) throw err;
@@ -599,20 +616,20 @@ export async function runSteps(
         // Recorded with the steps: the work and its job's end commit together, once. A job
         // cancelled or rescheduled since its claim (its stay moved) is not run.
         const held = new Set(await complete(tx, batch));
-        let settings: Promise<StepSettings> | undefined;
-        const settingsOf = () => {
-          settings ??= tx.run(stepSettings, {});
-          return settings;
+        const memo = <T>(read: () => Promise<T>) => {
+          let value: Promise<T> | undefined;
+          return () => {
+            value ??= read();
+            return value;
+          };
         };
-        // The current stays of the batch's guests, read once when a step first opens a
-        // conversation (its event shows the guest's current stay). Steps write no stays.
-        let stays: Promise<CurrentStays> | undefined;
-        const staysOf = () => {
-          stays ??= currentStays(
-            tx,
-            rows.map((r) => r.guest_id),
-          );
-          return stays;
+        const guestIds = rows.map((r) => r.guest_id);
+        const reads: BatchReads = {
+          settings: memo(() => tx.run(stepSettings, {})),
+          // Steps write no stays: read once, when a step first opens a conversation (its event
+          // shows the guest's current stay).
+          stays: memo(() => currentStays(tx, guestIds)),
+          conversations: memo(() => conversationsOfGuests(tx, guestIds)),
         };
         for (const [i, r] of batch.entries()) {
           if (!held.has(r)) {
@@ -621,16 +638,7 @@ export async function runSteps(
           }
           const { stayId, journey } = keys[i]!;
           try {
-            await runStep(
-              tx,
-              outbox,
-              settingsOf,
-              staysOf,
-              sender,
-              stayId,
-              journey,
-              byKey.get(stepKey(stayId, journey)),
-            );
+            await runStep(tx, outbox, reads, sender, stayId, journey, byKey.get(stepKey(stayId, journey)));
           } catch (err) {
             // A deadlock or serialization conflict is the transaction's, not the step's: the store
             // runs the whole batch again.
