@@ -5,7 +5,7 @@ import { paginate } from '../../db/paginate.js';
 import { type Param, type Prepared, prepared, updateById } from '../../db/prepared.js';
 import { fromJson, nowIso, toBool, toIso } from '../../db/store.js';
 import type { ConversationRow, Database, Executor } from '../../db/types.js';
-import { conversationOpened, conversationStatusSet, type WrittenSla } from '../reports/recorder.js';
+import { conversationOpened, conversationStatusSet, type Opened, type WrittenSla } from '../reports/recorder.js';
 import { type SLA_COLUMNS, slaView } from '../reports/sla.js';
 import { currentStay } from '../stays/current.js';
 import type { StaySummaryView } from '../stays/schemas.js';
@@ -274,8 +274,8 @@ export interface NewConversation {
   at: string;
 }
 
-/** Inserts the conversation; gives its SLA columns as its opening set them (for its view without a read). */
-export async function insertConversation(db: Executor, c: NewConversation): Promise<WrittenSla | undefined> {
+/** Inserts the conversation; gives it as its opening left it (for its view and first message without a read). */
+export async function insertConversation(db: Executor, c: NewConversation): Promise<Opened | undefined> {
   await db
     .insertInto('conversations')
     .values({

@@ -248,14 +248,25 @@ async function open(x: Executor, r: Rules, c: ConversationNow, at: number, s: St
 }
 
 /**
+ * A conversation opened in this transaction as its opening left it: its SLA columns, and what
+ * messageStored reads of it, so a message written into it before anything else writes to it
+ * (a journey step's) is counted without that read.
+ */
+export interface Opened {
+  readonly sla: WrittenSla;
+  readonly c: ConversationNow;
+  readonly s: ConversationState;
+}
+
+/**
  * A conversation was created (`at`, ISO), its row just inserted by the caller with no SLA target
- * (the columns' defaults), so it is known without a read; gives its SLA columns as this left them.
+ * (the columns' defaults), so it is known without a read; gives it as this left it.
  */
 export async function conversationOpened(
   x: Executor,
   inserted: { id: string; channel: string; assignee: string | null },
   at: string,
-): Promise<WrittenSla | undefined> {
+): Promise<Opened | undefined> {
   const c: ConversationNow = {
     id: inserted.id,
     channel: inserted.channel,
@@ -265,7 +276,22 @@ export async function conversationOpened(
     resolutionDue: null,
     sla: slaOfRow({}),
   };
-  return open(x, await rulesOf(x), c, ms(at), undefined);
+  const when = ms(at);
+  const sla = await open(x, await rulesOf(x), c, when, undefined);
+  if (sla === undefined) return undefined;
+  // As conversationAndState would read it now: the columns and the state open() wrote.
+  const state = slaOfRow(sla as Parameters<typeof slaOfRow>[0]);
+  return {
+    sla,
+    c: {
+      ...c,
+      target: state.responseTarget,
+      responseDue: state.responseDue,
+      resolutionDue: state.resolutionDue,
+      sla: state,
+    },
+    s: { closed: 0, opened_at: when, wait_at: null, waited: 0, sla_reported: null, sla_owed: null },
+  };
 }
 
 /**
@@ -299,9 +325,12 @@ interface MessageWritten {
 }
 
 /** A message was stored: counts texts, starts a wait on a guest's text, ends it on a staff reply. */
-export async function messageStored(x: Executor, m: MessageWritten): Promise<void> {
+export async function messageStored(x: Executor, m: MessageWritten, opened?: Opened): Promise<void> {
   if (m.type !== 'text') return;
-  let both = await conversationAndState(x, m.conversationId);
+  let both =
+    opened !== undefined && opened.c.id === m.conversationId
+      ? { c: opened.c, s: opened.s }
+      : await conversationAndState(x, m.conversationId);
   if (both === undefined) return;
   let { c, s } = both;
   const at = ms(m.createdAt);

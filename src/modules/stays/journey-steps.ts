@@ -39,6 +39,7 @@ import {
   type JobRunner,
   LeaseLost,
 } from '../jobs/runner.js';
+import type { Opened } from '../reports/recorder.js';
 import { SETTINGS } from '../settings/registry.js';
 import { getSetting } from '../settings/repository.js';
 import { insertTask } from '../tasks/repository.js';
@@ -412,6 +413,7 @@ async function sendStepMessage(
   let conversationId: string;
   let at: string;
   let assignee: string | null = null;
+  let opened: Opened | undefined;
   if (existing !== undefined) {
     // The conversation's row first (its time taken under its lock), as every outbound message.
     const ref = await advanceConversationRef(tx, existing.id);
@@ -425,7 +427,7 @@ async function sendStepMessage(
     if (channel === 'web') throw new StepFailure('the guest has no web conversation to write in');
     conversationId = newId('cnv');
     at = nowIso();
-    const opened: NewConversation = {
+    const row: NewConversation = {
       id: conversationId,
       guestId: guest.id,
       channel: channel as 'whatsapp' | 'sms' | 'email',
@@ -434,14 +436,15 @@ async function sendStepMessage(
       messageCount: 1,
       at,
     };
-    const sla = await insertConversation(tx, opened);
+    opened = await insertConversation(tx, row);
     guestConversations.push({ id: conversationId, channel, status: 'open', at, created: at });
-    // Its event shows it as written, the guest's current stay read once for the batch's guests:
-    // no read of the row back.
+    // Its event shows it as written, the guest's current stay read once for the batch's guests,
+    // and its message is counted as written into it (nothing writes to it in between): no read of
+    // the row back.
     const view =
-      sla === undefined
+      opened === undefined
         ? (await findConversation(tx, conversationId))!
-        : newConversationView(opened, guest.name, (await reads.stays()).get(guest.id) ?? null, sla);
+        : newConversationView(row, guest.name, (await reads.stays()).get(guest.id) ?? null, opened.sla);
     conversationEvents(outbox, SYSTEM, null, view);
   }
   const message = await storeOutbound(
@@ -459,6 +462,7 @@ async function sendStepMessage(
     },
     template,
     sender,
+    opened,
   );
   messageCreated(outbox, SYSTEM, message, assignee);
   return message;
@@ -579,8 +583,9 @@ async function runStep(
 }
 
 /**
- * Runs a batch of steps in one transaction: one BEGIN, one read of the settings, one write of the
- * events and one COMMIT for all of them (docs/stays.md, At scale). A step that throws must not
+ * Runs a batch of steps in one transaction: one BEGIN, one read each of the settings and of the
+ * guests' conversations and current stays, and one COMMIT carrying the events, report figures and
+ * steps' records (PostgreSQL) for all of them (docs/stays.md, At scale). A step that throws must not
  * take the others with it: the transaction is rolled back (a failed statement ends a PostgreSQL
  * transaction anyway), that step gets its error, and the others run again in a new one. Only a
  * failed commit, or a conflict the store gave up retrying, fails them all; each job is then
