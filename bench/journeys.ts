@@ -10,11 +10,12 @@
 //   npm run bench:journeys -- --stays 2000 --only sqlite|postgres
 //   npm run bench:journeys -- --no-reads       the burst alone: its statements and CPU per step clean
 //   npm run bench:journeys -- --statements     also the statements sent per step, by their first words
+//   npm run bench:journeys -- --profile        the server under --cpu-prof: where the burst's CPU goes, per step
 //
 // The server counts what it sends to its store (bench/statement-counter.ts): statements and the
 // process's CPU per step are taken over the burst, the reads included unless --no-reads.
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -22,6 +23,7 @@ import autocannon from 'autocannon';
 import pg from 'pg';
 import { openStore, type Store } from '../src/db/store.js';
 import { freePort, spawnNode, stopChild, waitForHttp } from './proc.js';
+import { formatProfile, monotonicUs, summariseProfile } from './profile.js';
 
 const say = (t: string) => process.stdout.write(`${t}\n`);
 const arg = (name: string) => {
@@ -32,6 +34,7 @@ const STAYS = Number(arg('stays') ?? 10_000);
 const ONLY = arg('only');
 const READS = !process.argv.includes('--no-reads');
 const SHOW_STATEMENTS = process.argv.includes('--statements');
+const PROFILE = process.argv.includes('--profile');
 const PG_ADMIN = process.env.TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const cwd = join(import.meta.dirname, '..');
@@ -174,7 +177,9 @@ async function runStore(kind: 'sqlite' | 'postgres'): Promise<Figures> {
   const countsFile = join(dir, 'counts.json');
   env.BENCH_COUNTS_FILE = countsFile;
   const counter = pathToFileURL(join(cwd, 'bench', 'statement-counter.ts')).href;
+  const profileDir = join(dir, 'profile');
   const flags = [
+    ...(PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []),
     '--max-semi-space-size=8',
     '--heap-growing-percent=100',
     '--import',
@@ -185,6 +190,7 @@ async function runStore(kind: 'sqlite' | 'postgres'): Promise<Figures> {
   ];
   const server = spawnNode(flags, env, join(dir, 'server.log'), cwd);
   let store: Store | null = null;
+  let profiled: { window: { fromUs: number; toUs: number }; steps: number } | null = null;
   try {
     await waitForHttp(`${base}/healthz`, server);
     const login = await fetch(`${base}/api/v1/auth/login`, {
@@ -270,6 +276,7 @@ async function runStore(kind: 'sqlite' | 'postgres'): Promise<Figures> {
     // Written every 250 ms by the server: the last file before the minute.
     await new Promise((r) => setTimeout(r, Math.max(0, minute - 300 - Date.now())));
     const before = readCounts(countsFile);
+    const fromUs = monotonicUs();
     let queuedMs: number | null = null;
     let c = await counts(store, moment);
     while (Date.now() < minute + 120_000) {
@@ -282,6 +289,7 @@ async function runStore(kind: 'sqlite' | 'postgres'): Promise<Figures> {
     }
     await new Promise((r) => setTimeout(r, 500));
     const end = readCounts(countsFile);
+    profiled = { window: { fromUs, toUs: monotonicUs() }, steps: c.done };
     // Reads go on half a second more, then stop.
     await new Promise((r) => setTimeout(r, 500));
     reading?.stop();
@@ -323,6 +331,15 @@ async function runStore(kind: 'sqlite' | 'postgres'): Promise<Figures> {
   } finally {
     await store?.close();
     await stopChild(server);
+    if (PROFILE && profiled !== null) {
+      // Written by the server as it exits; "µs/req" below is per step done.
+      const file = readdirSync(profileDir).find((f) => f.endsWith('.cpuprofile'));
+      if (file !== undefined) {
+        const kept = join(tmpdir(), `gma-bench-journeys-${kind}-${Date.now()}.cpuprofile`);
+        copyFileSync(join(profileDir, file), kept);
+        say(formatProfile(await summariseProfile(kept, profiled.window, 40), profiled.steps));
+      }
+    }
     await dropDb?.();
     rmSync(dir, { recursive: true, force: true });
   }

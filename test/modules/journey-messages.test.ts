@@ -187,3 +187,45 @@ test('a step that cannot be carried out ends failed with its reason, in the jour
     ],
   );
 });
+
+test("a step's new conversation shows as a read of it does, and counts in the reports", async (t) => {
+  const h = await hotel(t, { CHANNELS_DRY_RUN: 'true' });
+  const begin = new Date(Date.now() - 60_000).toISOString();
+  // A resolution target, so the opening writes the conversation's SLA columns.
+  await h.put('sla', {
+    firstResponseMinutes: 30,
+    resolutionMinutes: 600,
+    businessHours: false,
+    taskMinutes: { low: 600, normal: 240, high: 60, urgent: 15 },
+  });
+  await h.put('journeys', [
+    { name: 'welcome', when: { event: 'check_in' }, channel: 'sms', action: { type: 'message', content: 'Hi' } },
+    { name: 'wifi', when: { event: 'check_in' }, channel: 'sms', action: { type: 'message', content: 'Wi-Fi: azul' } },
+  ]);
+  const guestId = await h.guest({ name: 'Inês Duarte', phone: '+351911222555' });
+  const stayId = await h.checkIn(guestId, '12');
+  const welcome = await h.ran(stayId, 'welcome');
+  const wifi = await h.ran(stayId, 'wifi');
+  assert.deepEqual([welcome.status, wifi.status], ['done', 'done']);
+
+  // Both steps wrote into one conversation, opened by the first with its event.
+  const created = (await h.events('conversation.created')).map((e) => e.data);
+  assert.equal(created.length, 1);
+  const res = await call(h.app, 'GET', `/conversations/${created[0].id}`, { token: h.token });
+  assert.equal(res.status, 200, JSON.stringify(res.body));
+  assert.equal(res.data.messageCount, 2);
+  assert.equal(res.data.stay.id, stayId);
+  assert.notEqual(res.data.sla.resolutionDueAt, null);
+  // As a read showed it then: the same but for what the second message changed.
+  const { messageCount, lastMessageAt, updatedAt, ...rest } = res.data;
+  const { messageCount: n0, lastMessageAt: l0, updatedAt: u0, ...atOpening } = created[0];
+  assert.deepEqual(atOpening, rest);
+  assert.equal(n0, 1);
+  assert.ok(l0 <= lastMessageAt && u0 <= updatedAt);
+
+  const summary = await call(h.app, 'GET', `/reports/summary?from=${begin}&businessHours=false`, { token: h.token });
+  assert.equal(summary.status, 200, JSON.stringify(summary.body));
+  assert.deepEqual(summary.data.conversations, { opened: 1, resolved: 0 });
+  assert.deepEqual(summary.data.messages, { inbound: 0, outbound: 2 });
+  assert.deepEqual(summary.data.sla.resolution, { met: 0, breached: 0 });
+});

@@ -2,6 +2,7 @@
 // thread), and moving the status forward only (queued → sent → delivered → read, or failed),
 // each change written with its `message.updated` event in the caller's transaction.
 
+import { sql } from 'kysely';
 import { type Param, prepared } from '../../db/prepared.js';
 import { fromJson, nowIso, type Store } from '../../db/store.js';
 import type { Executor, Tx } from '../../db/types.js';
@@ -35,6 +36,8 @@ export interface SendContext {
   message: { id: string; conversationId: string; type: string; status: Status; content: string };
   outgoing: Outgoing;
   assignee: string | null;
+  /** Whether the message has files: a text without any needs no read of them. */
+  hasFiles: boolean;
 }
 
 /** How many Message-IDs an e-mail's References carries: the thread's first and its latest ones. */
@@ -104,6 +107,9 @@ const forSend = prepared((db, p: Param<{ messageId: string }>) =>
       'g.email',
       'g.phone',
       's.template',
+      sql<number>`case when exists (select 1 from attachments a where a.message_id = m.id) then 1 else 0 end`.as(
+        'has_files',
+      ),
     ]),
 );
 
@@ -135,6 +141,7 @@ export async function loadForSend(db: Executor, messageId: string): Promise<Send
       automatic: row.sender_type === 'system',
     },
     assignee: row.assignee,
+    hasFiles: Number(row.has_files) === 1,
   };
 }
 

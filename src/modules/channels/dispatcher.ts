@@ -180,7 +180,7 @@ export class ChannelDispatcher implements LocalSender {
       const change = { status: 'failed' as const, error: { code: 'ATTEMPTS_EXHAUSTED', message } };
       return this.settle(s, lease, { messageId: s.messageId, next: 'failed', status: { ref, change } });
     }
-    if (this.o.files !== undefined) ctx.outgoing.attachments = await this.o.files.of(db, s.messageId);
+    if (this.o.files !== undefined && ctx.hasFiles) ctx.outgoing.attachments = await this.o.files.of(db, s.messageId);
     const result = await this.providers.send(ctx.outgoing, signal);
     if (!result.ok && result.retryable && this.worker.isStopping) {
       // Cut off by the shutdown: any instance sends it again at once (a new send: it may have gone).

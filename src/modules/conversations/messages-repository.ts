@@ -6,7 +6,7 @@ import { type Param, prepared } from '../../db/prepared.js';
 import { toIso } from '../../db/store.js';
 import type { Executor, MessageRow } from '../../db/types.js';
 import { newId } from '../../lib/ids.js';
-import { messageStored } from '../reports/recorder.js';
+import { messageStored, type Opened } from '../reports/recorder.js';
 import type { MessageView } from './schemas.js';
 
 /** A message's columns as toMessage reads them: every read of a message (a list, search hits) selects these. */
@@ -97,7 +97,8 @@ const insert = prepared((db, p: Param<InsertRow>) =>
   }),
 );
 
-export async function insertMessage(db: Executor, m: NewMessage): Promise<MessageView> {
+/** `opened`: its conversation, opened in this transaction with nothing written to it since (reports/recorder.ts). */
+export async function insertMessage(db: Executor, m: NewMessage, opened?: Opened): Promise<MessageView> {
   const row: InsertRow = {
     id: newId('msg'),
     external_id: null,
@@ -110,7 +111,7 @@ export async function insertMessage(db: Executor, m: NewMessage): Promise<Messag
   await db.run(insert, row);
   const message = toMessage({ ...row, delivered_at: null, read_at: null });
   // Reports count it in the same transaction (docs/reports.md).
-  await messageStored(db, { ...message, senderType: row.sender_type, senderId: row.sender_id });
+  await messageStored(db, { ...message, senderType: row.sender_type, senderId: row.sender_id }, opened);
   return message;
 }
 

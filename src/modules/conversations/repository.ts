@@ -5,8 +5,8 @@ import { paginate } from '../../db/paginate.js';
 import { type Param, type Prepared, prepared, updateById } from '../../db/prepared.js';
 import { fromJson, nowIso, toBool, toIso } from '../../db/store.js';
 import type { ConversationRow, Database, Executor } from '../../db/types.js';
-import { conversationOpened, conversationStatusSet } from '../reports/recorder.js';
-import { slaView } from '../reports/sla.js';
+import { conversationOpened, conversationStatusSet, type Opened, type WrittenSla } from '../reports/recorder.js';
+import { type SLA_COLUMNS, slaView } from '../reports/sla.js';
 import { currentStay } from '../stays/current.js';
 import type { StaySummaryView } from '../stays/schemas.js';
 import type { ConversationStatus, ConversationView } from './schemas.js';
@@ -274,7 +274,8 @@ export interface NewConversation {
   at: string;
 }
 
-export async function insertConversation(db: Executor, c: NewConversation): Promise<void> {
+/** Inserts the conversation; gives it as its opening left it (for its view and first message without a read). */
+export async function insertConversation(db: Executor, c: NewConversation): Promise<Opened | undefined> {
   await db
     .insertInto('conversations')
     .values({
@@ -291,7 +292,38 @@ export async function insertConversation(db: Executor, c: NewConversation): Prom
     })
     .execute();
   // Reports count the opening in the same transaction (docs/reports.md).
-  await conversationOpened(db, c.id, c.at);
+  return conversationOpened(db, c, c.at);
+}
+
+/**
+ * The view of a conversation insertConversation just wrote, with no other write to it since, as
+ * findConversation would read it: `guestName` and `stay` (the guest's current stay) as the caller
+ * knows them, `sla` the columns its opening wrote.
+ */
+export function newConversationView(
+  c: NewConversation,
+  guestName: string,
+  stay: StaySummaryView,
+  sla: WrittenSla,
+): ConversationView {
+  return toConversation({
+    id: c.id,
+    guest_id: c.guestId,
+    guest_name: guestName,
+    channel: c.channel,
+    status: 'open',
+    assignee: c.assignee,
+    subject: c.subject,
+    last_message_at: c.at,
+    message_count: c.messageCount,
+    labels: '[]',
+    created_at: c.at,
+    updated_at: c.at,
+    snoozed_until: null,
+    ...(sla as Pick<ConversationRow, (typeof SLA_COLUMNS)[number]>),
+    sla_breached: sla.sla_breached,
+    stay,
+  } as ConversationListRow);
 }
 
 export async function updateConversationRow(
@@ -394,15 +426,38 @@ export async function latestConversationOf(db: Executor, guestId: string, channe
     .select(['id', 'channel', 'status', 'last_message_at', 'created_at'])
     .where('guest_id', '=', guestId);
   if (channel !== undefined) q = q.where('channel', '=', channel as never);
-  let latest: { id: string; channel: string; status: ConversationStatus; at: string; created: string } | undefined;
-  for (const r of await q.execute()) {
-    const c = {
-      id: r.id,
-      channel: r.channel,
-      status: r.status,
-      at: toIso(r.last_message_at),
-      created: toIso(r.created_at),
-    };
+  return latestAmong((await q.execute()).map(conversationOfGuest));
+}
+
+/** A guest's conversation as latestAmong compares them. */
+export interface GuestConversation {
+  id: string;
+  channel: string;
+  status: ConversationStatus;
+  /** Its latest message's time, then its creation time (ISO). */
+  at: string;
+  created: string;
+}
+
+const conversationOfGuest = (r: {
+  id: string;
+  channel: string;
+  status: ConversationStatus;
+  last_message_at: string | Date;
+  created_at: string | Date;
+}): GuestConversation => ({
+  id: r.id,
+  channel: r.channel,
+  status: r.status,
+  at: toIso(r.last_message_at),
+  created: toIso(r.created_at),
+});
+
+/** The latest of a guest's conversations (on `channel`, or on any), as latestConversationOf picks it. */
+export function latestAmong(conversations: readonly GuestConversation[], channel?: string) {
+  let latest: GuestConversation | undefined;
+  for (const c of conversations) {
+    if (channel !== undefined && c.channel !== channel) continue;
     if (
       latest === undefined ||
       c.at > latest.at ||
@@ -412,6 +467,35 @@ export async function latestConversationOf(db: Executor, guestId: string, channe
     }
   }
   return latest;
+}
+
+const guestsConversationsPg = prepared((db, p: Param<{ ids: readonly string[] }>) =>
+  db
+    .selectFrom('conversations')
+    .select(['id', 'guest_id', 'channel', 'status', 'last_message_at', 'created_at'])
+    .where(sql<boolean>`guest_id = any(${p('ids')}::text[])`),
+);
+const guestsConversationsSqlite = prepared((db, p: Param<{ ids: string }>) =>
+  db
+    .selectFrom('conversations')
+    .select(['id', 'guest_id', 'channel', 'status', 'last_message_at', 'created_at'])
+    .where(sql<boolean>`guest_id in (select value from json_each(${p('ids')}))`),
+);
+
+/** Every conversation of these guests, by guest, in one statement (each through the guest's index). */
+export async function conversationsOfGuests(
+  db: Executor,
+  guestIds: readonly string[],
+): Promise<Map<string, GuestConversation[]>> {
+  const ids = [...new Set(guestIds)];
+  const out = new Map<string, GuestConversation[]>(ids.map((id) => [id, []]));
+  if (ids.length === 0) return out;
+  const rows =
+    db.dialect === 'postgres'
+      ? await db.run(guestsConversationsPg, { ids })
+      : await db.run(guestsConversationsSqlite, { ids: JSON.stringify(ids) });
+  for (const r of rows) out.get(r.guest_id)?.push(conversationOfGuest(r));
+  return out;
 }
 
 /**

@@ -15,6 +15,7 @@ import { assertWhatsAppWindow, type RenderedTemplate, renderTemplate } from '../
 import { insertSend, type LocalSender } from '../channels/sends-repository.js';
 import { conversationEvents, messageCreated, staffActor } from '../events/emit.js';
 import { withEvents } from '../events/outbox.js';
+import type { Opened } from '../reports/recorder.js';
 import { currentStay } from '../stays/current.js';
 import { checkedLabels, writeLabels } from './labels.js';
 import { insertMessage, type NewMessage } from './messages-repository.js';
@@ -154,13 +155,14 @@ export async function storeOutbound(
   m: NewMessage,
   template: RenderedTemplate | null = null,
   sender: LocalSender | null = null,
+  opened?: Opened,
 ): Promise<MessageView> {
-  if (m.type !== 'text') return insertMessage(tx, m);
+  if (m.type !== 'text') return insertMessage(tx, m, opened);
   if (channel === 'web') {
     if (sender !== null) tx.onCommit(() => sender.sentAtCommit(channel));
-    return insertMessage(tx, { ...m, delivery_status: 'sent', sent_at: m.created_at });
+    return insertMessage(tx, { ...m, delivery_status: 'sent', sent_at: m.created_at }, opened);
   }
-  const message = await insertMessage(tx, m);
+  const message = await insertMessage(tx, m, opened);
   // Claimed at birth by this instance's dispatcher when it has room: sent once this commits.
   const lease = sender?.lease(channel) ?? null;
   if (await insertSend(tx, message.id, m.conversation_id, channel, message.createdAt, template, lease)) {

@@ -292,27 +292,65 @@ function deltaStatements(x: Executor, deltas: Deltas) {
   return chunks(x, deltas).map((rows) => insertRollups.of(x, rows));
 }
 
+/**
+ * The facts a PostgreSQL transaction added, written in one statement sent with its COMMIT, as its
+ * rollups are: one round trip less for each write that ends a measure (a journey step writes two).
+ * Not on SQLite: a later transaction of the same group commit could retract a fact that an earlier
+ * one still held. Nothing else in a transaction reads the facts it adds.
+ */
+const FACTS: CommitTotal<Row[]> = {
+  empty: () => [],
+  add(total, part) {
+    total.push(...part);
+  },
+  statements: (x, total) => {
+    const out = [];
+    for (let i = 0; i < total.length; i += ROWS_PER_STATEMENT) {
+      out.push(insertFacts.of(x, total.slice(i, i + ROWS_PER_STATEMENT)));
+    }
+    return out;
+  },
+};
+
+/** A PostgreSQL transaction's facts held for its COMMIT. */
+const heldFacts = new WeakMap<Executor, Row[]>();
+
 /** Records facts and their rollups in the caller's transaction. */
 export async function addFacts(x: Executor, facts: Fact[]): Promise<void> {
   if (facts.length === 0) return;
-  await insertFacts.write(
-    x,
-    facts.map((f) => ({
-      metric: f.metric,
-      at: f.at,
-      channel: f.channel,
-      assignee: f.assignee,
-      department: f.department,
-      wall: f.wall ?? null,
-      biz: f.biz ?? null,
-      ref: f.ref ?? null,
-    })),
-  );
+  const rows = facts.map((f) => ({
+    metric: f.metric,
+    at: f.at,
+    channel: f.channel,
+    assignee: f.assignee,
+    department: f.department,
+    wall: f.wall ?? null,
+    biz: f.biz ?? null,
+    ref: f.ref ?? null,
+  }));
+  const later = (x as Partial<Tx>).addAtCommit;
+  if (later === undefined || x.dialect !== 'postgres') await insertFacts.write(x, rows);
+  else {
+    let held = heldFacts.get(x);
+    if (held === undefined) {
+      held = [];
+      heldFacts.set(x, held);
+      later(FACTS, held);
+    }
+    held.push(...rows);
+  }
   await roll(x, facts, 1);
+}
+
+/** Writes the facts this transaction holds for its COMMIT now, so that a delete sees them. */
+async function writeHeldFacts(x: Executor): Promise<void> {
+  const held = heldFacts.get(x);
+  if (held !== undefined && held.length > 0) await insertFacts.write(x, held.splice(0));
 }
 
 /** Removes the facts of `ref` with one of `metrics` (optionally only those due after `after`). */
 export async function retractFacts(x: Executor, ref: string, metrics: Metric[], after?: number): Promise<number> {
+  await writeHeldFacts(x);
   let q = rdb(x).deleteFrom('report_facts').where('ref', '=', ref).where('metric', 'in', metrics);
   if (after !== undefined) q = q.where('at', '>', after);
   const gone = await q.returning(['metric', 'at', 'channel', 'assignee', 'department', 'wall', 'biz', 'ref']).execute();

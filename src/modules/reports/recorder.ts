@@ -174,7 +174,13 @@ type SlaColumns = {
  * reported. A moment that came but was not reported yet and whose target this write ends is kept
  * as owed (`s`: the conversation's report state, if any), so the job still reports it.
  */
-async function setSla(x: Executor, c: ConversationNow, cols: SlaColumns, s: State, at: number): Promise<void> {
+async function setSla(
+  x: Executor,
+  c: ConversationNow,
+  cols: SlaColumns,
+  s: State,
+  at: number,
+): Promise<WrittenSla | undefined> {
   const id = c.id;
   const set: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(cols)) {
@@ -183,7 +189,7 @@ async function setSla(x: Executor, c: ConversationNow, cols: SlaColumns, s: Stat
     else set[k] = isoOrNull(v as number | null);
   }
   const [row] = (await updateRowById(x, 'conversations', id, set, SLA_COLUMNS)) as unknown as SlaRow[];
-  if (row === undefined) return;
+  if (row === undefined) return undefined;
   const state = slaOfRow(row);
   const reported = num(s?.sla_reported);
   const ended = s === undefined ? [] : endedMoments(c.sla, state, reported, at);
@@ -196,7 +202,11 @@ async function setSla(x: Executor, c: ConversationNow, cols: SlaColumns, s: Stat
   // opened without a resolution target, a wait whose moments all fall after the resolution's next).
   const next = nextSlaRun(state, owed, reported);
   if (next !== nextSlaRun(c.sla, was, reported)) await scheduleConversationSla(x, id, next);
+  return { ...row, sla_breached: Boolean(cols.sla_breached ?? c.sla.breached) };
 }
+
+/** A conversation's SLA columns as a write left them (what its `sla` field is made of, slaView). */
+export type WrittenSla = SlaRow & { sla_breached: boolean };
 
 const NO_RESPONSE_TARGET: SlaColumns = { sla_target: null, sla_response_due: null, sla_response_risk: null };
 
@@ -213,7 +223,7 @@ const fact = (c: ConversationNow, metric: Metric, at: number, extra: Partial<Fac
 async function open(x: Executor, r: Rules, c: ConversationNow, at: number, s: State) {
   const due = dueOf(r.sla, r.hours, at, targetMinutes(r.sla, c.channel, 'resolution'));
   const row = { closed: 0, opened_at: at, wait_at: null, waited: 0 };
-  await setSla(
+  const written = await setSla(
     x,
     c,
     {
@@ -234,13 +244,54 @@ async function open(x: Executor, r: Rules, c: ConversationNow, at: number, s: St
   const facts = [fact(c, 'opened', at)];
   if (due !== null) facts.push(fact(c, BREACHED.resolution, due.due, { ref: c.id }));
   await addFacts(x, facts);
+  return written;
 }
 
-/** A conversation was created (`at`, ISO). */
-export async function conversationOpened(x: Executor, id: string, at: string): Promise<void> {
-  const c = await conversationNow(x, id);
-  if (c === undefined) return;
-  await open(x, await rulesOf(x), c, ms(at), undefined);
+/**
+ * A conversation opened in this transaction as its opening left it: its SLA columns, and what
+ * messageStored reads of it, so a message written into it before anything else writes to it
+ * (a journey step's) is counted without that read.
+ */
+export interface Opened {
+  readonly sla: WrittenSla;
+  readonly c: ConversationNow;
+  readonly s: ConversationState;
+}
+
+/**
+ * A conversation was created (`at`, ISO), its row just inserted by the caller with no SLA target
+ * (the columns' defaults), so it is known without a read; gives it as this left it.
+ */
+export async function conversationOpened(
+  x: Executor,
+  inserted: { id: string; channel: string; assignee: string | null },
+  at: string,
+): Promise<Opened | undefined> {
+  const c: ConversationNow = {
+    id: inserted.id,
+    channel: inserted.channel,
+    assignee: inserted.assignee ?? '',
+    target: null,
+    responseDue: null,
+    resolutionDue: null,
+    sla: slaOfRow({}),
+  };
+  const when = ms(at);
+  const sla = await open(x, await rulesOf(x), c, when, undefined);
+  if (sla === undefined) return undefined;
+  // As conversationAndState would read it now: the columns and the state open() wrote.
+  const state = slaOfRow(sla as Parameters<typeof slaOfRow>[0]);
+  return {
+    sla,
+    c: {
+      ...c,
+      target: state.responseTarget,
+      responseDue: state.responseDue,
+      resolutionDue: state.resolutionDue,
+      sla: state,
+    },
+    s: { closed: 0, opened_at: when, wait_at: null, waited: 0, sla_reported: null, sla_owed: null },
+  };
 }
 
 /**
@@ -274,9 +325,12 @@ interface MessageWritten {
 }
 
 /** A message was stored: counts texts, starts a wait on a guest's text, ends it on a staff reply. */
-export async function messageStored(x: Executor, m: MessageWritten): Promise<void> {
+export async function messageStored(x: Executor, m: MessageWritten, opened?: Opened): Promise<void> {
   if (m.type !== 'text') return;
-  let both = await conversationAndState(x, m.conversationId);
+  let both =
+    opened !== undefined && opened.c.id === m.conversationId
+      ? { c: opened.c, s: opened.s }
+      : await conversationAndState(x, m.conversationId);
   if (both === undefined) return;
   let { c, s } = both;
   const at = ms(m.createdAt);

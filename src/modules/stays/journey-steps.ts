@@ -7,9 +7,10 @@
 // no-show stay is skipped at its moment; a step more than 6 h late is skipped with its reason.
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
+import type { CompiledQuery } from 'kysely';
 import { type Param, type Prepared, prepared } from '../../db/prepared.js';
 import { fromJson, isConflict, nowIso, type Store, toIso } from '../../db/store.js';
-import type { Executor, JourneyStepTable, Tx } from '../../db/types.js';
+import type { CommitTotal, Executor, JourneyStepTable, Tx } from '../../db/types.js';
 import { AppError } from '../../lib/errors.js';
 import { newId } from '../../lib/ids.js';
 import { fillPlaceholders, firstNameOf } from '../canned-responses/placeholders.js';
@@ -17,9 +18,13 @@ import { assertWhatsAppWindow, type RenderedTemplate, renderTemplate } from '../
 import type { LocalSender } from '../channels/sends-repository.js';
 import {
   advanceConversationRef,
+  conversationsOfGuests,
   findConversation,
+  type GuestConversation,
   insertConversation,
-  latestConversationOf,
+  latestAmong,
+  type NewConversation,
+  newConversationView,
 } from '../conversations/repository.js';
 import type { MessageView } from '../conversations/schemas.js';
 import { storeOutbound } from '../conversations/service.js';
@@ -34,11 +39,14 @@ import {
   type JobRunner,
   LeaseLost,
 } from '../jobs/runner.js';
+import type { Opened } from '../reports/recorder.js';
 import { SETTINGS } from '../settings/registry.js';
 import { getSetting } from '../settings/repository.js';
 import { insertTask } from '../tasks/repository.js';
+import { currentStays } from './current.js';
 import { type HotelClock, hotelClock } from './dates.js';
 import { type Journey, type JourneyEvent, planStay, REPLAN_KIND } from './journeys.js';
+import type { StaySummaryView } from './schemas.js';
 
 /** The job that runs one step; its key is the stay's id and the journey's name. */
 export const STEP_KIND = 'journey.step';
@@ -354,12 +362,12 @@ const reachable = (channel: string, g: Guest) =>
   channel === 'email' ? g.email !== null : channel === 'sms' || channel === 'whatsapp' ? g.phone !== null : true;
 
 /** The channel a message step goes on: fixed, else the latest conversation's, else the first reachable. */
-async function channelFor(db: Executor, j: Journey, guest: Guest): Promise<string> {
+async function channelFor(reads: BatchReads, j: Journey, guest: Guest): Promise<string> {
   if (j.channel !== undefined) {
     if (!reachable(j.channel, guest)) throw new StepFailure(`the guest has no address for the ${j.channel} channel`);
     return j.channel;
   }
-  const latest = await latestConversationOf(db, guest.id);
+  const latest = latestAmong((await reads.conversations()).get(guest.id) ?? []);
   if (latest !== undefined) return latest.channel;
   const first = CHANNEL_ORDER.find((c) => reachable(c, guest));
   if (first === undefined) throw new StepFailure('the guest has no phone number or email address');
@@ -378,11 +386,12 @@ async function sendStepMessage(
   guest: Guest,
   fill: (text: string) => string,
   sender: LocalSender | null,
+  reads: BatchReads,
 ): Promise<MessageView> {
   // Steps of one guest's stays due together (several stays, or one stay's journeys) take turns on
   // the guest's row, locked with the step (stepToRun): each sees the conversation the one before
   // opened, so they share it instead of each opening its own (SQLite runs one writer at a time).
-  const channel = await channelFor(tx, j, guest);
+  const channel = await channelFor(reads, j, guest);
   let template: RenderedTemplate | null = null;
   let content: string;
   try {
@@ -399,21 +408,26 @@ async function sendStepMessage(
     if (err instanceof AppError) throw new StepFailure(err.message);
     throw err;
   }
-  const existing = await latestConversationOf(tx, guest.id, channel);
+  const guestConversations = (await reads.conversations()).get(guest.id) ?? [];
+  const existing = latestAmong(guestConversations, channel);
   let conversationId: string;
   let at: string;
   let assignee: string | null = null;
+  let opened: Opened | undefined;
   if (existing !== undefined) {
     // The conversation's row first (its time taken under its lock), as every outbound message.
-    const ref = (await advanceConversationRef(tx, existing.id))!;
+    const ref = await advanceConversationRef(tx, existing.id);
+    // Deleted since the batch read it (the guest erased): the step is retried alone, read anew.
+    if (ref === undefined) throw new Error(`conversation ${existing.id} is gone`);
     conversationId = existing.id;
     at = ref.last_message_at;
     assignee = ref.assignee;
+    existing.at = at;
   } else {
     if (channel === 'web') throw new StepFailure('the guest has no web conversation to write in');
     conversationId = newId('cnv');
     at = nowIso();
-    await insertConversation(tx, {
+    const row: NewConversation = {
       id: conversationId,
       guestId: guest.id,
       channel: channel as 'whatsapp' | 'sms' | 'email',
@@ -421,8 +435,17 @@ async function sendStepMessage(
       assignee: null,
       messageCount: 1,
       at,
-    });
-    conversationEvents(outbox, SYSTEM, null, (await findConversation(tx, conversationId))!);
+    };
+    opened = await insertConversation(tx, row);
+    guestConversations.push({ id: conversationId, channel, status: 'open', at, created: at });
+    // Its event shows it as written, the guest's current stay read once for the batch's guests,
+    // and its message is counted as written into it (nothing writes to it in between): no read of
+    // the row back.
+    const view =
+      opened === undefined
+        ? (await findConversation(tx, conversationId))!
+        : newConversationView(row, guest.name, (await reads.stays()).get(guest.id) ?? null, opened.sla);
+    conversationEvents(outbox, SYSTEM, null, view);
   }
   const message = await storeOutbound(
     tx,
@@ -439,10 +462,20 @@ async function sendStepMessage(
     },
     template,
     sender,
+    opened,
   );
   messageCreated(outbox, SYSTEM, message, assignee);
   return message;
 }
+
+/** Steps' records sent with a COMMIT (finish). */
+const STEP_RECORDS: CommitTotal<CompiledQuery[]> = {
+  empty: () => [],
+  add(total, part) {
+    total.push(...part);
+  },
+  statements: (_x, total) => total,
+};
 
 async function finish(
   tx: Tx,
@@ -452,17 +485,35 @@ async function finish(
   set: { status: StepStatus; message_id?: string | null; task_id?: string | null; reason?: string | null },
 ) {
   const values = { message_id: null, task_id: null, reason: null, ...set, updated_at: nowIso() };
-  await tx
+  const update = tx
     .updateTable('journey_steps')
     .set(values)
     .where('stay_id', '=', row.stay_id)
-    .where('journey', '=', row.journey)
-    .execute();
+    .where('journey', '=', row.journey);
+  // Nothing reads the step's record later in the transaction, and its row is locked by the
+  // batch's read until the commit: on PostgreSQL it goes with the COMMIT, one round trip less per
+  // step. Not on SQLite, where a plan of the stay later in the same group commit must find it ran.
+  const later = tx.dialect === 'postgres' ? tx.addAtCommit : undefined;
+  if (later !== undefined) later(STEP_RECORDS, [update.compile()]);
+  else await update.execute();
   stepEvent(outbox, stepView({ ...row, ...values }, guestId));
 }
 
 /** The settings a batch of steps reads once, when its first step needs them. */
 type StepSettings = { key: string; value: unknown }[];
+
+/**
+ * What a batch of steps reads once, each when a step first needs it: the settings, the current
+ * stays of its guests (src/modules/stays/current.ts) and their conversations. The conversations
+ * are read after the batch's guests were locked (PostgreSQL; SQLite runs one writer), so another
+ * batch's steps for the same guests have committed; the batch's own steps keep them up to date
+ * (a time taken, a conversation opened), so each sees what the one before wrote.
+ */
+interface BatchReads {
+  settings: () => Promise<StepSettings>;
+  stays: () => Promise<Map<string, NonNullable<StaySummaryView>>>;
+  conversations: () => Promise<Map<string, GuestConversation[]>>;
+}
 
 /**
  * Runs one step in `tx`, a transaction it shares with the other steps of its batch, its row, stay
@@ -472,7 +523,7 @@ type StepSettings = { key: string; value: unknown }[];
 async function runStep(
   tx: Tx,
   outbox: Outbox,
-  settingsOf: () => Promise<StepSettings>,
+  reads: BatchReads,
   sender: LocalSender | null,
   stayId: string,
   journey: string,
@@ -480,7 +531,7 @@ async function runStep(
 ): Promise<void> {
   if (found === undefined || found.status !== 'scheduled') return;
   const { row, stay, guest } = splitStep(found);
-  const settings = await settingsOf();
+  const settings = await reads.settings();
   const journeys = (settingValue(settings, 'journeys') ?? []) as Journey[];
   const j = journeys.find((x) => x.name === journey && x.enabled !== false);
   if (j === undefined) {
@@ -523,7 +574,7 @@ async function runStep(
   }
   try {
     // Every StepFailure is thrown before the first write: nothing half-written stays behind.
-    const message = await sendStepMessage(tx, outbox, j, guest, fill, sender);
+    const message = await sendStepMessage(tx, outbox, j, guest, fill, sender, reads);
     await finish(tx, outbox, row, stay.guest_id, { status: 'done', message_id: message.id });
   } catch (err) {
     if (!(err instanceof StepFailure)) throw err;
@@ -532,8 +583,9 @@ async function runStep(
 }
 
 /**
- * Runs a batch of steps in one transaction: one BEGIN, one read of the settings, one write of the
- * events and one COMMIT for all of them (docs/stays.md, At scale). A step that throws must not
+ * Runs a batch of steps in one transaction: one BEGIN, one read each of the settings and of the
+ * guests' conversations and current stays, and one COMMIT carrying the events, report figures and
+ * steps' records (PostgreSQL) for all of them (docs/stays.md, At scale). A step that throws must not
  * take the others with it: the transaction is rolled back (a failed statement ends a PostgreSQL
  * transaction anyway), that step gets its error, and the others run again in a new one. Only a
  * failed commit, or a conflict the store gave up retrying, fails them all; each job is then
@@ -569,10 +621,20 @@ export async function runSteps(
         // Recorded with the steps: the work and its job's end commit together, once. A job
         // cancelled or rescheduled since its claim (its stay moved) is not run.
         const held = new Set(await complete(tx, batch));
-        let settings: Promise<StepSettings> | undefined;
-        const settingsOf = () => {
-          settings ??= tx.run(stepSettings, {});
-          return settings;
+        const memo = <T>(read: () => Promise<T>) => {
+          let value: Promise<T> | undefined;
+          return () => {
+            value ??= read();
+            return value;
+          };
+        };
+        const guestIds = rows.map((r) => r.guest_id);
+        const reads: BatchReads = {
+          settings: memo(() => tx.run(stepSettings, {})),
+          // Steps write no stays: read once, when a step first opens a conversation (its event
+          // shows the guest's current stay).
+          stays: memo(() => currentStays(tx, guestIds)),
+          conversations: memo(() => conversationsOfGuests(tx, guestIds)),
         };
         for (const [i, r] of batch.entries()) {
           if (!held.has(r)) {
@@ -581,7 +643,7 @@ export async function runSteps(
           }
           const { stayId, journey } = keys[i]!;
           try {
-            await runStep(tx, outbox, settingsOf, sender, stayId, journey, byKey.get(stepKey(stayId, journey)));
+            await runStep(tx, outbox, reads, sender, stayId, journey, byKey.get(stepKey(stayId, journey)));
           } catch (err) {
             // A deadlock or serialization conflict is the transaction's, not the step's: the store
             // runs the whole batch again.
