@@ -127,7 +127,8 @@ order by f.rowid desc limit ${WINDOW + 1}`;
 
 /**
  * The newest matches by id (time-ordered): the planner reads the GIN index and sorts the matches
- * when they are few, or walks the primary key backwards testing each row when they are many.
+ * when they are few, or walks the primary key (a narrowed search: its scope's B-tree) backwards
+ * testing each row when they are many.
  * ts_rank (normalised by the log of the message's length, as bm25 weighs length) is computed for
  * the window alone and is higher for a better match; ties go to the newer message (the higher id).
  */
@@ -139,13 +140,19 @@ function postgresSql(f: SearchFilter, param: ParamFn, page: { limit: number; off
   where.push(...timeConditions(f, param));
   const limit = param(page.limit);
   const offset = param(page.offset);
+  // A narrowed search orders by the id in the "C" collation, which only the scope's B-trees give
+  // (migration 035): walked newest first, they test the scope's messages alone, where the primary
+  // key would test every message (a word the scope lacks: all of them). Ids are ASCII, so the
+  // order is the same.
+  const narrowed = f.onlyAssignee !== undefined || f.channel !== undefined;
+  const newest = narrowed ? 'm.id collate "C" desc' : 'm.id desc';
   // The window carries ids only (the sort of a bitmap scan's matches moves no tsvector); the
   // window's rows are read again by key to be ranked.
   return `${PLAN_WITH_VALUES}
 with win as materialized (
   select m.id from messages m
   where m.search @@ ${query}${where.map((w) => ` and ${w}`).join('')}
-  order by m.id desc limit ${WINDOW + 1}
+  order by ${newest} limit ${WINDOW + 1}
 ), hits as materialized (
   select r.id, ts_rank(r.search, ${query}, 1) as rank
   from (select id from win order by id desc limit ${WINDOW}) w join messages r on r.id = w.id
