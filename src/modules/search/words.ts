@@ -39,6 +39,9 @@ export function fold(word: string): string {
   return word.normalize('NFD').replace(/\p{M}/gu, '').toLowerCase();
 }
 
+const NON_ASCII = /[^\t\n\r\x20-\x7e]/;
+const ASCII_WORD = /[a-z0-9]+/g;
+
 /** BM25's term-frequency saturation and length weight (FTS5's and most engines' defaults). */
 const K1 = 1.2;
 const B = 0.75;
@@ -57,7 +60,9 @@ export function relevance(contents: readonly string[], words: readonly string[])
   const lengths: number[] = [];
   let sum = 0;
   for (const content of contents) {
-    const tokens = fold(content).match(WORD) ?? [];
+    // Printable ASCII text (most) folds by lower-casing alone; its words are runs of [a-z0-9].
+    const ascii = !NON_ASCII.test(content);
+    const tokens = (ascii ? content.toLowerCase().match(ASCII_WORD) : fold(content).match(WORD)) ?? [];
     const tf = folded.map(() => 0);
     for (const t of tokens) {
       for (let i = 0; i < folded.length; i++) {
