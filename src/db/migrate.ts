@@ -32,6 +32,7 @@ import { journeySteps } from './migrations/031-journey-steps.js';
 import { deferredCounts } from './migrations/032-deferred-counts.js';
 import { reportHistograms } from './migrations/033-report-histograms.js';
 import { searchScope } from './migrations/034-search-scope.js';
+import { searchWalks } from './migrations/035-search-walks.js';
 import { columnTypes, type MigrationDef } from './migrations/helpers.js';
 import type { Store } from './store.js';
 import type { Db } from './types.js';
@@ -69,6 +70,7 @@ const MIGRATIONS: MigrationDef[] = [
   deferredCounts,
   reportHistograms,
   searchScope,
+  searchWalks,
 ];
 
 export async function migrate(store: Store): Promise<string[]> {

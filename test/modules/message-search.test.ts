@@ -263,6 +263,24 @@ test('a search narrowed to a channel or a staff member ranks its matches as the 
   assert.deepEqual(none.body.meta, { page: 1, limit: 20, total: 0, pages: 0, nextCursor: null, capped: false });
 });
 
+test('the rank weighs how often a message says each word and its length, not how rare a word is', async (t) => {
+  const w = await setup(t);
+  // "taxi" is common across the store, "shuttle" rare; each message says one of them twice.
+  await conversation(
+    w,
+    Array.from({ length: 8 }, (_, i) => `taxi to the airport at ${i}`),
+  );
+  await conversation(w, ['shuttle shuttle taxi', 'shuttle taxi taxi']);
+  // Equal rank (a rarity weighed would put the rare word's twice first): the newer first.
+  assert.deepEqual(contents(await search(w, 'shuttle taxi')), ['shuttle taxi taxi', 'shuttle shuttle taxi']);
+  // The same words in a shorter message rank higher, older or not.
+  await conversation(w, ['bus pass', 'bus pass, for the two of us, at the station please']);
+  assert.deepEqual(contents(await search(w, 'pass bus')), [
+    'bus pass',
+    'bus pass, for the two of us, at the station please',
+  ]);
+});
+
 test('API keys search with conversations:read (or write) and are refused without it', async (t) => {
   const w = await setup(t);
   await conversation(w, ['spare pillow please']);

@@ -1,6 +1,7 @@
 // Owns the message search query (docs/search.md): the newest matching messages (at most WINDOW),
 // narrowed by channel, time and a staff member's own conversations, ranked best first, a page of
-// them and their number, in one statement per store. Ranking only the newest WINDOW matches keeps a
+// them and their number (on PostgreSQL in one statement, on SQLite the window then the page's
+// messages, ranked in between by the app). Ranking only the newest WINDOW matches keeps a
 // search's cost bounded by WINDOW rather than by how common its words are: a word in one message in
 // thirty has 170,000 matches at 5M messages, each one ranked costing about a microsecond (and a row
 // read when a filter needs its conversation), where the newest thousand are found in a few ms.
@@ -9,7 +10,7 @@ import { PLAN_WITH_VALUES } from '../../db/store.js';
 import type { Executor } from '../../db/types.js';
 import { MESSAGE_COLUMNS, toMessage } from '../conversations/messages-repository.js';
 import type { MessageView } from '../conversations/schemas.js';
-import { ftsMatch, tsQuery } from './words.js';
+import { ftsMatch, relevance, tsQuery } from './words.js';
 
 export interface SearchFilter {
   words: readonly string[];
@@ -36,7 +37,8 @@ export interface SearchPage {
 // The columns every message read selects: a new column reaches search hits with the rest.
 const SELECTED = MESSAGE_COLUMNS.map((c) => `m.${c}`).join(', ');
 
-type Row = Parameters<typeof toMessage>[0] & { total: number | string; matched: number | string };
+type MessageRow = Parameters<typeof toMessage>[0];
+type Row = MessageRow & { total: number | string; matched: number | string };
 
 /** The filter's time conditions on messages `m`, with their values in order. */
 function timeConditions(f: SearchFilter, param: (v: unknown, cast?: string) => string): string[] {
@@ -58,7 +60,11 @@ export async function searchMessages(
     values.push(v);
     return pg ? `$${values.length}${cast === undefined ? '' : `::${cast}`}` : '?';
   };
-  const text = pg ? postgresSql(f, param, page) : sqliteSql(f, param, page);
+  if (!pg) {
+    const { rows } = await x.executeQuery<WindowRow>(CompiledQuery.raw(sqliteSql(f, param), values));
+    return sqlitePage(x, rows, f.words, page);
+  }
+  const text = postgresSql(f, param, page);
   const { rows } = await x.executeQuery<Row>(CompiledQuery.raw(text, values));
   const total = Number(rows[0]?.total ?? 0);
   const capped = Number(rows[0]?.matched ?? 0) > WINDOW;
@@ -66,53 +72,63 @@ export async function searchMessages(
 }
 
 type ParamFn = (v: unknown, cast?: string) => string;
+type WindowRow = { r: number; id: string; content: string };
 
 /**
- * FTS5 drives (CROSS JOIN keeps it the outer loop), newest first (its own rowid order, so the scan
- * stops at the window). The assignee and channel are words of the index's `scope` column
- * (migration 034), matched with the search's words inside the index; messages are read for each
- * match scanned only for a time filter, otherwise just for the page. bm25 weighs the content
- * column alone and is lower for a better match; ties go to the newer message (the higher rowid).
- *
- * bm25 counts, once per search, the rows holding each phrase of the MATCH (its rarity), reading
- * every match of it: for a scope word that is a quarter of all messages (a channel) or all of a
- * staff member's. A narrowed search therefore finds its window without bm25, then ranks the
- * window's rows by a second MATCH of the content words alone over the window's span of rowids:
- * the same rank (a scope word weighs 0 and its rarity multiplies nothing), without reading the
- * scope word's matches.
+ * The window's rows ranked by relevance() (words.ts), ties to the newer (the higher rowid), and
+ * the messages of the page asked for, read by id (a message deleted meanwhile is left out).
  */
-function sqliteSql(f: SearchFilter, param: ParamFn, page: { limit: number; offset: number }): string {
-  const narrowed = f.onlyAssignee !== undefined || f.channel !== undefined;
+async function sqlitePage(
+  x: Executor,
+  rows: WindowRow[],
+  words: readonly string[],
+  page: { limit: number; offset: number },
+): Promise<SearchPage> {
+  const capped = rows.length > WINDOW;
+  const window = capped ? rows.slice(0, WINDOW) : rows;
+  const score = relevance(
+    window.map((r) => r.content),
+    words,
+  );
+  const order = window.map((_, i) => i).sort((a, b) => score[b]! - score[a]! || window[b]!.r - window[a]!.r);
+  const ids = order.slice(page.offset, page.offset + page.limit).map((i) => window[i]!.id);
+  if (ids.length === 0) return { rows: [], total: window.length, capped };
+  const read = await x.executeQuery<MessageRow>(
+    CompiledQuery.raw(`select ${SELECTED} from messages m where m.id in (${ids.map(() => '?').join(', ')})`, ids),
+  );
+  const byId = new Map(read.rows.map((r) => [r.id, r]));
+  const shown = ids.flatMap((id) => {
+    const r = byId.get(id);
+    return r === undefined ? [] : [toMessage(r)];
+  });
+  return { rows: shown, total: window.length, capped };
+}
+
+/**
+ * The newest matches, with their content: FTS5 drives (CROSS JOIN keeps it the outer loop),
+ * newest first (its own rowid order, so the scan stops at the window), and each match's message is
+ * read by rowid, for a time filter and for its content, which ranks it. The assignee and channel
+ * are words of the index's `scope` column (migration 034), matched with the search's words inside
+ * the index.
+ *
+ * The window is ranked in the app (sqlitePage) rather than by FTS5's bm25, which counts, once per
+ * search, the rows holding each phrase of the MATCH (a word's rarity) by reading every match of
+ * it: for a common word or a short prefix most of a search's cost, and growing with the store,
+ * where the window's thousand messages are read by rowid at the same cost at any size.
+ */
+function sqliteSql(f: SearchFilter, param: ParamFn): string {
   const match = param(ftsMatch(f.words, { assignee: f.onlyAssignee, channel: f.channel }));
   const where = timeConditions(f, param);
-  const joins = where.length === 0 ? '' : 'cross join messages m on m.rowid = f.rowid';
-  const found = `from message_fts f ${joins}
-  where message_fts match ${match}${where.map((w) => ` and ${w}`).join('')}
-  order by f.rowid desc limit ${WINDOW + 1}`;
-  // An empty window spans nothing: the largest rowid keeps the second MATCH from reading anything.
-  const windows = narrowed
-    ? `with win as materialized (select f.rowid as r ${found}),
-ids as materialized (select r from win order by r desc limit ${WINDOW}),
-ranked as materialized (
-  select f.rowid as r, bm25(message_fts, 1.0, 0.0) as rank from message_fts f
-  where message_fts match ${param(ftsMatch(f.words))}
-    and f.rowid >= coalesce((select min(r) from ids), 9223372036854775807)
-), hits as materialized (select i.r, k.rank from ids i join ranked k on k.r = i.r)`
-    : `with win as materialized (select f.rowid as r, bm25(message_fts, 1.0, 0.0) as rank ${found}),
-hits as materialized (select r, rank from win order by r desc limit ${WINDOW})`;
-  const limit = param(page.limit);
-  const offset = param(page.offset);
-  return `${windows}
-select (select count(*) from win) as matched, t.n as total, ${SELECTED}
-from (select count(*) as n from hits) t
-left join (select r, rank from hits order by rank, r desc limit ${limit} offset ${offset}) h on 1
-left join messages m on m.rowid = h.r
-order by h.rank, h.r desc`;
+  return `select f.rowid as r, m.id, m.content
+from message_fts f cross join messages m on m.rowid = f.rowid
+where message_fts match ${match}${where.map((w) => ` and ${w}`).join('')}
+order by f.rowid desc limit ${WINDOW + 1}`;
 }
 
 /**
  * The newest matches by id (time-ordered): the planner reads the GIN index and sorts the matches
- * when they are few, or walks the primary key backwards testing each row when they are many.
+ * when they are few, or walks the primary key (a narrowed search: its scope's B-tree) backwards
+ * testing each row when they are many.
  * ts_rank (normalised by the log of the message's length, as bm25 weighs length) is computed for
  * the window alone and is higher for a better match; ties go to the newer message (the higher id).
  */
@@ -124,13 +140,19 @@ function postgresSql(f: SearchFilter, param: ParamFn, page: { limit: number; off
   where.push(...timeConditions(f, param));
   const limit = param(page.limit);
   const offset = param(page.offset);
+  // A narrowed search orders by the id in the "C" collation, which only the scope's B-trees give
+  // (migration 035): walked newest first, they test the scope's messages alone, where the primary
+  // key would test every message (a word the scope lacks: all of them). Ids are ASCII, so the
+  // order is the same.
+  const narrowed = f.onlyAssignee !== undefined || f.channel !== undefined;
+  const newest = narrowed ? 'm.id collate "C" desc' : 'm.id desc';
   // The window carries ids only (the sort of a bitmap scan's matches moves no tsvector); the
   // window's rows are read again by key to be ranked.
   return `${PLAN_WITH_VALUES}
 with win as materialized (
   select m.id from messages m
   where m.search @@ ${query}${where.map((w) => ` and ${w}`).join('')}
-  order by m.id desc limit ${WINDOW + 1}
+  order by ${newest} limit ${WINDOW + 1}
 ), hits as materialized (
   select r.id, ts_rank(r.search, ${query}, 1) as rank
   from (select id from win order by id desc limit ${WINDOW}) w join messages r on r.id = w.id

@@ -39,6 +39,47 @@ export function fold(word: string): string {
   return word.normalize('NFD').replace(/\p{M}/gu, '').toLowerCase();
 }
 
+const NON_ASCII = /[^\t\n\r\x20-\x7e]/;
+const ASCII_WORD = /[a-z0-9]+/g;
+
+/** BM25's term-frequency saturation and length weight (FTS5's and most engines' defaults). */
+const K1 = 1.2;
+const B = 0.75;
+
+/**
+ * The relevance of each of `contents` to the search's words, higher for a better match: BM25
+ * without the rarity of a word (so the same words in the same message rank alike on both stores,
+ * and the rank needs nothing but the messages ranked). Each word counts the message's words equal
+ * to it (the last one: starting with it), saturating; a longer message than the mean of those
+ * ranked weighs less. Words compare folded, as the indexes compare them.
+ */
+export function relevance(contents: readonly string[], words: readonly string[]): number[] {
+  const folded = words.map(fold);
+  const last = folded.length - 1;
+  const counts: number[][] = [];
+  const lengths: number[] = [];
+  let sum = 0;
+  for (const content of contents) {
+    // Printable ASCII text (most) folds by lower-casing alone; its words are runs of [a-z0-9].
+    const ascii = !NON_ASCII.test(content);
+    const tokens = (ascii ? content.toLowerCase().match(ASCII_WORD) : fold(content).match(WORD)) ?? [];
+    const tf = folded.map(() => 0);
+    for (const t of tokens) {
+      for (let i = 0; i < folded.length; i++) {
+        if (i === last ? t.startsWith(folded[i]!) : t === folded[i]) tf[i]!++;
+      }
+    }
+    counts.push(tf);
+    lengths.push(tokens.length);
+    sum += tokens.length;
+  }
+  const mean = Math.max(1, sum / Math.max(1, contents.length));
+  return counts.map((tf, k) => {
+    const norm = K1 * (1 - B + (B * lengths[k]!) / mean);
+    return tf.reduce((score, n) => score + (n * (K1 + 1)) / (n + norm), 0);
+  });
+}
+
 const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
 export const escapeHtml = (s: string): string => s.replace(/[&<>"']/g, (c) => ESCAPES[c]!);
 
