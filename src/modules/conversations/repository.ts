@@ -275,22 +275,22 @@ export interface NewConversation {
 }
 
 /** Inserts the conversation; gives it as its opening left it (for its view and first message without a read). */
+/** The columns a new conversation is written with (its labels, snooze and SLA columns at their defaults). */
+const newRow = (c: NewConversation) => ({
+  id: c.id,
+  guest_id: c.guestId,
+  channel: c.channel,
+  status: 'open' as const,
+  assignee: c.assignee,
+  subject: c.subject,
+  last_message_at: c.at,
+  message_count: c.messageCount,
+  created_at: c.at,
+  updated_at: c.at,
+});
+
 export async function insertConversation(db: Executor, c: NewConversation): Promise<Opened | undefined> {
-  await db
-    .insertInto('conversations')
-    .values({
-      id: c.id,
-      guest_id: c.guestId,
-      channel: c.channel,
-      status: 'open',
-      assignee: c.assignee,
-      subject: c.subject,
-      last_message_at: c.at,
-      message_count: c.messageCount,
-      created_at: c.at,
-      updated_at: c.at,
-    })
-    .execute();
+  await db.insertInto('conversations').values(newRow(c)).execute();
   // Reports count the opening in the same transaction (docs/reports.md).
   return conversationOpened(db, c, c.at);
 }
@@ -307,18 +307,9 @@ export function newConversationView(
   sla: WrittenSla,
 ): ConversationView {
   return toConversation({
-    id: c.id,
-    guest_id: c.guestId,
+    ...newRow(c),
     guest_name: guestName,
-    channel: c.channel,
-    status: 'open',
-    assignee: c.assignee,
-    subject: c.subject,
-    last_message_at: c.at,
-    message_count: c.messageCount,
     labels: '[]',
-    created_at: c.at,
-    updated_at: c.at,
     snoozed_until: null,
     ...(sla as Pick<ConversationRow, (typeof SLA_COLUMNS)[number]>),
     sla_breached: sla.sla_breached,
