@@ -114,12 +114,24 @@ async function main() {
     DATABASE_URL: url,
     JWT_SECRET: randomBytes(32).toString('hex'),
     RATE_LIMIT_STANDARD: '10000000',
+    ...(process.env.SEARCH_RECENT_MESSAGES === undefined
+      ? {}
+      : { SEARCH_RECENT_MESSAGES: process.env.SEARCH_RECENT_MESSAGES }),
   });
   // Building the app applies any migration the store lacks (a new index is built here).
   const t0 = performance.now();
   const app = await buildApp(config);
   console.log(`app built (migrations applied) in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
   try {
+    // As a store in service has it (the instance's maintenance builds it a minute after start):
+    // PostgreSQL's recent index of search (src/modules/search/recent.ts), unless SEARCH_RECENT_MESSAGES=0.
+    if (opts.pg || opts['pg-database'] !== undefined) {
+      const t1 = performance.now();
+      const done = await app.recentSearch.maintain();
+      console.log(
+        `recent index: ${done.cutoff === null ? 'none' : `from ${done.cutoff}`}${done.built === null ? '' : ` (built in ${((performance.now() - t1) / 1000).toFixed(1)} s)`}`,
+      );
+    }
     const db = app.ctx.store.db;
     const total = await db
       .selectFrom('messages')

@@ -39,6 +39,7 @@ import jobsRuntime from './modules/jobs/runtime.js';
 import { knowledgeRoutes } from './modules/knowledge/routes.js';
 import { reportsRoutes } from './modules/reports/routes.js';
 import slaEvents from './modules/reports/sla-events.js';
+import { recentSearchRuntime } from './modules/search/recent.js';
 import { searchRoutes } from './modules/search/routes.js';
 import { settingsRoutes } from './modules/settings/routes.js';
 import { staffRoutes } from './modules/staff/routes.js';
@@ -233,6 +234,7 @@ export async function buildApp(config: Config, options: BuildOptions = {}): Prom
   await app.register(jobsRuntime);
   await app.register(attachmentsRuntime);
   await app.register(channelsRuntime);
+  await app.register(recentSearchRuntime);
   await app.register(snooze);
   await app.register(slaEvents);
   await app.register(journeys);

@@ -78,6 +78,11 @@ export interface Config {
   readonly streamsPerCaller: number;
   /** Keep conversation list pages under the store's data version (src/lib/page-cache.ts). */
   readonly pageCache: boolean;
+  /**
+   * PostgreSQL: the newest messages a search's recent index covers, kept between this many and twice
+   * as many (src/modules/search/recent.ts); 0: none. SQLite ignores it.
+   */
+  readonly searchRecentMessages: number;
   /** Channel providers and the channel dispatcher (src/config-channels.ts). */
   readonly channels: ChannelsConfig;
   /** Where attachment contents are kept and how large they may be (src/config-attachments.ts). */
@@ -320,6 +325,7 @@ export function loadConfig(env: Env = process.env): Config {
     maxConnections: int(env, 'MAX_CONNECTIONS', defaultMaxConnections(openFilesLimit()), 1, 10_000_000),
     streamsPerCaller: int(env, 'STREAMS_PER_CALLER', 10, 1, 10_000),
     pageCache: bool(env, 'PAGE_CACHE', true),
+    searchRecentMessages: int(env, 'SEARCH_RECENT_MESSAGES', 500_000, 0, 1_000_000_000),
     channels: parseChannels(env, jwtSecret),
     attachments: parseAttachments(env),
   });

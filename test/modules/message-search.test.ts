@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { type TestContext, test } from 'node:test';
 import fc from 'fast-check';
 import type { FastifyInstance } from 'fastify';
+import { sql } from 'kysely';
 import { newId } from '../../src/lib/ids.js';
 import { uploadText } from '../attachments/files.js';
 import { assertError, insertConversation, insertGuest, openConversation } from '../fixtures.js';
@@ -531,4 +532,84 @@ test('a reassignment moves a conversation’s messages between staff searches at
     b.ids,
   );
   assert.deepEqual((await search(w, 'shuttle', '&channel=web', other.token)).data, []);
+});
+
+test('the recent index (PostgreSQL) finds what the whole index finds, on both sides of its cutoff', async (t) => {
+  const w = await setup(t, { SEARCH_RECENT_MESSAGES: '300' });
+  const web = await insertConversation(w.app, w.guestId, { channel: 'web' });
+  const wa = await insertConversation(w.app, w.guestId, { channel: 'whatsapp' });
+  const base = Date.parse('2026-01-01T00:00:00.000Z');
+  let written = 0;
+  /** `n` messages, ids in time order as the API writes them, the first `onWhatsapp` on WhatsApp. */
+  const write = async (n: number, onWhatsapp = 0) => {
+    const ids = Array.from({ length: n }, () => newId('msg')).sort();
+    const rows = ids.map((id, i) => ({
+      id,
+      conversation_id: i < onWhatsapp ? wa : web,
+      direction: 'inbound' as const,
+      type: 'text' as const,
+      content: i < onWhatsapp ? `shuttle whatsapp ${written + i}` : `shuttle ${written + i}`,
+      sender_type: 'guest' as const,
+      sender_id: w.guestId,
+      delivery_status: 'received' as const,
+      created_at: new Date(base + (written + i) * 1000).toISOString(),
+    }));
+    for (let i = 0; i < rows.length; i += 200) {
+      await w.app.ctx.store.db
+        .insertInto('messages')
+        .values(rows.slice(i, i + 200))
+        .execute();
+    }
+    written += n;
+    return ids;
+  };
+  const queries = [
+    ['shuttle', '&limit=100'],
+    ['shuttle', '&limit=100&page=10'],
+    ['shuttle', '&channel=whatsapp'],
+    ['shuttle 7', ''],
+    ['shut', '&limit=5&page=3'],
+    ['shuttle', `&from=${new Date(base + 2_000).toISOString()}&to=${new Date(base + 12_000).toISOString()}`],
+  ];
+  const searches = () => Promise.all(queries.map(([q, extra]) => search(w, q!, extra).then((r) => r.body)));
+  const indexes = async () => {
+    if (w.app.ctx.store.dialect !== 'postgres') return [];
+    const { rows } = await sql<{ name: string }>`
+      select c.relname as name from pg_index i join pg_class c on c.oid = i.indexrelid
+      where i.indrelid = 'messages'::regclass and c.relname like 'messages_search_recent_%' and i.indisvalid
+      order by 1`.execute(w.app.ctx.store.db);
+    return rows.map((r) => r.name);
+  };
+  const pg = w.app.ctx.store.dialect === 'postgres';
+  const nameOf = (id: string) => `messages_search_recent_${id.slice(4)}`;
+
+  // The WhatsApp messages are the oldest: a search narrowed to them reaches past any cutoff.
+  const first = await write(1003, 5);
+  const before = await searches();
+  assert.equal(before[1].meta.capped, true);
+  assert.equal(before[2].meta.total, 5);
+  // Past twice SEARCH_RECENT_MESSAGES messages: an index from the 300th newest.
+  const built = await w.app.recentSearch.maintain();
+  if (pg) assert.deepEqual(built, { built: nameOf(first.at(-300)!), dropped: [], cutoff: first.at(-300)! });
+  else assert.deepEqual(built, { built: null, dropped: [], cutoff: null });
+  assert.deepEqual(await indexes(), pg ? [nameOf(first.at(-300)!)] : []);
+  assert.deepEqual(await searches(), before);
+  // 300 past its cutoff: nothing to build, nothing to drop.
+  assert.deepEqual((await w.app.recentSearch.maintain()).built, null);
+
+  // 700 past it: a newer index; the older one stays until a later run has seen the newer.
+  const second = await write(400);
+  const before2 = await searches();
+  const rebuilt = await w.app.recentSearch.maintain();
+  if (pg) assert.deepEqual(rebuilt, { built: nameOf(second.at(-300)!), dropped: [], cutoff: second.at(-300)! });
+  assert.deepEqual(await indexes(), pg ? [nameOf(first.at(-300)!), nameOf(second.at(-300)!)] : []);
+  assert.deepEqual(await searches(), before2);
+  const later = await w.app.recentSearch.maintain();
+  if (pg) assert.deepEqual(later, { built: null, dropped: [nameOf(first.at(-300)!)], cutoff: second.at(-300)! });
+  assert.deepEqual(await indexes(), pg ? [nameOf(second.at(-300)!)] : []);
+  assert.deepEqual(await searches(), before2);
+
+  // An index dropped by hand while an instance still holds its cutoff: the same results, slower.
+  if (pg) await sql.raw(`drop index ${nameOf(second.at(-300)!)}`).execute(w.app.ctx.store.db);
+  assert.deepEqual(await searches(), before2);
 });

@@ -21,6 +21,11 @@ export interface SearchFilter {
   to?: string;
   /** A staff-role caller's id: only messages of conversations assigned to them. */
   onlyAssignee?: string;
+  /**
+   * PostgreSQL: the first message id the recent index covers (recent.ts), when there is one: the
+   * newest matches are read from it first.
+   */
+  recentCutoff?: string | null;
 }
 
 /** The newest matching messages a search ranks and counts; older ones beyond them are not found. */
@@ -33,6 +38,9 @@ export interface SearchPage {
   /** More messages match than WINDOW: the oldest of them were left out. */
   capped: boolean;
 }
+
+/** A message id as this API makes them (a ULID): the only text the recent index's cutoff may be. */
+const MESSAGE_ID = /^msg_[0-9a-z]{26}$/;
 
 // The columns every message read selects: a new column reaches search hits with the rest.
 const SELECTED = MESSAGE_COLUMNS.map((c) => `m.${c}`).join(', ');
@@ -146,13 +154,25 @@ function postgresSql(f: SearchFilter, param: ParamFn, page: { limit: number; off
   // order is the same.
   const narrowed = f.onlyAssignee !== undefined || f.channel !== undefined;
   const newest = narrowed ? 'm.id collate "C" desc' : 'm.id desc';
+  const conditions = `m.search @@ ${query}${where.map((w) => ` and ${w}`).join('')}`;
   // The window carries ids only (the sort of a bitmap scan's matches moves no tsvector); the
   // window's rows are read again by key to be ranked.
+  const cutoff = f.recentCutoff ?? null;
+  const win =
+    cutoff === null || !MESSAGE_ID.test(cutoff)
+      ? `select m.id from messages m where ${conditions} order by ${newest} limit ${WINDOW + 1}`
+      : // The newest matches among the messages the recent index covers (the cutoff is a literal so
+        // the planner may use that partial index), then, only when they are too few, the older
+        // ones: Append runs its branches in order, and the limit stops it before the second when
+        // the first filled the window. Every id at or past the cutoff is newer than every id
+        // before it, in either order (ids are ASCII), so the two make the newest matches.
+        `(select m.id from messages m where ${conditions} and m.id >= '${cutoff}' order by ${newest} limit ${WINDOW + 1})
+  union all
+  (select m.id from messages m where ${conditions} and m.id < '${cutoff}' order by ${newest} limit ${WINDOW + 1})
+  limit ${WINDOW + 1}`;
   return `${PLAN_WITH_VALUES}
 with win as materialized (
-  select m.id from messages m
-  where m.search @@ ${query}${where.map((w) => ` and ${w}`).join('')}
-  order by ${newest} limit ${WINDOW + 1}
+  ${win}
 ), hits as materialized (
   select r.id, ts_rank(r.search, ${query}, 1) as rank
   from (select id from win order by id desc limit ${WINDOW}) w join messages r on r.id = w.id

@@ -40,7 +40,14 @@ export const searchRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const until = to === undefined ? undefined : new Date(to).toISOString();
       if (since !== undefined && until !== undefined && since >= until)
         throw fieldError('to', 'must be later than from');
-      const filter = { words, channel, from: since, to: until, onlyAssignee: ownerFilter(request.user!) };
+      const filter = {
+        words,
+        channel,
+        from: since,
+        to: until,
+        onlyAssignee: ownerFilter(request.user!),
+        recentCutoff: words.length === 0 ? null : await app.recentSearch.current(),
+      };
       let capped = false;
       const read = async (req: PageRequest) => {
         if (!('page' in req)) throw new Error('search pages are numbered');
