@@ -327,6 +327,10 @@ export function openStore(config: StoreConfig, options: StoreOptions = {}): Stor
     // that vanished without closing its connections.
     statement_timeout: 15_000,
     query_timeout: 20_000,
+    // No JIT compilation: it starts for any plan costed above jit_above_cost, costs tens of ms
+    // (more than most of this API's statements take), and a search's plan is costed for a half it
+    // seldom runs (docs/search.md). A DATABASE_URL naming its own `options` replaces this.
+    options: '-c jit=off',
     keepAlive: true,
     types,
   });
