@@ -166,9 +166,13 @@ function postgresSql(f: SearchFilter, param: ParamFn, page: { limit: number; off
         // ones: Append runs its branches in order, and the limit stops it before the second when
         // the first filled the window. Every id at or past the cutoff is newer than every id
         // before it, in either order (ids are ASCII), so the two make the newest matches.
+        // The older ones are read from the whole GIN index and sorted, never found by walking back
+        // from the cutoff (their order is an expression no index gives): they are sought only when
+        // the words are rare among the newest messages, where a walk would test every older
+        // message of the scope (a word a staff member's conversations lack: all of them).
         `(select m.id from messages m where ${conditions} and m.id >= '${cutoff}' order by ${newest} limit ${WINDOW + 1})
   union all
-  (select m.id from messages m where ${conditions} and m.id < '${cutoff}' order by ${newest} limit ${WINDOW + 1})
+  (select m.id from messages m where ${conditions} and m.id < '${cutoff}' order by (m.id || '') collate "C" desc limit ${WINDOW + 1})
   limit ${WINDOW + 1}`;
   return `${PLAN_WITH_VALUES}
 with win as materialized (
