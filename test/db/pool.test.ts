@@ -80,3 +80,14 @@ test('past PG_POOL_MAX_WAITING a request is refused at once with 503 and Retry-A
   const list = await call(app, 'GET', '/guests?limit=100', { token: admin.token });
   assert.equal(list.body.meta.total, created.length);
 });
+
+test('the pool’s connections run with the statement timeout and without JIT compilation', async (t) => {
+  if (TEST_STORE !== 'postgres') return t.skip('SQLite has no connection pool');
+  const app = await buildTestApp(t);
+  const { sql } = await import('kysely');
+  const read = async (name: string) =>
+    (await sql<{ v: string }>`select current_setting(${name}) as v`.execute(app.ctx.store.db)).rows[0]!.v;
+  // A plan costed above jit_above_cost would otherwise be compiled first (docs/deploy.md).
+  assert.equal(await read('jit'), 'off');
+  assert.equal(await read('statement_timeout'), '15s');
+});
