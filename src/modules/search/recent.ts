@@ -76,11 +76,7 @@ export class RecentSearchIndex {
 
   private async readCutoff(): Promise<string | null> {
     try {
-      const { rows } = await sql<IndexRow>`
-        select c.relname as name, i.indisvalid and i.indisready as valid
-        from pg_index i join pg_class c on c.oid = i.indexrelid
-        where i.indrelid = 'messages'::regclass and c.relname like ${`${PREFIX}%`}`.execute(this.store.db);
-      this.cutoff = newestCutoff(rows);
+      this.cutoff = newestCutoff(await recentIndexes(this.store.db));
     } catch (err) {
       // A search without the cutoff is right, only slower: it must not fail for want of it.
       this.log.warn({ err }, 'search: could not read the recent index; searching the whole index');
@@ -137,10 +133,7 @@ export class RecentSearchIndex {
   }
 
   private async run(db: Db): Promise<Maintained> {
-    const { rows } = await sql<IndexRow>`
-      select c.relname as name, i.indisvalid and i.indisready as valid
-      from pg_index i join pg_class c on c.oid = i.indexrelid
-      where i.indrelid = 'messages'::regclass and c.relname like ${`${PREFIX}%`}`.execute(db);
+    const rows = await recentIndexes(db);
     const dropped: string[] = [];
     const drop = async (name: string) => {
       // The name comes from the catalog and matched NAME: no quoting can be needed.
@@ -192,6 +185,15 @@ export class RecentSearchIndex {
     this.seenNewest = newest;
     return { built, dropped, cutoff: newest === null ? null : cutoffOf(newest) };
   }
+}
+
+/** The recent indexes on messages, as the catalog has them (a build in progress is not valid). */
+async function recentIndexes(db: Db): Promise<IndexRow[]> {
+  const { rows } = await sql<IndexRow>`
+    select c.relname as name, i.indisvalid and i.indisready as valid
+    from pg_index i join pg_class c on c.oid = i.indexrelid
+    where i.indrelid = 'messages'::regclass and c.relname like ${`${PREFIX}%`}`.execute(db);
+  return rows;
 }
 
 /** The cutoff of the newest valid recent index among `rows`, or null. */
