@@ -3,10 +3,11 @@ import { type TestContext, test } from 'node:test';
 import fc from 'fast-check';
 import type { FastifyInstance } from 'fastify';
 import { sql } from 'kysely';
+import pg from 'pg';
 import { newId } from '../../src/lib/ids.js';
 import { uploadText } from '../attachments/files.js';
 import { assertError, insertConversation, insertGuest, openConversation } from '../fixtures.js';
-import { buildTestApp, call, createStaff, type TestUser } from '../helpers.js';
+import { buildTestApp, call, createStaff, freshDatabaseUrl, TEST_STORE, type TestUser } from '../helpers.js';
 
 interface World {
   app: FastifyInstance;
@@ -612,4 +613,84 @@ test('the recent index (PostgreSQL) finds what the whole index finds, on both si
   // An index dropped by hand while an instance still holds its cutoff: the same results, slower.
   if (pg) await sql.raw(`drop index ${nameOf(second.at(-300)!)}`).execute(w.app.ctx.store.db);
   assert.deepEqual(await searches(), before2);
+});
+
+test('a stopping instance cancels its recent index build; the next run drops what it left and builds anew', {
+  timeout: 30_000,
+}, async (t) => {
+  if (TEST_STORE !== 'postgres') return t.skip('SQLite has no recent index');
+  const url = await freshDatabaseUrl(t);
+  const env = { DATABASE_URL: url, SEARCH_RECENT_MESSAGES: '2' };
+  const first = await buildTestApp(t, env);
+  const guestId = await insertGuest(first);
+  const conversationId = await insertConversation(first, guestId);
+  const message = (content: string) => ({
+    id: newId('msg'),
+    conversation_id: conversationId,
+    direction: 'inbound' as const,
+    type: 'text' as const,
+    content,
+    sender_type: 'guest' as const,
+    sender_id: guestId,
+    delivery_status: 'received' as const,
+    created_at: new Date().toISOString(),
+  });
+  await first.ctx.store.db
+    .insertInto('messages')
+    .values(['one', 'two', 'three', 'four', 'five'].map(message))
+    .execute();
+  // A transaction writing messages, left open: a concurrent build waits for it once its index exists.
+  const writer = new pg.Client({ connectionString: url });
+  await writer.connect();
+  // Ended here, not after the test: the database is dropped first then.
+  writer.on('error', () => {});
+  // Another session looks on: a transaction keeps the activity it read first.
+  const observer = new pg.Client({ connectionString: url });
+  await observer.connect();
+  observer.on('error', () => {});
+  await writer.query('begin');
+  await writer.query(
+    `insert into messages (id, conversation_id, direction, type, content, sender_type, sender_id, delivery_status, created_at)
+     values ($1, $2, 'inbound', 'text', 'six', 'guest', $3, 'received', now())`,
+    [newId('msg'), conversationId, guestId],
+  );
+  const build = first.recentSearch.maintain();
+  build.catch(() => {});
+  const waiting = async () => {
+    const { rows } = await observer.query(
+      `select 1 from pg_stat_activity where query ilike 'create index concurrently%' and wait_event_type = 'Lock'`,
+    );
+    return rows.length > 0;
+  };
+  for (let i = 0; i < 200 && !(await waiting()); i++) await new Promise((r) => setTimeout(r, 25));
+  assert.ok(await waiting(), 'the build waits for the open transaction');
+
+  // Closing does not wait for the build (it would wait for the writer): it is cancelled.
+  const started = performance.now();
+  await first.close();
+  assert.ok(performance.now() - started < 5_000, 'the instance stopped without waiting for the build');
+  await assert.rejects(build);
+  await writer.query('rollback');
+  const left = await observer.query(
+    `select c.relname as name, i.indisvalid as valid from pg_index i join pg_class c on c.oid = i.indexrelid
+     where c.relname like 'messages_search_recent_%'`,
+  );
+  assert.deepEqual(
+    left.rows.map((r) => r.valid),
+    [false],
+  );
+
+  const next = await buildTestApp(t, env);
+  const run = await next.recentSearch.maintain();
+  assert.deepEqual(run.dropped, [left.rows[0].name]);
+  assert.equal(run.built, left.rows[0].name);
+  const after = await observer.query(
+    `select i.indisvalid as valid from pg_index i join pg_class c on c.oid = i.indexrelid
+     where c.relname like 'messages_search_recent_%'`,
+  );
+  assert.deepEqual(
+    after.rows.map((r) => r.valid),
+    [true],
+  );
+  await Promise.all([writer.end(), observer.end()]);
 });

@@ -51,6 +51,8 @@ export class RecentSearchIndex {
   private seenNewest: string | null = null;
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<Maintained> | null = null;
+  /** The maintenance connection's server process while a run holds the lock (to cancel a build). */
+  private backendPid: number | null = null;
 
   constructor(
     private readonly store: Store,
@@ -101,11 +103,20 @@ export class RecentSearchIndex {
     this.timer.unref();
   }
 
-  /** Stops the maintenance and waits for a run in progress. */
+  /**
+   * Stops the maintenance. A build in progress is cancelled rather than waited for (on a large
+   * store it takes minutes, and a stopping instance must not): its invalid index is dropped by the
+   * next run, on any instance.
+   */
   async stop(): Promise<void> {
     if (this.timer !== null) clearTimeout(this.timer);
     this.timer = null;
-    await this.running?.catch(() => {});
+    const running = this.running;
+    if (running === null) return;
+    if (this.backendPid !== null) {
+      await sql`select pg_cancel_backend(${this.backendPid})`.execute(this.store.db).catch(() => {});
+    }
+    await running.catch(() => {});
   }
 
   /** One maintenance run now (one at a time in this instance; across instances, under the lock). */
@@ -123,11 +134,14 @@ export class RecentSearchIndex {
 
   private async locked(db: Db): Promise<Maintained> {
     const none: Maintained = { built: null, dropped: [], cutoff: null };
-    const lock = await sql<{ ok: boolean }>`select pg_try_advisory_lock(${LOCK_KEY}) as ok`.execute(db);
+    const lock = await sql<{ ok: boolean; pid: number }>`
+      select pg_try_advisory_lock(${LOCK_KEY}) as ok, pg_backend_pid() as pid`.execute(db);
     if (lock.rows[0]?.ok !== true) return none;
+    this.backendPid = lock.rows[0].pid;
     try {
       return await this.run(db);
     } finally {
+      this.backendPid = null;
       await sql`select pg_advisory_unlock(${LOCK_KEY})`.execute(db);
     }
   }
