@@ -166,7 +166,8 @@ export async function storeOutbound(
   const message = await insertMessage(tx, m, opened);
   // Claimed at birth by this instance's dispatcher when it has room: sent once this commits.
   const lease = sender?.lease(channel) ?? null;
-  if (await insertSend(tx, message.id, m.conversation_id, channel, message.createdAt, template, lease)) {
+  const fresh = opened !== undefined && opened.c.id === m.conversation_id;
+  if (await insertSend(tx, message.id, m.conversation_id, channel, message.createdAt, template, lease, fresh)) {
     const claimed = {
       messageId: message.id,
       conversationId: m.conversation_id,
