@@ -12,7 +12,7 @@
 //   npm run bench:journeys -- --statements     also the statements sent per step, by their first words
 //   npm run bench:journeys -- --profile        the server under --cpu-prof: where the burst's CPU goes, per step
 //   npm run bench:journeys -- --socket [dir]   the server reaches PostgreSQL on its Unix socket (default
-//                                              /var/run/postgresql) instead of TCP (docs/deploy.md)
+//                                              /var/run/postgresql) instead of TCP (README, DATABASE_URL)
 //
 // The server counts what it sends to its store (bench/statement-counter.ts): statements and the
 // process's CPU per step are taken over the burst, the reads included unless --no-reads.
