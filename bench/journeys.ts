@@ -11,6 +11,8 @@
 //   npm run bench:journeys -- --no-reads       the burst alone: its statements and CPU per step clean
 //   npm run bench:journeys -- --statements     also the statements sent per step, by their first words
 //   npm run bench:journeys -- --profile        the server under --cpu-prof: where the burst's CPU goes, per step
+//   npm run bench:journeys -- --socket [dir]   the server reaches PostgreSQL on its Unix socket (default
+//                                              /var/run/postgresql) instead of TCP (README, DATABASE_URL)
 //
 // The server counts what it sends to its store (bench/statement-counter.ts): statements and the
 // process's CPU per step are taken over the burst, the reads included unless --no-reads.
@@ -35,6 +37,12 @@ const ONLY = arg('only');
 const READS = !process.argv.includes('--no-reads');
 const SHOW_STATEMENTS = process.argv.includes('--statements');
 const PROFILE = process.argv.includes('--profile');
+/** The directory of PostgreSQL's Unix socket the server connects through, or null: TCP. */
+const SOCKET = process.argv.includes('--socket')
+  ? arg('socket') !== undefined && !arg('socket')!.startsWith('--')
+    ? arg('socket')!
+    : '/var/run/postgresql'
+  : null;
 const PG_ADMIN = process.env.TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const cwd = join(import.meta.dirname, '..');
@@ -143,8 +151,11 @@ async function runStore(kind: 'sqlite' | 'postgres'): Promise<Figures> {
     await admin.end();
     const url = new URL(PG_ADMIN);
     url.pathname = `/${name}`;
+    const benchUrl = url.toString();
+    // The server only: the bench's own counting goes over TCP either way.
+    if (SOCKET !== null) url.searchParams.set('host', SOCKET);
     databaseUrl = url.toString();
-    open = () => openStore({ kind: 'postgres', url: databaseUrl });
+    open = () => openStore({ kind: 'postgres', url: benchUrl });
     dropDb = async () => {
       const c = new pg.Client({ connectionString: PG_ADMIN });
       await c.connect();
@@ -347,7 +358,10 @@ async function runStore(kind: 'sqlite' | 'postgres'): Promise<Figures> {
 
 async function main() {
   const stores = (['sqlite', 'postgres'] as const).filter((s) => ONLY === undefined || ONLY === s);
-  say(`journeys burst: ${STAYS} stays, one arrival step each due in the same minute (sms, dry run)`);
+  say(
+    `journeys burst: ${STAYS} stays, one arrival step each due in the same minute (sms, dry run)` +
+      (SOCKET === null ? '' : `; the server on PostgreSQL's Unix socket in ${SOCKET}`),
+  );
   let missed = false;
   for (const kind of stores) {
     const f = await runStore(kind);

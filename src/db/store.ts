@@ -79,6 +79,13 @@ export interface Store extends Executor {
    * move it too). The list page cache keys on it (src/lib/page-cache.ts).
    */
   dataVersion(): string | null | Promise<string | null>;
+  /**
+   * PostgreSQL: dataVersion() and the stored value of setting `key` (its JSON text, null when none
+   * is stored) as committed at that version, in the one round trip dataVersion() costs alone; null
+   * when no version can be given. Undefined on SQLite, whose version costs no round trip: read the
+   * setting instead. The list page cache reads the hotel's `today` setting so (src/lib/pages.ts).
+   */
+  readonly dataVersionWithSetting?: (key: string) => Promise<{ version: string; setting: string | null } | null>;
   close(): Promise<void>;
 }
 
@@ -110,6 +117,9 @@ function pgTypeParser(types: typeof pg.types, oid: number, format?: string): (va
 
 /** The PostgreSQL snapshot as text: what dataVersion() reads. */
 const SNAPSHOT = 'select pg_current_snapshot()::text as v';
+/** SNAPSHOT with a setting's stored value, read under the same statement's snapshot. */
+const SNAPSHOT_AND_SETTING =
+  'select pg_current_snapshot()::text as v, (select value from settings where key = $1) as s';
 
 /** Prepared statements kept per SQLite connection; the oldest unused one goes first past this. */
 const STATEMENT_CACHE_SIZE = 500;
@@ -475,6 +485,16 @@ export function openStore(config: StoreConfig, options: StoreOptions = {}): Stor
       checkout();
       const { rows } = await pool.query<{ v: string }>({ name: 'gma_snapshot', text: SNAPSHOT });
       return rows[0]!.v;
+    },
+    async dataVersionWithSetting(key) {
+      if (requestTx()) return null;
+      checkout();
+      const { rows } = await pool.query<{ v: string; s: string | null }>({
+        name: 'gma_snapshot_setting',
+        text: SNAPSHOT_AND_SETTING,
+        values: [key],
+      });
+      return { version: rows[0]!.v, setting: rows[0]!.s };
     },
     async ping() {
       await sql`select 1`.execute(db);

@@ -147,6 +147,11 @@ export interface PageCaching<R> {
   cache: PageCache;
   key: string;
   until(rows: R[]): number | Promise<number>;
+  /**
+   * A setting the page's read needs (a key): where the store reads it with its data version in one
+   * round trip (Store.dataVersionWithSetting), its stored text is handed to `read`.
+   */
+  setting?: string;
 }
 
 /**
@@ -160,17 +165,24 @@ export async function listPageJson<R>(
   request: FastifyRequest,
   reply: FastifyReply,
   list: string,
-  read: (req: PageRequest) => Promise<PageResult<R>>,
+  read: (req: PageRequest, setting?: { text: string | null }) => Promise<PageResult<R>>,
   jsonOf: (row: R) => string,
   caching?: PageCaching<R>,
 ): Promise<FastifyReply> {
   const { cursors, store } = request.server.ctx;
   let version: string | null = null;
   let admitted = false;
+  let setting: { text: string | null } | undefined;
   if (caching !== undefined) {
     // The version the gate read for this request, if any (SQLite): the same store's, one read fewer.
-    const v = request.storeVersion ?? store.dataVersion();
-    version = typeof v === 'string' || v === null ? v : await v;
+    if (request.storeVersion === null && caching.setting !== undefined && store.dataVersionWithSetting) {
+      const both = await store.dataVersionWithSetting(caching.setting);
+      version = both?.version ?? null;
+      if (both !== null) setting = { text: both.setting };
+    } else {
+      const v = request.storeVersion ?? store.dataVersion();
+      version = typeof v === 'string' || v === null ? v : await v;
+    }
     if (version !== null) {
       // The key holds the cursor and page as sent: a kept page's request was checked when it was read.
       const kept = caching.cache.get(caching.key, version, Date.now());
@@ -179,7 +191,7 @@ export async function listPageJson<R>(
     }
   }
   const req = pageRequest(request, list, cursors, false);
-  const result = await read(req);
+  const result = await read(req, setting);
   const meta = metaOf(request, list, cursors, req, result);
   let data = '';
   for (let i = 0; i < result.rows.length; i++)

@@ -86,6 +86,39 @@ test('a write by another instance on the same store is seen by the next list', a
   assert.deepEqual(ids(await call(a, 'GET', LIST, { token: admin.token })), [second.id]);
 });
 
+test("the hotel's time zone saved on another instance sets the next list's current stays", async (t) => {
+  const env = { DATABASE_URL: await freshDatabaseUrl(t) };
+  const a = await buildTestApp(t, env);
+  const b = await buildTestApp(t, env);
+  const admin = await createStaff(a, 'admin');
+  // Kiritimati (UTC+14) is always a day or two ahead of Pago Pago (UTC-11): a stay ending on
+  // Kiritimati's today is over there and still current in Pago Pago.
+  const zone = async (timezone: string) =>
+    assert.equal(
+      (
+        await call(b, 'PUT', '/settings/hotel', {
+          token: admin.token,
+          body: { value: { name: 'H', timezone, locale: 'en' } },
+        })
+      ).status,
+      200,
+    );
+  await zone('Pacific/Kiritimati');
+  const guestId = await insertGuest(a, 'Ana');
+  const checkOut = new Intl.DateTimeFormat('en-CA', { timeZone: 'Pacific/Kiritimati' }).format(new Date());
+  const stay = await call(a, 'POST', '/stays', {
+    token: admin.token,
+    body: { guestId, checkIn: '2020-01-01', checkOut, room: '7' },
+  });
+  assert.equal(stay.status, 201, JSON.stringify(stay.body));
+  await openConversation(a, admin.token, { guestId, channel: 'web' });
+  assert.equal((await untilKept(a, admin.token)).at(-1)!.data[0].stay, null);
+  await zone('Pacific/Pago_Pago');
+  const [after] = (await call(a, 'GET', LIST, { token: admin.token })).data;
+  assert.equal(after.stay?.id, stay.data.id);
+  assert.equal((await untilKept(a, admin.token)).at(-1)!.data[0].stay?.id, stay.data.id);
+});
+
 test("a staff member never gets a manager's kept page, nor a key without the scope", async (t) => {
   const app = await buildTestApp(t);
   const admin = await createStaff(app, 'admin');

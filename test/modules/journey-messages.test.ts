@@ -222,6 +222,11 @@ test("a step's new conversation shows as a read of it does, and counts in the re
   assert.deepEqual(atOpening, rest);
   assert.equal(n0, 1);
   assert.ok(l0 <= lastMessageAt && u0 <= updatedAt);
+  // Both texts are sent (the second's job waits for the first's: one conversation's texts go in order).
+  await until('both texts to be sent', async () => {
+    const m = await call(h.app, 'GET', `/conversations/${created[0].id}/messages`, { token: h.token });
+    return m.data.length === 2 && m.data.every((x: Json) => x.deliveryStatus === 'sent');
+  });
 
   const summary = await call(h.app, 'GET', `/reports/summary?from=${begin}&businessHours=false`, { token: h.token });
   assert.equal(summary.status, 200, JSON.stringify(summary.body));

@@ -5,7 +5,7 @@
 import { CompiledQuery, sql } from 'kysely';
 import { type Param, prepared } from '../../db/prepared.js';
 import { nowIso, toIso, toJson } from '../../db/store.js';
-import type { Executor } from '../../db/types.js';
+import type { CommitTotal, Executor, Tx } from '../../db/types.js';
 import type { Channel, SendTemplate } from './providers.js';
 
 /** The channels that send through a provider, each with its own slots (`web` texts have no job). */
@@ -35,12 +35,52 @@ export interface LocalSender {
   sentAtCommit(channel: string): void;
 }
 
+type SendRow = {
+  message_id: string;
+  conversation_id: string;
+  channel: string;
+  status: 'pending';
+  attempts: number;
+  next_attempt_at: string;
+  created_at: string;
+  template: string | null;
+  locked_until: string | null;
+  locked_by: string | null;
+};
+
+/** The send jobs a PostgreSQL transaction holds for its COMMIT, and the conversations they are of. */
+interface HeldSends {
+  rows: SendRow[];
+  conversations: Set<string>;
+}
+
+const heldSends = new WeakMap<Executor, HeldSends>();
+
+const SENDS: CommitTotal<HeldSends> = {
+  empty: () => ({ rows: [], conversations: new Set() }),
+  add(total, part) {
+    total.rows.push(...part.rows);
+  },
+  // In the order they were written: texts of one conversation are claimed oldest first anyway.
+  statements: (x, total) =>
+    total.rows.length === 0 ? [] : [x.insertInto('channel_sends').values(total.rows).compile()],
+};
+
 /**
  * Writes a text's send job. With `lease`, the job is claimed for that dispatcher in the same
  * statement, unless an earlier send of the conversation is still pending (texts of a conversation
  * leave in order, so that one goes first and this one waits for a claim in turn). True when
  * claimed. Callers write the conversation's row first in their transaction, so on PostgreSQL a
  * concurrent text of the same conversation waits for it and then sees this job pending.
+ *
+ * `opened`: the conversation was opened in this transaction and has no text before this one, so
+ * no send of it can be pending (no other transaction sees it before the commit). On PostgreSQL the
+ * job is then known without the statement's look and is held for the COMMIT, written there with the
+ * transaction's other held rows (Tx.addAtCommit): one round trip less per text of a new
+ * conversation (a journey step's, docs/stays.md). A later text of that conversation in the same
+ * transaction finds its job held here (pending) and waits, held too. Not on SQLite, where a later
+ * transaction of the same group commit sees the conversation before the commit and would not see
+ * the job.
  */
 export async function insertSend(
   db: Executor,
@@ -50,11 +90,37 @@ export async function insertSend(
   at: string,
   template: SendTemplate | null = null,
   lease: SendLease | null = null,
+  opened = false,
 ): Promise<boolean> {
   const json =
     template === null
       ? null
       : toJson({ name: template.name, language: template.language, parameters: template.parameters });
+  const later = (db as Partial<Tx>).addAtCommit;
+  let held = heldSends.get(db);
+  const pendingHeld = held?.conversations.has(conversationId) === true;
+  if (later !== undefined && db.dialect === 'postgres' && (opened || pendingHeld)) {
+    if (held === undefined) {
+      held = SENDS.empty();
+      heldSends.set(db, held);
+      later(SENDS, held);
+    }
+    const claim = pendingHeld ? null : lease;
+    held.rows.push({
+      message_id: messageId,
+      conversation_id: conversationId,
+      channel,
+      status: 'pending',
+      attempts: claim === null ? 0 : 1,
+      next_attempt_at: at,
+      created_at: at,
+      template: json,
+      locked_until: claim?.until ?? null,
+      locked_by: claim?.instance ?? null,
+    });
+    held.conversations.add(conversationId);
+    return claim !== null;
+  }
   if (lease === null) {
     await db
       .insertInto('channel_sends')

@@ -5,7 +5,7 @@ import { paginate } from '../../db/paginate.js';
 import { type Param, type Prepared, prepared, updateById } from '../../db/prepared.js';
 import { fromJson, nowIso, toBool, toIso } from '../../db/store.js';
 import type { ConversationRow, Database, Executor } from '../../db/types.js';
-import { conversationOpened, conversationStatusSet, type Opened, type WrittenSla } from '../reports/recorder.js';
+import { conversationOpening, conversationStatusSet, type Opened, type WrittenSla } from '../reports/recorder.js';
 import { type SLA_COLUMNS, slaView } from '../reports/sla.js';
 import { currentStay } from '../stays/current.js';
 import type { StaySummaryView } from '../stays/schemas.js';
@@ -274,8 +274,7 @@ export interface NewConversation {
   at: string;
 }
 
-/** Inserts the conversation; gives it as its opening left it (for its view and first message without a read). */
-/** The columns a new conversation is written with (its labels, snooze and SLA columns at their defaults). */
+/** The columns a new conversation is written with (its labels and snooze at their defaults; its SLA columns apart). */
 const newRow = (c: NewConversation) => ({
   id: c.id,
   guest_id: c.guestId,
@@ -289,10 +288,18 @@ const newRow = (c: NewConversation) => ({
   updated_at: c.at,
 });
 
-export async function insertConversation(db: Executor, c: NewConversation): Promise<Opened | undefined> {
-  await db.insertInto('conversations').values(newRow(c)).execute();
-  // Reports count the opening in the same transaction (docs/reports.md).
-  return conversationOpened(db, c, c.at);
+/**
+ * Inserts the conversation with its running SLA targets (one statement), and reports count its
+ * opening in the same transaction (docs/reports.md); gives it as its opening left it (for its
+ * view and first message without a read).
+ */
+export async function insertConversation(db: Executor, c: NewConversation): Promise<Opened> {
+  const opening = await conversationOpening(db, c, c.at);
+  await db
+    .insertInto('conversations')
+    .values({ ...newRow(c), ...opening.columns })
+    .execute();
+  return opening.opened();
 }
 
 /**

@@ -10,7 +10,7 @@ import { currentById } from '../../lib/etag.js';
 import { listPage, listPageJson } from '../../lib/pages.js';
 import { BODY_ERRORS, errorResponse, IdParams, Ok, OkList, ok, STANDARD_ERRORS } from '../../lib/schemas.js';
 import { currentStays } from '../stays/current.js';
-import { dayHoldsUntil, hotelToday } from '../stays/dates.js';
+import { dayHoldsUntil, dayIn, hotelClockOf, hotelToday } from '../stays/dates.js';
 import { listLabelled } from './label-lists.js';
 import { labelFilter } from './labels.js';
 import { messagesRoutes } from './messages-routes.js';
@@ -66,9 +66,13 @@ export const conversationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
       if (labels === undefined) {
         const at = Date.now();
         const now = new Date(at).toISOString();
-        // One statement: the rows as JSON, their stays and SLA views included (repository.ts).
-        const read = async (req: PageRequest) =>
-          listConversations(db(), { ...filter, now, today: await hotelToday(db()) }, req);
+        // One statement: the rows as JSON, their stays and SLA views included (repository.ts). The
+        // hotel's today from its setting, read with the cache's data version where the store can
+        // (PostgreSQL: one round trip for both), else read here.
+        const read = async (req: PageRequest, hotel?: { text: string | null }) => {
+          const today = hotel === undefined ? await hotelToday(db()) : dayIn(hotelClockOf(hotel.text).timezone);
+          return listConversations(db(), { ...filter, now, today }, req);
+        };
         const cache = app.ctx.pageCache;
         // A list by SLA status is left out: a row outside the page may join it as time passes.
         const caching =
@@ -92,6 +96,7 @@ export const conversationsRoutes: FastifyPluginAsyncTypebox = async (app) => {
                 // The hotel's today (current stays) and the rows' next SLA moment (their SLA status).
                 until: async (rows: ConversationJsonRow[]) =>
                   Math.min(dayHoldsUntil(at), await nextSlaMoment(db(), rows, at)),
+                setting: 'hotel',
               };
         return listPageJson(request, reply, 'conversations', read, (row) => row.json, caching);
       }

@@ -16,6 +16,7 @@ import { insertSend, type LocalSender } from '../channels/sends-repository.js';
 import { conversationEvents, messageCreated, staffActor } from '../events/emit.js';
 import { withEvents } from '../events/outbox.js';
 import type { Opened } from '../reports/recorder.js';
+import { slaView } from '../reports/sla.js';
 import { currentStay } from '../stays/current.js';
 import { checkedLabels, writeLabels } from './labels.js';
 import { insertMessage, type NewMessage } from './messages-repository.js';
@@ -94,7 +95,7 @@ export async function createConversation(
     const id = newId('cnv');
     const at = nowIso();
     const hasFirst = body.content !== undefined;
-    await insertConversation(tx, {
+    const opened = await insertConversation(tx, {
       id,
       guestId: body.guestId,
       channel: body.channel,
@@ -104,7 +105,7 @@ export async function createConversation(
       at,
     });
     const first = hasFirst
-      ? await storeOutbound(tx, body.channel, outbound(id, 'text', body.content!, user, at), null, sender)
+      ? await storeOutbound(tx, body.channel, outbound(id, 'text', body.content!, user, at), null, sender, opened)
       : null;
     const created: ConversationView = {
       id,
@@ -118,8 +119,8 @@ export async function createConversation(
       messageCount: hasFirst ? 1 : 0,
       labels: [],
       stay: await currentStay(tx, body.guestId),
-      // A resolution target may run from the start (the sla setting).
-      sla: (await findConversation(tx, id))!.sla,
+      // A resolution target may run from the start (the sla setting); a staff text into it changes none.
+      sla: slaView(opened.sla),
       createdAt: at,
       updatedAt: at,
       snoozedUntil: null,
@@ -165,7 +166,8 @@ export async function storeOutbound(
   const message = await insertMessage(tx, m, opened);
   // Claimed at birth by this instance's dispatcher when it has room: sent once this commits.
   const lease = sender?.lease(channel) ?? null;
-  if (await insertSend(tx, message.id, m.conversation_id, channel, message.createdAt, template, lease)) {
+  const fresh = opened !== undefined && opened.c.id === m.conversation_id;
+  if (await insertSend(tx, message.id, m.conversation_id, channel, message.createdAt, template, lease, fresh)) {
     const claimed = {
       messageId: message.id,
       conversationId: m.conversation_id,

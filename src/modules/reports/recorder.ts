@@ -5,7 +5,7 @@
 // report_conversations and report_tasks.
 import { type Param, prepared, updateRowById } from '../../db/prepared.js';
 import { fromJson } from '../../db/store.js';
-import type { Executor } from '../../db/types.js';
+import type { CommitTotal, Executor, Tx } from '../../db/types.js';
 import { SETTINGS } from '../settings/registry.js';
 import { type BusinessHours, businessSecondsBetween } from './business-time.js';
 import { addFacts, type Fact, type Metric, retractFacts } from './facts.js';
@@ -131,16 +131,11 @@ async function conversationAndState(
 ): Promise<{ c: ConversationNow; s: ConversationState | undefined } | undefined> {
   const row = await x.first(conversationRow, { id });
   if (row === undefined) return undefined;
+  // Its state, if this transaction opened it, is still held for the COMMIT (holdState).
+  const held = heldStates.get(x)?.get(id);
+  if (held !== undefined) return { c: nowOfRow(row), s: { ...held } };
   return {
-    c: {
-      id: row.id,
-      channel: row.channel,
-      assignee: row.assignee ?? '',
-      target: row.sla_target as Target | null,
-      responseDue: msOrNull(row.sla_response_due),
-      resolutionDue: msOrNull(row.sla_resolution_due),
-      sla: slaOfRow(row),
-    },
+    c: nowOfRow(row),
     s:
       row.state_id === null
         ? undefined
@@ -153,6 +148,80 @@ async function conversationAndState(
             sla_owed: row.sla_owed,
           },
   };
+}
+
+function nowOfRow(row: SlaRow & { id: string; channel: string; assignee: string | null }): ConversationNow {
+  return {
+    id: row.id,
+    channel: row.channel,
+    assignee: row.assignee ?? '',
+    target: row.sla_target as Target | null,
+    responseDue: msOrNull(row.sla_response_due),
+    resolutionDue: msOrNull(row.sla_resolution_due),
+    sla: slaOfRow(row),
+  };
+}
+
+/** A report_conversations row as a transaction writes it. */
+type StateRow = { id: string; closed: number; opened_at: number; wait_at: number | null; waited: number };
+
+/**
+ * The report state of the conversations a PostgreSQL transaction opened, held for its COMMIT and
+ * written there in one statement with its facts and rollups (Tx.addAtCommit): one round trip less
+ * per conversation opened (a journey step's, docs/stays.md). Until then this transaction reads and
+ * changes the held rows here (conversationAndState, setState), and no other can see the
+ * conversation. Not on SQLite: a later transaction of the same group commit sees the conversation
+ * before the commit, and would find no state.
+ */
+const heldStates = new WeakMap<Executor, Map<string, ConversationState & StateRow>>();
+
+const STATES: CommitTotal<Map<string, ConversationState & StateRow>> = {
+  empty: () => new Map(),
+  add(total, part) {
+    for (const [id, row] of part) total.set(id, row);
+  },
+  statements: (x, total) =>
+    total.size === 0
+      ? []
+      : [
+          rdb(x)
+            .insertInto('report_conversations')
+            .values(
+              [...total.values()].map((r) => ({
+                id: r.id,
+                closed: r.closed,
+                opened_at: r.opened_at,
+                wait_at: num(r.wait_at),
+                waited: r.waited,
+                sla_reported: num(r.sla_reported),
+                sla_owed: r.sla_owed ?? null,
+              })),
+            )
+            .compile(),
+        ],
+};
+
+/** Writes a new conversation's report state: held for the COMMIT where that can be done (heldStates). */
+async function insertState(x: Executor, row: StateRow): Promise<void> {
+  const later = (x as Partial<Tx>).addAtCommit;
+  if (later === undefined || x.dialect !== 'postgres') {
+    await rdb(x).insertInto('report_conversations').values(row).execute();
+    return;
+  }
+  let held = heldStates.get(x);
+  if (held === undefined) {
+    held = new Map();
+    heldStates.set(x, held);
+    later(STATES, held);
+  }
+  held.set(row.id, { ...row, sla_reported: null, sla_owed: null });
+}
+
+/** Changes a conversation's report state: the held row when this transaction holds it, else the stored one. */
+async function setState(x: Executor, id: string, values: Partial<StateRow> & { sla_owed?: string }): Promise<void> {
+  const held = heldStates.get(x)?.get(id);
+  if (held !== undefined) Object.assign(held, values);
+  else await updateRowById(x, 'report_conversations', id, values);
 }
 
 async function conversationNow(x: Executor, id: string): Promise<ConversationNow | undefined> {
@@ -168,6 +237,17 @@ type SlaColumns = {
   sla_breached?: boolean;
 };
 
+/** SLA columns as they are written to a conversation row, on `x`'s store. */
+function slaValues(x: Executor, cols: SlaColumns): Record<string, unknown> {
+  const set: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(cols)) {
+    if (k === 'sla_breached') set[k] = x.dialect === 'postgres' ? v : v ? 1 : 0;
+    else if (k === 'sla_target') set[k] = v;
+    else set[k] = isoOrNull(v as number | null);
+  }
+  return set;
+}
+
 /**
  * Writes the conversation's running SLA targets into its row (read by `?sla=` and its `sla` field)
  * at `at`, and moves its SLA event job (src/modules/reports/sla-jobs.ts) to the next moment not yet
@@ -181,22 +261,28 @@ async function setSla(
   s: State,
   at: number,
 ): Promise<WrittenSla | undefined> {
-  const id = c.id;
-  const set: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(cols)) {
-    if (k === 'sla_breached') set[k] = x.dialect === 'postgres' ? v : v ? 1 : 0;
-    else if (k === 'sla_target') set[k] = v;
-    else set[k] = isoOrNull(v as number | null);
-  }
-  const [row] = (await updateRowById(x, 'conversations', id, set, SLA_COLUMNS)) as unknown as SlaRow[];
+  const [row] = (await updateRowById(x, 'conversations', c.id, slaValues(x, cols), SLA_COLUMNS)) as unknown as SlaRow[];
   if (row === undefined) return undefined;
+  return slaWritten(x, c, cols, row, s, at);
+}
+
+/** setSla once the row holds `row` (its SLA columns as written): the owed moments and the SLA job. */
+async function slaWritten(
+  x: Executor,
+  c: ConversationNow,
+  cols: SlaColumns,
+  row: SlaRow,
+  s: State,
+  at: number,
+): Promise<WrittenSla> {
+  const id = c.id;
   const state = slaOfRow(row);
   const reported = num(s?.sla_reported);
   const ended = s === undefined ? [] : endedMoments(c.sla, state, reported, at);
   const was = owedOf(s?.sla_owed);
   const owed = [...was, ...ended];
   if (ended.length > 0) {
-    await updateRowById(x, 'report_conversations', id, { sla_owed: JSON.stringify(owed) });
+    await setState(x, id, { sla_owed: JSON.stringify(owed) });
   }
   // The job is due at the row's next run: left alone when the write does not move it (a conversation
   // opened without a resolution target, a wait whose moments all fall after the resolution's next).
@@ -219,31 +305,33 @@ const fact = (c: ConversationNow, metric: Metric, at: number, extra: Partial<Fac
   ...extra,
 });
 
-/** The state and facts of a conversation (re)opened at `at` (`s`: its state before, if any), with its resolution target. */
-async function open(x: Executor, r: Rules, c: ConversationNow, at: number, s: State) {
+/** The SLA columns of a conversation (re)opened at `at`: its resolution target only, if the setting has one. */
+function openedSla(r: Rules, c: ConversationNow, at: number) {
   const due = dueOf(r.sla, r.hours, at, targetMinutes(r.sla, c.channel, 'resolution'));
+  const cols: SlaColumns = {
+    ...NO_RESPONSE_TARGET,
+    sla_resolution_due: due?.due ?? null,
+    sla_resolution_risk: due?.risk ?? null,
+    sla_breached: false,
+  };
+  return { due, cols };
+}
+
+/** The report state and facts of a conversation (re)opened at `at` (`s`: its state before, if any). */
+async function openState(x: Executor, c: ConversationNow, at: number, s: State, due: { due: number } | null) {
   const row = { closed: 0, opened_at: at, wait_at: null, waited: 0 };
-  const written = await setSla(
-    x,
-    c,
-    {
-      ...NO_RESPONSE_TARGET,
-      sla_resolution_due: due?.due ?? null,
-      sla_resolution_risk: due?.risk ?? null,
-      sla_breached: false,
-    },
-    s,
-    at,
-  );
-  if (s !== undefined) await updateRowById(x, 'report_conversations', c.id, row);
-  else
-    await rdb(x)
-      .insertInto('report_conversations')
-      .values({ id: c.id, ...row })
-      .execute();
+  if (s !== undefined) await setState(x, c.id, row);
+  else await insertState(x, { id: c.id, ...row });
   const facts = [fact(c, 'opened', at)];
   if (due !== null) facts.push(fact(c, BREACHED.resolution, due.due, { ref: c.id }));
   await addFacts(x, facts);
+}
+
+/** The state and facts of a conversation reopened at `at` (`s`: its state before, if any), with its resolution target. */
+async function open(x: Executor, r: Rules, c: ConversationNow, at: number, s: State) {
+  const { due, cols } = openedSla(r, c, at);
+  const written = await setSla(x, c, cols, s, at);
+  await openState(x, c, at, s, due);
   return written;
 }
 
@@ -258,15 +346,25 @@ export interface Opened {
   readonly s: ConversationState;
 }
 
+/** A conversation about to be opened: the SLA columns its insert writes, and the rest of its opening. */
+export interface Opening {
+  /** Written with the conversation's other columns in its insert (no update of the row after). */
+  readonly columns: Record<string, unknown>;
+  /** Records the opening once the row is inserted (its SLA job, report state and facts); gives it as left. */
+  opened(): Promise<Opened>;
+}
+
 /**
- * A conversation was created (`at`, ISO), its row just inserted by the caller with no SLA target
- * (the columns' defaults), so it is known without a read; gives it as this left it.
+ * A conversation is being created (`at`, ISO): its running SLA targets (a resolution target, if the
+ * sla setting has one) are worked out before its row is written, so its insert writes them and no
+ * update follows (every path that opens a conversation: a request, a guest's first message, a
+ * journey step); `opened()` then records the rest as a reopening does, with the same figures.
  */
-export async function conversationOpened(
+export async function conversationOpening(
   x: Executor,
   inserted: { id: string; channel: string; assignee: string | null },
   at: string,
-): Promise<Opened | undefined> {
+): Promise<Opening> {
   const c: ConversationNow = {
     id: inserted.id,
     channel: inserted.channel,
@@ -277,20 +375,35 @@ export async function conversationOpened(
     sla: slaOfRow({}),
   };
   const when = ms(at);
-  const sla = await open(x, await rulesOf(x), c, when, undefined);
-  if (sla === undefined) return undefined;
-  // As conversationAndState would read it now: the columns and the state open() wrote.
-  const state = slaOfRow(sla as Parameters<typeof slaOfRow>[0]);
+  const { due, cols } = openedSla(await rulesOf(x), c, when);
+  const columns = slaValues(x, cols);
   return {
-    sla,
-    c: {
-      ...c,
-      target: state.responseTarget,
-      responseDue: state.responseDue,
-      resolutionDue: state.resolutionDue,
-      sla: state,
+    columns,
+    async opened() {
+      // The columns as the insert wrote them, as a read of them would give them back (ISO times).
+      const row: SlaRow = {
+        sla_target: null,
+        sla_response_due: null,
+        sla_response_risk: null,
+        sla_resolution_due: columns.sla_resolution_due as string | null,
+        sla_resolution_risk: columns.sla_resolution_risk as string | null,
+      };
+      const sla = await slaWritten(x, c, cols, row, undefined, when);
+      await openState(x, c, when, undefined, due);
+      // As conversationAndState would read it now: the columns and the state written.
+      const state = slaOfRow(sla as Parameters<typeof slaOfRow>[0]);
+      return {
+        sla,
+        c: {
+          ...c,
+          target: state.responseTarget,
+          responseDue: state.responseDue,
+          resolutionDue: state.resolutionDue,
+          sla: state,
+        },
+        s: { closed: 0, opened_at: when, wait_at: null, waited: 0, sla_reported: null, sla_owed: null },
+      };
     },
-    s: { closed: 0, opened_at: when, wait_at: null, waited: 0, sla_reported: null, sla_owed: null },
   };
 }
 
@@ -347,7 +460,7 @@ export async function messageStored(x: Executor, m: MessageWritten, opened?: Ope
     if (s.wait_at !== null) return;
     const target: Target = s.waited === 1 ? 'next_response' : 'first_response';
     const due = dueOf(r.sla, r.hours, at, targetMinutes(r.sla, c.channel, target));
-    await updateRowById(x, 'report_conversations', c.id, { wait_at: at, waited: 1 });
+    await setState(x, c.id, { wait_at: at, waited: 1 });
     await setSla(
       x,
       c,
@@ -369,7 +482,7 @@ export async function messageStored(x: Executor, m: MessageWritten, opened?: Ope
     const target = c.target ?? 'next_response';
     if (target === 'first_response') facts.push(fact(by, 'first_response', at, d));
     const { missed } = await endTarget(x, by, target, c.responseDue, at, true);
-    await updateRowById(x, 'report_conversations', c.id, { wait_at: null });
+    await setState(x, c.id, { wait_at: null });
     await setSla(x, c, { ...NO_RESPONSE_TARGET, ...(missed && { sla_breached: true }) }, s, at);
   }
   await addFacts(x, facts);
@@ -391,7 +504,7 @@ export async function conversationStatusSet(x: Executor, id: string, status: str
   await addFacts(x, [fact(c, 'resolution', when, span(r, openedAt, when))]);
   const resolution = await endTarget(x, c, 'resolution', c.resolutionDue, when, true);
   if (c.target !== null) await endTarget(x, c, c.target, c.responseDue, when, false);
-  await updateRowById(x, 'report_conversations', id, { closed: 1, wait_at: null });
+  await setState(x, id, { closed: 1, wait_at: null });
   await setSla(
     x,
     c,

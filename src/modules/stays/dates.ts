@@ -71,7 +71,11 @@ let lastHotel: { text: unknown; clock: HotelClock } | undefined;
 
 /** The hotel's time zone and its check-in and check-out times (a value saved without them: defaults). */
 export async function hotelClock(db: Executor): Promise<HotelClock> {
-  const text = (await db.first(hotelValue, { key: 'hotel' }))?.value ?? null;
+  return hotelClockOf((await db.first(hotelValue, { key: 'hotel' }))?.value ?? null);
+}
+
+/** hotelClock from the `hotel` setting's stored text, read by the caller (null: none stored). */
+export function hotelClockOf(text: unknown): HotelClock {
   if (lastHotel !== undefined && lastHotel.text === text) return { ...lastHotel.clock };
   const v = (text === null ? (SETTINGS.hotel?.default ?? {}) : (fromJson(text) ?? {})) as Partial<HotelClock>;
   const clock = {

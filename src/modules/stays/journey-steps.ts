@@ -19,7 +19,6 @@ import type { LocalSender } from '../channels/sends-repository.js';
 import {
   advanceConversationRef,
   conversationsOfGuests,
-  findConversation,
   type GuestConversation,
   insertConversation,
   latestAmong,
@@ -441,11 +440,12 @@ async function sendStepMessage(
     // Its event shows it as written, the guest's current stay read once for the batch's guests,
     // and its message is counted as written into it (nothing writes to it in between): no read of
     // the row back.
-    const view =
-      opened === undefined
-        ? (await findConversation(tx, conversationId))!
-        : newConversationView(row, guest.name, (await reads.stays()).get(guest.id) ?? null, opened.sla);
-    conversationEvents(outbox, SYSTEM, null, view);
+    conversationEvents(
+      outbox,
+      SYSTEM,
+      null,
+      newConversationView(row, guest.name, (await reads.stays()).get(guest.id) ?? null, opened.sla),
+    );
   }
   const message = await storeOutbound(
     tx,
