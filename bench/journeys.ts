@@ -22,6 +22,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import autocannon from 'autocannon';
+import { sql } from 'kysely';
 import pg from 'pg';
 import { openStore, type Store } from '../src/db/store.js';
 import { freePort, spawnNode, stopChild, waitForHttp } from './proc.js';
@@ -65,7 +66,14 @@ interface Figures {
   requests: number;
   non2xx: number;
   /** Over the burst, per step done: statements, round trips, the server's CPU (ms). */
-  perStep: { statements: number; roundTrips: number; cpuMs: number; byText: [string, number][] } | null;
+  perStep: {
+    statements: number;
+    roundTrips: number;
+    cpuMs: number;
+    /** PostgreSQL: its backends' CPU (ms) on this database, null on SQLite. */
+    dbCpuMs: number | null;
+    byText: [string, number][];
+  } | null;
 }
 
 interface Counts {
@@ -122,6 +130,26 @@ async function counts(store: Store, moment: string) {
     .select((eb) => eb.fn.countAll<number>().as('n'))
     .executeTakeFirstOrThrow();
   return { queued: Number(queued.n), last: queued.last, done: Number(done.n) };
+}
+
+/**
+ * PostgreSQL: CPU time (ns) of each backend on the bench's database, read from /proc/<pid>/schedstat
+ * (PostgreSQL must run on this machine); null on SQLite. A backend that exits between two readings
+ * takes its time with it, so a difference is a floor.
+ */
+async function backendsNs(store: Store): Promise<Map<number, number> | null> {
+  if (store.dialect !== 'postgres') return null;
+  const { rows } = await sql<{ pid: number }>`select pid from pg_stat_activity
+    where datname = current_database() and backend_type = 'client backend'`.execute(store.db);
+  const out = new Map<number, number>();
+  for (const { pid } of rows) {
+    try {
+      out.set(pid, Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[0]));
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return out;
 }
 
 async function scheduledAt(store: Store, moment: string): Promise<number> {
@@ -287,6 +315,7 @@ async function runStore(kind: 'sqlite' | 'postgres'): Promise<Figures> {
     // Written every 250 ms by the server: the last file before the minute.
     await new Promise((r) => setTimeout(r, Math.max(0, minute - 300 - Date.now())));
     const before = readCounts(countsFile);
+    const dbBefore = await backendsNs(store);
     const fromUs = monotonicUs();
     let queuedMs: number | null = null;
     let c = await counts(store, moment);
@@ -300,6 +329,7 @@ async function runStore(kind: 'sqlite' | 'postgres'): Promise<Figures> {
     }
     await new Promise((r) => setTimeout(r, 500));
     const end = readCounts(countsFile);
+    const dbEnd = await backendsNs(store);
     profiled = { window: { fromUs, toUs: monotonicUs() }, steps: c.done };
     // Reads go on half a second more, then stop.
     await new Promise((r) => setTimeout(r, 500));
@@ -315,6 +345,10 @@ async function runStore(kind: 'sqlite' | 'postgres'): Promise<Figures> {
         statements: (end.statements - before.statements) / c.done,
         roundTrips: (end.roundTrips - before.roundTrips) / c.done,
         cpuMs: (end.cpuUs - before.cpuUs) / 1000 / c.done,
+        dbCpuMs:
+          dbEnd === null
+            ? null
+            : [...dbEnd].reduce((sum, [pid, ns]) => sum + ns - (dbBefore?.get(pid) ?? 0), 0) / 1e6 / c.done,
         byText,
       };
     }
@@ -379,7 +413,8 @@ async function main() {
     if (p !== null) {
       say(
         `           per step over the burst${READS ? ' (the reads included)' : ''}: ${p.statements.toFixed(1)} statements ` +
-          `in ${p.roundTrips.toFixed(1)} round trips, ${p.cpuMs.toFixed(2)} ms of the server's CPU`,
+          `in ${p.roundTrips.toFixed(1)} round trips, ${p.cpuMs.toFixed(2)} ms of the server's CPU` +
+          (p.dbCpuMs === null ? '' : `, ${p.dbCpuMs.toFixed(2)} ms of PostgreSQL's (its backends on this database)`),
       );
       if (SHOW_STATEMENTS) for (const [text, n] of p.byText) say(`             ${n.toFixed(2).padStart(6)}  ${text}`);
     }
