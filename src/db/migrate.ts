@@ -33,6 +33,7 @@ import { deferredCounts } from './migrations/032-deferred-counts.js';
 import { reportHistograms } from './migrations/033-report-histograms.js';
 import { searchScope } from './migrations/034-search-scope.js';
 import { searchWalks } from './migrations/035-search-walks.js';
+import { claims } from './migrations/036-claims.js';
 import { columnTypes, type MigrationDef } from './migrations/helpers.js';
 import type { Store } from './store.js';
 import type { Db } from './types.js';
@@ -71,6 +72,7 @@ const MIGRATIONS: MigrationDef[] = [
   reportHistograms,
   searchScope,
   searchWalks,
+  claims,
 ];
 
 export async function migrate(store: Store): Promise<string[]> {

@@ -6,6 +6,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import SQLite from 'better-sqlite3';
 import {
+  type Compilable,
   CompiledQuery,
   Kysely,
   PostgresDialect,
@@ -546,6 +547,18 @@ export const fromJson = <T>(value: unknown): T => (typeof value === 'string' ? J
 export const toBool = (value: boolean): number => (value ? 1 : 0);
 export const toIso = (value: string | Date): string => (typeof value === 'string' ? value : value.toISOString());
 export const nowIso = (): string => new Date().toISOString();
+
+/**
+ * `column` among `candidates`, chosen once. On PostgreSQL an array of them, whose select runs once
+ * before the statement: written as `in (…)` the planner may join them and run them again for each
+ * row of the table, and a run that skips the rows the last one locked leases far more than its
+ * limit (migration 036). SQLite runs the statement alone.
+ */
+export function chosenOnce(db: Pick<Executor, 'dialect'>, column: string, candidates: Compilable) {
+  return db.dialect === 'postgres'
+    ? sql<boolean>`${sql.ref(column)} = any(array(${candidates}))`
+    : sql<boolean>`${sql.ref(column)} in (${candidates})`;
+}
 
 /** LIKE pattern for a case-insensitive substring match where % and _ are literal (ESCAPE '\'). */
 export const likeContains = (term: string): string => `%${term.toLowerCase().replace(/[\\%_]/g, (c) => `\\${c}`)}%`;

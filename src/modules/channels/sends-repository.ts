@@ -240,7 +240,7 @@ export async function claimSends(
   const until = new Date(untilMs).toISOString();
   if (db.dialect === 'postgres') {
     // The same statement as below, in a function whose plan does not follow stale statistics
-    // (migrations 015 and 020).
+    // (migrations 015, 020 and 036).
     const { rows } = await db.executeQuery<ClaimedRow>(
       CompiledQuery.raw('select * from claim_sends($1, $2, $3, $4, $5)', [limit, at, until, instance, channels]),
     );

@@ -3,7 +3,7 @@
 // FOR UPDATE SKIP LOCKED; SQLite's one writer runs the statement alone), and record a run's end
 // only under the lease it was claimed with.
 import { sql } from 'kysely';
-import { nowIso, toIso } from '../../db/store.js';
+import { chosenOnce, nowIso, toIso } from '../../db/store.js';
 import type { Executor } from '../../db/types.js';
 
 export interface NewJob {
@@ -29,6 +29,8 @@ export interface ClaimedJob {
 }
 
 const LIVE = sql<boolean>`status = 'pending'`;
+/** The predicate of jobs_live_key (migration 036), written as a literal so SQLite matches it to the index. */
+const KEYED = sql<boolean>`status = 'pending' and key is not null`;
 
 /** Writes (or, by key, reschedules) a job; returns its id. */
 export async function insertJob(db: Executor, job: NewJob): Promise<string> {
@@ -48,11 +50,11 @@ export async function insertJob(db: Executor, job: NewJob): Promise<string> {
       created_at: now,
       updated_at: now,
     })
-    // The partial unique index's predicate, written as a literal so SQLite matches it to the index.
+    // The partial unique index of keyed live jobs.
     .onConflict((oc) =>
       oc
         .columns(['kind', 'key'])
-        .where(LIVE)
+        .where(KEYED)
         .doUpdateSet((eb) => ({
           payload,
           run_at: runAt,
@@ -130,7 +132,7 @@ export async function claimJobs(
       attempts: eb('attempts', '+', 1),
       updated_at: at,
     }))
-    .where('id', 'in', candidates)
+    .where(chosenOnce(db, 'id', candidates))
     .returning(['id', 'kind', 'key', 'payload', 'attempts', 'version', 'run_at'])
     .execute();
   return rows.map((r) => ({
@@ -149,17 +151,24 @@ export async function claimJobs(
 export async function nextJobDueAt(db: Executor, kinds: readonly string[]): Promise<number | null> {
   if (kinds.length === 0) return null;
   const at = nowIso();
-  const row = await db
-    .selectFrom('jobs')
-    .select('run_at')
-    .where(LIVE)
-    .where('kind', 'in', kinds)
-    .where((eb) => eb.or([eb('locked_until', 'is', null), eb('locked_until', '<', at)]))
-    .orderBy('run_at')
-    .orderBy('id')
-    .limit(1)
-    .executeTakeFirst();
-  return row === undefined ? null : new Date(toIso(row.run_at)).getTime();
+  // Kind by kind, each the first of its kind in jobs_kind_due (migration 036): one ordered walk over
+  // every kind would need an index of every kind's jobs by due time.
+  const firsts = kinds.map(
+    (kind) =>
+      sql`select (${db
+        .selectFrom('jobs')
+        .select('run_at')
+        .where(LIVE)
+        .where('kind', '=', kind)
+        .where((eb) => eb.or([eb('locked_until', 'is', null), eb('locked_until', '<', at)]))
+        .orderBy('run_at')
+        .orderBy('id')
+        .limit(1)}) as at`,
+  );
+  const { rows } = await sql<{ at: string | Date | null }>`select min(f.at) as at
+    from (${sql.join(firsts, sql` union all `)}) as f`.execute(db);
+  const first = rows[0]?.at;
+  return first == null ? null : new Date(toIso(first)).getTime();
 }
 
 type Held = { id: string; instance: string; version: number };

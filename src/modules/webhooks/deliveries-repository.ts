@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { paginate } from '../../db/paginate.js';
-import { nowIso, toBool, toIso } from '../../db/store.js';
+import { chosenOnce, nowIso, toBool, toIso } from '../../db/store.js';
 import type { Executor, WebhookDeliveryRow } from '../../db/types.js';
 import type { DeliveryStatus, DeliveryView } from './schemas.js';
 
@@ -176,7 +176,7 @@ export async function claimDue(
   const rows = await db
     .updateTable('webhook_deliveries')
     .set({ locked_until: new Date(now.getTime() + lockMs).toISOString(), locked_by: instance })
-    .where('id', 'in', candidates)
+    .where(chosenOnce(db, 'id', candidates))
     .returning(['id', 'webhook_id', 'attempts', 'payload'])
     .execute();
   return rows.map((r) => ({ id: r.id, webhookId: r.webhook_id, attempts: Number(r.attempts), payload: r.payload }));
