@@ -101,6 +101,37 @@ export function addParts(totals: Map<CommitTotal<unknown>, unknown>, parts: Comm
   }
 }
 
+const held = new WeakMap<Executor, Map<CommitTotal<unknown>, unknown>>();
+
+/**
+ * The part of `kind`'s total this PostgreSQL transaction holds for its COMMIT (Tx.addAtCommit): one
+ * per transaction and kind, made and added on first use, which the transaction goes on reading and
+ * changing until it commits (rows it wrote there instead of at once). Undefined where nothing is
+ * held: on SQLite, where a later transaction of the same group commit would not see the rows, and
+ * in a request transaction.
+ */
+export function heldForCommit<T>(x: Executor, kind: CommitTotal<T>): T | undefined {
+  const later = (x as Partial<Tx>).addAtCommit;
+  if (later === undefined || x.dialect !== 'postgres') return undefined;
+  let parts = held.get(x);
+  if (parts === undefined) {
+    parts = new Map();
+    held.set(x, parts);
+  }
+  let part = parts.get(kind) as T | undefined;
+  if (part === undefined) {
+    part = kind.empty();
+    parts.set(kind, part);
+    later(kind, part);
+  }
+  return part;
+}
+
+/** What `heldForCommit` made of `kind` for this transaction so far, without making it. */
+export function heldSoFar<T>(x: Executor, kind: CommitTotal<T>): T | undefined {
+  return held.get(x)?.get(kind) as T | undefined;
+}
+
 /** The statements that write `totals`, kind by kind in the order the kinds were first added. */
 export function totalStatements(
   x: Executor,

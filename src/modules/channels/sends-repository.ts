@@ -3,9 +3,10 @@
 // lasts), for the channels that have a free slot, in order per conversation, each claim counted as
 // an attempt; finished or rescheduled under that lease, and purged some days after finishing.
 import { CompiledQuery, sql } from 'kysely';
+import { heldForCommit, heldSoFar } from '../../db/executor.js';
 import { type Param, prepared } from '../../db/prepared.js';
 import { nowIso, toIso, toJson } from '../../db/store.js';
-import type { CommitTotal, Executor, Tx } from '../../db/types.js';
+import type { CommitTotal, Executor } from '../../db/types.js';
 import type { Channel, SendTemplate } from './providers.js';
 
 /** The channels that send through a provider, each with its own slots (`web` texts have no job). */
@@ -54,8 +55,6 @@ interface HeldSends {
   conversations: Set<string>;
 }
 
-const heldSends = new WeakMap<Executor, HeldSends>();
-
 const SENDS: CommitTotal<HeldSends> = {
   empty: () => ({ rows: [], conversations: new Set() }),
   add(total, part) {
@@ -96,15 +95,9 @@ export async function insertSend(
     template === null
       ? null
       : toJson({ name: template.name, language: template.language, parameters: template.parameters });
-  const later = (db as Partial<Tx>).addAtCommit;
-  let held = heldSends.get(db);
-  const pendingHeld = held?.conversations.has(conversationId) === true;
-  if (later !== undefined && db.dialect === 'postgres' && (opened || pendingHeld)) {
-    if (held === undefined) {
-      held = SENDS.empty();
-      heldSends.set(db, held);
-      later(SENDS, held);
-    }
+  const pendingHeld = heldSoFar(db, SENDS)?.conversations.has(conversationId) === true;
+  const held = opened || pendingHeld ? heldForCommit(db, SENDS) : undefined;
+  if (held !== undefined) {
     const claim = pendingHeld ? null : lease;
     held.rows.push({
       message_id: messageId,

@@ -3,9 +3,11 @@
 // write, and the measures that end with it (a wait, an open period, a task) become facts. The
 // running state (when the current wait began, which SLA targets run and until when) is kept in
 // report_conversations and report_tasks.
+
+import { heldForCommit, heldSoFar } from '../../db/executor.js';
 import { type Param, prepared, updateRowById } from '../../db/prepared.js';
 import { fromJson } from '../../db/store.js';
-import type { CommitTotal, Executor, Tx } from '../../db/types.js';
+import type { CommitTotal, Executor } from '../../db/types.js';
 import { SETTINGS } from '../settings/registry.js';
 import { type BusinessHours, businessSecondsBetween } from './business-time.js';
 import { addFacts, type Fact, type Metric, retractFacts } from './facts.js';
@@ -132,7 +134,7 @@ async function conversationAndState(
   const row = await x.first(conversationRow, { id });
   if (row === undefined) return undefined;
   // Its state, if this transaction opened it, is still held for the COMMIT (holdState).
-  const held = heldStates.get(x)?.get(id);
+  const held = heldSoFar(x, STATES)?.get(id);
   if (held !== undefined) return { c: nowOfRow(row), s: { ...held } };
   return {
     c: nowOfRow(row),
@@ -173,8 +175,6 @@ type StateRow = { id: string; closed: number; opened_at: number; wait_at: number
  * conversation. Not on SQLite: a later transaction of the same group commit sees the conversation
  * before the commit, and would find no state.
  */
-const heldStates = new WeakMap<Executor, Map<string, ConversationState & StateRow>>();
-
 const STATES: CommitTotal<Map<string, ConversationState & StateRow>> = {
   empty: () => new Map(),
   add(total, part) {
@@ -201,25 +201,19 @@ const STATES: CommitTotal<Map<string, ConversationState & StateRow>> = {
         ],
 };
 
-/** Writes a new conversation's report state: held for the COMMIT where that can be done (heldStates). */
+/** Writes a new conversation's report state: held for the COMMIT where that can be done (STATES). */
 async function insertState(x: Executor, row: StateRow): Promise<void> {
-  const later = (x as Partial<Tx>).addAtCommit;
-  if (later === undefined || x.dialect !== 'postgres') {
+  const held = heldForCommit(x, STATES);
+  if (held === undefined) {
     await rdb(x).insertInto('report_conversations').values(row).execute();
     return;
-  }
-  let held = heldStates.get(x);
-  if (held === undefined) {
-    held = new Map();
-    heldStates.set(x, held);
-    later(STATES, held);
   }
   held.set(row.id, { ...row, sla_reported: null, sla_owed: null });
 }
 
 /** Changes a conversation's report state: the held row when this transaction holds it, else the stored one. */
 async function setState(x: Executor, id: string, values: Partial<StateRow> & { sla_owed?: string }): Promise<void> {
-  const held = heldStates.get(x)?.get(id);
+  const held = heldSoFar(x, STATES)?.get(id);
   if (held !== undefined) Object.assign(held, values);
   else await updateRowById(x, 'report_conversations', id, values);
 }
