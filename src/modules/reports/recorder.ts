@@ -3,7 +3,6 @@
 // write, and the measures that end with it (a wait, an open period, a task) become facts. The
 // running state (when the current wait began, which SLA targets run and until when) is kept in
 // report_conversations and report_tasks.
-
 import { heldForCommit, heldSoFar } from '../../db/executor.js';
 import { type Param, prepared, updateRowById } from '../../db/prepared.js';
 import { fromJson } from '../../db/store.js';
